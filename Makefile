@@ -1,0 +1,75 @@
+# jaxlab: `make lab` sets up and starts JupyterLab; `make test` sets up and runs every check.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON  := $(shell tools/find_python.sh)
+MINOR   := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+# JAX 0.12 needs 3.12; every newer Python installs from the 3.12 lock.
+LOCK    := requirements/py$(if $(filter 3.11,$(MINOR)),3.11,3.12).txt
+VENV    := .venv
+PY311   := $(shell tools/find_python.sh 3.11)
+VENV311 := .venv311
+PORT    ?= 8888
+
+.PHONY: help lab setup test lint unit py311 bench lock clean
+
+help:
+	@echo "make lab    set up .venv and start JupyterLab on notebooks/"
+	@echo "make test   set up, lint and run the whole test suite"
+	@echo "make bench  run every benchmark in benchmarks/ and print its figures"
+
+# One stamp per environment: rebuilt when its lock or pyproject.toml changes.
+$(VENV)/.stamp: $(LOCK) pyproject.toml
+	@test -n "$(PYTHON)" || { echo "jaxlab needs python3.12, or python3 >= 3.11" >&2; exit 1; }
+	@echo "jaxlab: environment $(VENV) on Python $(MINOR) from $(LOCK)"
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -r $(LOCK)
+	$(VENV)/bin/python -m pip install -q --no-deps -e .
+	$(VENV)/bin/python tools/kernel_config.py
+	@touch $@
+
+$(VENV311)/.stamp: requirements/py3.11.txt pyproject.toml
+	$(PY311) -m venv $(VENV311)
+	$(VENV311)/bin/python -m pip install -q --upgrade pip
+	$(VENV311)/bin/python -m pip install -q -r requirements/py3.11.txt
+	$(VENV311)/bin/python -m pip install -q --no-deps -e .
+	@touch $@
+
+setup: $(VENV)/.stamp
+	@tools/ensure_system.sh dot
+
+lab: setup
+	@echo "jaxlab: starting JupyterLab on notebooks/ (the URL with its token follows)"
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) --no-browser \
+	  $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+unit: setup
+	@tools/ensure_system.sh chromium
+	$(VENV)/bin/python -m pytest
+
+# The quicker second run: unit and magic tests on Python 3.11 with its own lock.
+py311:
+	@if [ -n "$(PY311)" ] && [ "$(MINOR)" != "3.11" ]; then \
+	  $(MAKE) --no-print-directory $(VENV311)/.stamp && \
+	  $(VENV311)/bin/python -m pytest -m "not browser and not notebooks and not slow" -q; \
+	else echo "jaxlab: no separate Python 3.11 run (python3.11 absent, or it is the main one)"; fi
+
+test: lint unit py311
+
+bench: setup
+	@for f in benchmarks/*.py; do echo "== $$f"; $(VENV)/bin/python $$f || exit 1; done
+
+# Regenerate both locks from requirements/deps.in (needs network to PyPI).
+lock: setup
+	$(VENV)/bin/python -m pip install -q uv
+	for v in 3.11 3.12; do $(VENV)/bin/uv pip compile --quiet --python-version $$v \
+	  --python-platform x86_64-unknown-linux-gnu requirements/deps.in -o requirements/py$$v.txt; done
+
+clean:
+	rm -rf $(VENV) $(VENV311) .pytest_cache .ruff_cache .mypy_cache build *.egg-info

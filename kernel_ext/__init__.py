@@ -1,0 +1,40 @@
+"""jaxlab: a Jupyter laboratory for differentiable computing on JAX.
+
+``%load_ext jaxlab`` adds the magics; every magic has a plain-Python twin here::
+
+    import jaxlab
+    g = jaxlab.jaxpr_graph(f, x)       # the jaxpr as a Graph model
+    g.to_svg()
+
+Importing this package imports no IPython, graphviz, matplotlib or widget code.
+"""
+
+from ._warning import JaxlabWarning as JaxlabWarning
+from .autodiff import GradReport as GradReport
+from .autodiff import grad_report as grad_report
+from .compile_log import CompileEvent as CompileEvent
+from .compile_log import CompileLog as CompileLog
+from .compile_log import compile_log as compile_log
+from .devices import DeviceReport as DeviceReport
+from .devices import devices as devices
+from .explain import explain as explain
+from .graph import Graph as Graph
+from .graph import jaxpr_graph as jaxpr_graph
+from .jit_report import CompileReport as CompileReport
+from .jit_report import compile_report as compile_report
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
+    """``%load_ext jaxlab``: register every magic and hook (idempotent)."""
+    from .magics import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
+    """``%unload_ext jaxlab``: remove every magic, listener, hook and handler it added."""
+    from .magics import unload
+
+    unload(ipython)

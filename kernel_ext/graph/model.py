@@ -1,0 +1,5 @@
+"""The Graph model (being written)."""
+
+
+class Graph:
+    pass

@@ -1,0 +1,3 @@
+"""Magics of the `devices` family (not written yet)."""
+
+MAGICS: tuple[type, ...] = ()

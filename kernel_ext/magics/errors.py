@@ -1,0 +1,3 @@
+"""Magics of the `errors` family (not written yet)."""
+
+MAGICS: tuple[type, ...] = ()

@@ -1,0 +1,3 @@
+"""Magics of the `grad` family (not written yet)."""
+
+MAGICS: tuple[type, ...] = ()

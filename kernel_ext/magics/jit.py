@@ -1,0 +1,3 @@
+"""Magics of the `jit` family (not written yet)."""
+
+MAGICS: tuple[type, ...] = ()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Make sure a system program exists; install its Debian package when we may.
+#   tools/ensure_system.sh dot        Graphviz's dot (package graphviz)
+#   tools/ensure_system.sh chromium   Debian's Chromium for the browser tests
+set -u
+what=$1
+case "$what" in
+  dot) probe() { dot -V >/dev/null 2>&1; }; pkg=graphviz
+       hint="install Graphviz: 'sudo apt-get install graphviz', 'brew install graphviz' or 'conda install -c conda-forge graphviz'" ;;
+  chromium) probe() { [ -x /usr/lib/chromium/chromium ] || [ -x /usr/bin/chromium ]; }; pkg=chromium
+       hint="install Chromium for the browser tests: 'sudo apt-get install chromium'" ;;
+  *) echo "ensure_system.sh: unknown program '$what'" >&2; exit 2 ;;
+esac
+probe && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "jaxlab: installing Debian's $pkg ..."
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$pkg"; } >/tmp/jaxlab-apt-$pkg.log 2>&1 \
+    || { echo "jaxlab: apt-get install $pkg failed (log: /tmp/jaxlab-apt-$pkg.log)" >&2; exit 1; }
+  probe && exit 0
+fi
+echo "jaxlab: '$what' is missing; $hint" >&2
+exit 1

@@ -1,0 +1,1 @@
+"""jaxlab.widgets: live views drawn in the browser (anywidget)."""
