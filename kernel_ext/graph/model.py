@@ -1,5 +1,180 @@
-"""The Graph model (being written)."""
+"""The Graph model: what a jaxpr looks like as nodes, edges and nested clusters.
+
+The model knows nothing of graphviz: ``render.py`` turns it into DOT and SVG. Ids are
+stable paths, never ``id()``, so the same program always gives the same model:
+
+* top-level inputs ``in0, in1, ...``, constants ``c0, ...``, outputs ``out0, ...``;
+* equation ``i`` of a block ``e{i}``; the block of a nested program inside equation
+  ``e3`` has the prefix ``e3/`` when the equation holds one program, ``e3/0/``,
+  ``e3/1/`` ... when it holds several (cond branches, while's cond and body);
+* a nested block's parameters are ports ``<prefix>in{k}``, the enclosing equation's
+  results are ports ``e3/out{k}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Node kinds.
+INPUT = "input"  # an argument of the program
+CONST = "const"  # a constant captured by the program
+EQUATION = "eqn"  # one primitive application
+OUTPUT = "output"  # a result of the program
+PORT = "port"  # a parameter or result of a nested program (inside its cluster)
+COLLAPSED = "collapsed"  # a nested program drawn as one node
+SEGMENT = "segment"  # a run of consecutive equations drawn as one node
+
+FORWARD = "forward"
+BACKWARD = "backward"
 
 
+@dataclass(frozen=True)
+class ValueSummary:
+    """A value small enough to print: a scalar, or a shape with mean/min/max."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    mean: float
+    min: float
+    max: float
+    scalar: float | None = None  # set when the value has one element
+
+    def text(self) -> str:
+        if self.scalar is not None:
+            return f"{self.scalar:.4g}"
+        return f"μ {self.mean:.3g} [{self.min:.3g}, {self.max:.3g}]"
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    kind: str
+    label: str  # the primitive's name, or the variable's role ("x", "in0", "out0")
+    cluster: str | None = None  # id of the innermost drawn cluster holding it
+    primitive: str | None = None  # equations, collapsed clusters and segments
+    types: tuple[str, ...] = ()  # output types, e.g. ("f32[3,4]",)
+    source: str | None = None  # the user's line, e.g. "model.py:12 (loss)"
+    params: str = ""  # a short summary of the equation's parameters
+    phase: str | None = None  # FORWARD / BACKWARD in gradient programs
+    summary: str = ""  # collapsed clusters and segments: what they hold
+    n_equations: int = 0  # collapsed clusters and segments: equations inside
+    value: ValueSummary | None = None
+    adjoint: ValueSummary | None = None
+    residual: bool = False  # a forward value the backward pass keeps
+
+    @property
+    def shape(self) -> str | None:
+        """The first output's type, e.g. ``"f32[3,4]"``."""
+        return self.types[0] if self.types else None
+
+    @property
+    def dtype(self) -> str | None:
+        return self.types[0].split("[", 1)[0] if self.types else None
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A nested program drawn as a box: an inner jit, a cond branch, a scan body..."""
+
+    id: str
+    primitive: str  # the equation's primitive: "jit", "cond", "scan", "while", ...
+    label: str  # e.g. "scan ×10", "cond branch 1", "while body"
+    parent: str | None
+    depth: int  # 1 for a program nested in the top level
+    n_equations: int  # equations inside, nested ones included
+
+
+@dataclass(frozen=True)
 class Graph:
-    pass
+    """A jaxpr as a graph model; render with :meth:`to_dot` / :meth:`to_svg`.
+
+    >>> g = jaxpr_graph(lambda x: jnp.sin(x) * 2, 1.0)   # doctest: +SKIP
+    >>> [n.primitive for n in g.equations]               # doctest: +SKIP
+    ['sin', 'mul']
+    """
+
+    title: str
+    nodes: tuple[Node, ...]
+    edges: tuple[Edge, ...]
+    clusters: tuple[Cluster, ...]
+    notes: tuple[str, ...] = ()  # what the drawing left out and why ("3 clusters collapsed")
+    n_equations: int = 0  # equations of the whole program, nested ones included
+    grad: bool = False
+    jaxpr: Any = field(default=None, compare=False, repr=False)  # the ClosedJaxpr drawn
+    # jaxpr Var -> id of the node that produces it (at any depth); for annotators.
+    var_node: Mapping[Any, str] = field(default_factory=dict, compare=False, repr=False)
+
+    # ---------------------------------------------------------------- queries
+    def node(self, node_id: str) -> Node:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(node_id)
+
+    @property
+    def equations(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.kind == EQUATION)
+
+    def primitives(self) -> Counter[str]:
+        """How often each primitive is drawn as an equation node."""
+        return Counter(n.primitive for n in self.equations if n.primitive)
+
+    def cluster_primitives(self) -> Counter[str]:
+        return Counter(c.primitive for c in self.clusters)
+
+    # ---------------------------------------------------------------- renderings
+    def to_dot(self) -> str:
+        from .render import graph_to_dot
+
+        return graph_to_dot(self)
+
+    def to_svg(self, timeout: float | None = None) -> str:
+        """Lay out with Graphviz's ``dot``; raises ``RenderError`` when it cannot."""
+        from .render import graph_to_svg
+
+        return graph_to_svg(self, timeout=timeout)
+
+    def to_text(self) -> str:
+        """The pretty-printed jaxpr this graph draws."""
+        return str(self.jaxpr) if self.jaxpr is not None else self.title
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "nodes": [asdict(n) for n in self.nodes],
+            "edges": [asdict(e) for e in self.edges],
+            "clusters": [asdict(c) for c in self.clusters],
+            "notes": list(self.notes),
+            "n_equations": self.n_equations,
+            "grad": self.grad,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def describe(self) -> str:
+        """One line: what is drawn."""
+        drawn = sum(n.kind in (EQUATION, COLLAPSED, SEGMENT) for n in self.nodes)
+        text = (
+            f"{self.title}: {self.n_equations} equations, {len(self.nodes)} nodes "
+            f"({drawn} operations), {len(self.clusters)} clusters"
+        )
+        return text + "".join(f"\n  {note}" for note in self.notes)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.describe()}>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render import graph_mimebundle
+
+        return graph_mimebundle(self)
