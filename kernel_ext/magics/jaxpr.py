@@ -1,0 +1,239 @@
+"""``%jaxpr f(x, y)``: the program JAX traces from a call, as a graph or as text.
+
+::
+
+    %jaxpr f(x, w)               # the jaxpr as a graph (nested programs as clusters)
+    %jaxpr --grad f(x, w)        # the program of jax.grad(f), forward and backward coloured
+    %jaxpr --depth 1 f(x, w)     # nested programs below depth 1 drawn as one node each
+    %jaxpr --text f(x, w)        # JAX's pretty-printed jaxpr, coloured
+    %jaxpr --stablehlo f(x, w)   # what jax.jit(f) lowers to
+    %jaxpr --hlo f(x, w)         # what XLA compiled
+    g = %jaxpr -o f(x, w)        # the Graph (or text object), not displayed
+
+The call is traced, never run. Its plain-Python twins are ``jaxlab.jaxpr_graph``,
+``jaxlab.graph.text.jaxpr_text``, ``jaxlab.stablehlo_text`` and ``jaxlab.hlo_text``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import re
+import sysconfig
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from ..program import Call, ProgramError, parse_call
+
+# Options that take a value: the call expression starts after the last option (and value).
+_VALUED = frozenset({"--depth", "--budget"})
+# jaxpr_graph's own keywords: a user keyword with one of these names is bound in a closure.
+_RESERVED = frozenset({"fun", "grad", "depth", "values", "budget"})
+_OPTION = re.compile(r"\s*(-{1,2}[A-Za-z][\w-]*)(=\S*)?")
+
+
+def split_options(line: str) -> tuple[str, str]:
+    """``"--depth 2 -o f(x, -1)" -> ("--depth 2 -o", "f(x, -1)")``: options, then the call."""
+    pos = 0
+    while True:
+        m = _OPTION.match(line, pos)
+        if m is None or (m.end() < len(line) and not line[m.end()].isspace()):
+            break
+        pos = m.end()
+        if m.group(1) in _VALUED and m.group(2) is None:
+            value = re.compile(r"\s*\S+").match(line, pos)
+            if value is not None:
+                pos = value.end()
+    return line[:pos].strip(), line[pos:].strip()
+
+
+@magics_class
+class JaxprMagics(Magics):
+    @magic_arguments()
+    @argument("--text", action="store_true", help="JAX's pretty-printed jaxpr, coloured.")
+    @argument("--stablehlo", action="store_true", help="The StableHLO that jax.jit lowers to.")
+    @argument("--hlo", action="store_true", help="The HLO module XLA compiles (after fusion).")
+    @argument("--grad", action="store_true", help="The program of jax.grad(f) instead of f.")
+    @argument(
+        "--depth",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Draw nested programs below depth N as one node.",
+    )
+    @argument(
+        "--budget",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Most nodes to draw (default 400); beyond it, collapse.",
+    )
+    @argument(
+        "-o", dest="output", action="store_true", help="Return the result instead of displaying it."
+    )
+    @argument("call", nargs="*", help="The call to trace, e.g. f(x, y): traced, never run.")
+    @line_magic
+    def jaxpr(self, line: str = "") -> Any:
+        """Show the jaxpr JAX traces from a call such as ``f(x, y)``, as a graph or as text.
+
+        Example: ``%jaxpr --grad loss(params, batch)``.
+        """
+        options, source = split_options(line)
+        try:
+            args = parse_argstring(self.jaxpr, options)
+        except UsageError as e:
+            raise UsageError(f"%jaxpr: {e} (see %jaxpr?)") from e
+        views = [name for name in ("text", "stablehlo", "hlo") if getattr(args, name)]
+        if len(views) > 1:
+            raise UsageError(f"%jaxpr: choose one of --{' / --'.join(views)}, not several")
+        for name in ("depth", "budget"):
+            value = getattr(args, name)
+            if value is not None and value < (0 if name == "depth" else 1):
+                raise UsageError(f"%jaxpr: --{name} must be a positive number, not {value}")
+        try:
+            call = parse_call(source, self.shell.user_ns if self.shell is not None else {})
+        except ProgramError as e:
+            raise UsageError(f"%jaxpr: {e}") from e
+        try:
+            result = _trace(call, args, views[0] if views else "graph")
+        except Exception as e:
+            raise UsageError(describe_trace_failure(call, e)) from e
+        if args.output:
+            return result
+        display(result)
+        return None
+
+
+def _trace(call: Call, args: Any, view: str) -> Any:
+    from ..graph import jaxpr_graph
+    from ..graph.build import DEFAULT_BUDGET
+
+    fun, kwargs = call.fun, call.kwargs
+    if view == "graph":
+        if _RESERVED & set(kwargs):
+            fun, kwargs = _closed_over(fun, kwargs), {}
+        return jaxpr_graph(
+            fun,
+            *call.args,
+            grad=args.grad,
+            depth=args.depth,
+            budget=args.budget or DEFAULT_BUDGET,
+            **kwargs,
+        )
+    import jax
+
+    target = jax.grad(fun) if args.grad else fun
+    title = f"grad({call.fun_name})" if args.grad else call.fun_name
+    if view == "text":
+        from ..graph.text import jaxpr_text
+
+        return jaxpr_text(jax.make_jaxpr(target)(*call.args, **kwargs), title)
+    from ..lowered import hlo_text, stablehlo_text
+
+    lowered = stablehlo_text if view == "stablehlo" else hlo_text
+    return lowered(target, *call.args, **kwargs)
+
+
+def _closed_over(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
+    # Keywords such as `depth=` would collide with jaxpr_graph's own: bind them here.
+    @functools.wraps(fun)
+    def bound(*args: Any) -> Any:
+        return fun(*args, **kwargs)
+
+    del bound.__wrapped__  # argument names come from the positional call, not fun's signature
+    return bound
+
+
+# --------------------------------------------------------------------------- failures
+
+_CONCRETE_HINT = (
+    "JAX traces with abstract values, so Python cannot branch on them or turn them into "
+    "numbers. For a branch that depends on a value use `jax.lax.cond(pred, f_true, f_false, x)` "
+    "or `jnp.where`; for a loop `jax.lax.fori_loop` / `jax.lax.while_loop`; or make the "
+    "argument static: `%jaxpr functools.partial(f, n=3)(x)`."
+)
+
+
+def describe_trace_failure(call: Call, error: BaseException) -> str:
+    """A short explanation of why tracing ``call`` failed: the error, where, and the fix."""
+    import jax
+
+    bad = non_array_argument(call)
+    if bad is not None:
+        arg_name, where, value = bad
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return (
+            f"%jaxpr: argument `{where}` of `{call.source}` is a {type(value).__name__} "
+            f"({shown}); JAX traces arrays and numbers only.\nBind it before tracing, e.g. "
+            f"`%jaxpr functools.partial({call.fun_source}, {arg_name}=...)(...)`, or pass an array."
+        )
+    first = (str(error).strip().splitlines() or [""])[0]
+    text = f"%jaxpr: tracing `{call.source}` failed with {type(error).__name__}: {first}"
+    frame = user_frame(error)
+    if frame is not None:
+        code = f": `{frame.line.strip()}`" if frame.line else ""
+        text += f"\n  at line {frame.lineno} of `{frame.name}`{code}"
+    if isinstance(
+        error, jax.errors.ConcretizationTypeError | jax.errors.TracerArrayConversionError
+    ):
+        text += "\n" + _CONCRETE_HINT
+    return text
+
+
+def _is_array_like(leaf: Any) -> bool:
+    import jax
+    import numpy as np
+
+    return isinstance(
+        leaf,
+        jax.Array | np.ndarray | np.generic | bool | int | float | complex | jax.ShapeDtypeStruct,
+    ) or hasattr(leaf, "__jax_array__")
+
+
+def non_array_argument(call: Call) -> tuple[str, str, Any] | None:
+    """The first argument leaf JAX cannot trace (a string, an object): its argument's name,
+    the leaf's path (``params['w']``) and the leaf itself."""
+    import jax
+
+    try:
+        named = list(inspect.signature(call.fun).bind(*call.args, **call.kwargs).arguments.items())
+    except (TypeError, ValueError):
+        named = [(f"arg{i}", a) for i, a in enumerate(call.args)] + list(call.kwargs.items())
+    for arg_name, value in named:
+        for path, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:
+            if not _is_array_like(leaf):
+                return arg_name, arg_name + jax.tree_util.keystr(path), leaf
+    return None
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import jax
+    import jaxlib
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the jaxlab package
+    dirs = [os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__), here]
+    dirs.append(sysconfig.get_paths()["stdlib"])
+    return tuple(os.path.abspath(d) + os.sep for d in dirs)
+
+
+def user_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of the user's own code in ``error``'s traceback."""
+    skip = _library_dirs()
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = os.path.abspath(frame.filename) if not frame.filename.startswith("<") else ""
+        if frame.filename.startswith("<frozen") or (path and path.startswith(skip)):
+            continue
+        found = frame
+    return found
+
+
+MAGICS = (JaxprMagics,)
