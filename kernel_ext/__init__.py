@@ -22,6 +22,9 @@ from .graph import Graph as Graph
 from .graph import jaxpr_graph as jaxpr_graph
 from .jit_report import CompileReport as CompileReport
 from .jit_report import compile_report as compile_report
+from .lowered import LoweredText as LoweredText
+from .lowered import hlo_text as hlo_text
+from .lowered import stablehlo_text as stablehlo_text
 
 __version__ = "0.1.0"
 
