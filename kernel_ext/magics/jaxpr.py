@@ -95,8 +95,9 @@ class JaxprMagics(Magics):
             raise UsageError(f"%jaxpr: choose one of --{' / --'.join(views)}, not several")
         for name in ("depth", "budget"):
             value = getattr(args, name)
-            if value is not None and value < (0 if name == "depth" else 1):
-                raise UsageError(f"%jaxpr: --{name} must be a positive number, not {value}")
+            least = 0 if name == "depth" else 1
+            if value is not None and value < least:
+                raise UsageError(f"%jaxpr: --{name} must be {least} or more, not {value}")
         try:
             call = parse_call(source, self.shell.user_ns if self.shell is not None else {})
         except ProgramError as e:
@@ -153,12 +154,15 @@ def _closed_over(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..
 
 # --------------------------------------------------------------------------- failures
 
-_CONCRETE_HINT = (
-    "JAX traces with abstract values, so Python cannot branch on them or turn them into "
-    "numbers. For a branch that depends on a value use `jax.lax.cond(pred, f_true, f_false, x)` "
-    "or `jnp.where`; for a loop `jax.lax.fori_loop` / `jax.lax.while_loop`; or make the "
-    "argument static: `%jaxpr functools.partial(f, n=3)(x)`."
-)
+
+def _concrete_hint(fun_source: str) -> str:
+    return (
+        "JAX traces with abstract values, so Python cannot branch on them or turn them into "
+        "numbers. For a branch that depends on a value use "
+        "`jax.lax.cond(pred, f_true, f_false, x)` or `jnp.where`; for a loop "
+        "`jax.lax.fori_loop` / `jax.lax.while_loop`; or make the argument static: "
+        f"`%jaxpr functools.partial({fun_source}, n=3)(x)`."
+    )
 
 
 def describe_trace_failure(call: Call, error: BaseException) -> str:
@@ -184,7 +188,7 @@ def describe_trace_failure(call: Call, error: BaseException) -> str:
     if isinstance(
         error, jax.errors.ConcretizationTypeError | jax.errors.TracerArrayConversionError
     ):
-        text += "\n" + _CONCRETE_HINT
+        text += "\n" + _concrete_hint(call.fun_source)
     return text
 
 
