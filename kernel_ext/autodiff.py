@@ -1,13 +1,574 @@
-"""Gradients for teaching (not written yet)."""
+"""Gradients for teaching: value and derivative, how JAX took it, and whether it is right.
+
+:func:`grad_report` is the plain-Python twin of ``%grad``. It takes the derivative JAX
+would (``jax.value_and_grad``), but never stops at JAX's refusals:
+
+* a non-scalar output gives the Jacobian (``jacfwd`` or ``jacrev``, whichever needs fewer
+  passes for these input and output sizes, and the report says why);
+* a ``while_loop`` with a dynamic trip count (no reverse mode) falls back to forward mode
+  when the inputs are small, and says so;
+* integer inputs, integer outputs and leaked tracers get a message that names the
+  problem and the fix;
+* ``check=True`` compares the derivative with float64 finite differences, and a NaN
+  or inf gradient is traced to the first equation whose adjoint turns non-finite.
+
+>>> r = grad_report(lambda x: jnp.sum(x ** 2), jnp.arange(3.0))  # doctest: +SKIP
+>>> r.value, r.grad                                              # doctest: +SKIP
+(Array(5., dtype=float32), Array([0., 2., 4.], dtype=float32))
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 
+from .fd_check import GradCheck, check_derivative
+from .grad_args import GradError, Selection, describe_leaf, select_arguments
+from .nan_locate import NonFinite, locate_nonfinite
+
+__all__ = ["GradError", "GradReport", "LeafSummary", "grad_report"]
+
+GRADIENT, JACOBIAN, HESSIAN, HVP = "gradient", "jacobian", "hessian", "hvp"
+# Forward mode costs one JVP per input element; beyond this many, it is not a fallback.
+FORWARD_LIMIT = 4096
+_WHILE_REVERSE = "Reverse-mode differentiation does not work for lax.while_loop"
+_CUSTOM_VJP_FORWARD = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
+
+
+@dataclass(frozen=True)
+class LeafSummary:
+    """One derivative leaf, small enough to print."""
+
+    path: str  # e.g. "w", "params['b']", "x → out[1]"
+    shape: tuple[int, ...]
+    dtype: str
+    norm: float
+    min: float
+    max: float
+    first: tuple[float, ...]  # the first few entries, flattened
+    finite: bool
+
+    @classmethod
+    def of(cls, path: str, value: Any, n_first: int = 4) -> LeafSummary:
+        arr = np.asarray(value)
+        flat = arr.reshape(-1)
+        real = np.real(flat).astype(np.float64)
+        finite = bool(np.all(np.isfinite(flat)))
+        with np.errstate(invalid="ignore", over="ignore"):
+            return cls(
+                path=path,
+                shape=tuple(arr.shape),
+                dtype=arr.dtype.name,
+                norm=float(np.sqrt(np.sum(np.abs(flat.astype(np.complex128)) ** 2)))
+                if flat.size
+                else 0.0,
+                min=float(np.min(real)) if flat.size else math.nan,
+                max=float(np.max(real)) if flat.size else math.nan,
+                first=tuple(float(v) for v in real[:n_first]),
+                finite=finite,
+            )
+
+
+@dataclass(frozen=True)
 class GradReport:
-    """Value, gradient and finite-difference check of a function."""
+    """Value and derivative of a function, how they were computed, and their check.
+
+    ``grad`` has the structure of the arguments chosen: one argument's structure, or a
+    tuple of them when several were chosen (float leaves replaced by their derivative,
+    other leaves by None). ``grads`` maps each argument's name to its part.
+    """
+
+    fun_name: str
+    names: tuple[str, ...]  # the arguments differentiated
+    kind: str  # "gradient", "jacobian", "hessian" or "hvp"
+    mode: str  # "reverse", "forward", "forward-over-reverse"
+    value: Any
+    grads: Mapping[str, Any]
+    single: bool = True
+    aux: Any = None
+    why: str = ""  # how the derivative was taken, in a sentence
+    notes: tuple[str, ...] = ()  # fallbacks and warnings
+    check: GradCheck | None = None
+    nonfinite: NonFinite | None = None
+    graph: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def grad(self) -> Any:
+        if self.single:
+            return self.grads[self.names[0]]
+        return tuple(self.grads[n] for n in self.names)
+
+    def leaves(self) -> list[LeafSummary]:
+        """Every derivative leaf with its path (``w['b']``), shape and statistics."""
+        out: list[LeafSummary] = []
+        for name in self.names:
+            flat, _ = jax.tree_util.tree_flatten_with_path(self.grads[name])
+            for path, leaf in flat:
+                out.append(LeafSummary.of(name + jax.tree_util.keystr(path), leaf))
+        return out
+
+    def value_summary(self) -> list[LeafSummary]:
+        flat, _ = jax.tree_util.tree_flatten_with_path(self.value)
+        return [LeafSummary.of("value" + jax.tree_util.keystr(p), v) for p, v in flat]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fun": self.fun_name,
+            "names": list(self.names),
+            "kind": self.kind,
+            "mode": self.mode,
+            "why": self.why,
+            "value": [_leaf_dict(s) for s in self.value_summary()],
+            "grad": [_leaf_dict(s) for s in self.leaves()],
+            "notes": list(self.notes),
+            "check": self.check.to_dict() if self.check else None,
+            "nonfinite": self.nonfinite.to_dict() if self.nonfinite else None,
+        }
+
+    def text(self) -> str:
+        from .grad_display import report_text
+
+        return report_text(self)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .grad_display import report_html
+
+        return {"text/plain": self.text(), "text/html": report_html(self)}
 
 
-def grad_report(fun: Any, *args: Any, **kwargs: Any) -> GradReport:
-    raise NotImplementedError("grad_report is not written yet")
+def _leaf_dict(s: LeafSummary) -> dict[str, Any]:
+    return {
+        "path": s.path,
+        "shape": list(s.shape),
+        "dtype": s.dtype,
+        "norm": s.norm,
+        "min": s.min,
+        "max": s.max,
+        "first": list(s.first),
+        "finite": s.finite,
+    }
+
+
+# --------------------------------------------------------------------------- core
+
+
+def grad_report(
+    fun: Callable[..., Any],
+    *args: Any,
+    argnums: int | str | Sequence[int] = 0,
+    wrt: str | Sequence[str] | None = None,
+    has_aux: bool = False,
+    check: bool = False,
+    mode: str | None = None,
+    hessian: bool = False,
+    hvp: Any = None,
+    jacobian: bool | None = None,
+    graph: bool = False,
+    directions: int = 2,
+    seed: int = 0,
+    tolerance: float | None = None,
+    **kwargs: Any,
+) -> GradReport:
+    """Value and derivative of ``fun(*args, **kwargs)`` with respect to chosen arguments.
+
+    ``argnums`` (positions) or ``wrt`` (names, ``"x,y"``) choose the arguments;
+    ``mode`` (``"fwd"``/``"rev"``) forces the Jacobian's mode; ``hessian=True`` gives the
+    Hessian and ``hvp=v`` the Hessian-vector product (``v`` shaped like the chosen
+    arguments); ``jacobian=False`` refuses a non-scalar output instead of giving its
+    Jacobian; ``check=True`` adds a float64 finite-difference check; ``graph=True``
+    attaches the annotated gradient graph.
+
+    >>> grad_report(lambda v, th: v**2 * jnp.sin(2 * th) / 9.81, 10.0, 0.3,
+    ...             argnums=(0, 1)).grad                            # doctest: +SKIP
+    (Array(11.50..., dtype=float32), Array(15.8..., dtype=float32))
+    """
+    if mode not in (None, "fwd", "rev"):
+        raise GradError(f"mode must be 'fwd' or 'rev', not {mode!r}")
+    if hessian and hvp is not None:
+        raise GradError("choose one of --hessian and --hvp")
+    sel = select_arguments(fun, args, kwargs, argnums=argnums, wrt=wrt)
+    out_shape = _output_shape(sel, has_aux)
+    primary = out_shape[0] if has_aux else out_shape
+    out_leaves = jax.tree_util.tree_leaves(primary)
+    _check_output(sel, out_leaves)
+    scalar = len(out_leaves) == 1 and out_leaves[0].shape == ()
+
+    if hessian or hvp is not None:
+        if not scalar:
+            what = "Hessian" if hessian else "Hessian-vector product"
+            raise GradError(
+                f"the {what} needs a scalar output, but {sel.function.__name__} returns "
+                f"{_shapes(out_leaves)}: reduce it to a number first (e.g. `.sum()`)"
+            )
+        result = _second_order(sel, has_aux, hvp if not hessian else None)
+    elif scalar and mode != "fwd":
+        result = _gradient(sel, has_aux)
+    elif scalar:
+        result = _jacobian(sel, has_aux, "fwd", forced=True, n_out=1)
+    else:
+        if jacobian is False:
+            raise GradError(
+                f"{sel.function.__name__} returns {_shapes(out_leaves)}, not a scalar: "
+                "reduce it to one number (e.g. `.sum()` or `.mean()`) or ask for its Jacobian"
+            )
+        n_out = sum(int(np.prod(leaf.shape)) for leaf in out_leaves)
+        result = _jacobian(sel, has_aux, mode, forced=mode is not None, n_out=n_out)
+
+    grads = sel.rebuild(result.per_arg)
+    report = GradReport(
+        fun_name=sel.function.__name__,
+        names=sel.names,
+        kind=result.kind,
+        mode=result.mode,
+        value=result.value,
+        grads=grads,
+        single=sel.single,
+        aux=result.aux,
+        why=result.why,
+        notes=tuple(result.notes),
+    )
+    extra: dict[str, Any] = {}
+    if check:
+        extra["check"] = _check(sel, result, has_aux, directions, seed, tolerance)
+    if result.kind == GRADIENT and not all(s.finite for s in report.leaves()):
+        extra["nonfinite"] = _locate(sel, has_aux)
+    if graph:
+        graph_obj, note = _gradient_graph(sel, has_aux, result.kind)
+        extra["graph"] = graph_obj
+        if note:
+            extra["notes"] = (*report.notes, note)
+    if extra:
+        from dataclasses import replace
+
+        report = replace(report, **extra)
+    return report
+
+
+@dataclass
+class _Result:
+    kind: str
+    mode: str
+    value: Any
+    per_arg: list[list[Any]]  # per chosen argument, its float leaves' derivatives
+    aux: Any = None
+    why: str = ""
+    notes: list[str] = field(default_factory=list)
+    apply: Callable[[list[list[Any]]], Any] | None = None  # derivative applied to d
+
+
+def _shapes(leaves: Sequence[Any]) -> str:
+    text = ", ".join(f"{np.dtype(leaf.dtype).name}{list(leaf.shape)}" for leaf in leaves[:4])
+    return text + (", ..." if len(leaves) > 4 else "")
+
+
+def _traced(call: Callable[[], Any]) -> Any:
+    """Run a JAX transform of user code, turning tracer leaks into a GradError."""
+    try:
+        with jax.checking_leaks():
+            out = call()
+    except jax.errors.UnexpectedTracerError as e:
+        raise GradError(_leak_message(str(e))) from e
+    except Exception as e:
+        if str(e).startswith("Leaked trace"):
+            raise GradError(_leak_message(str(e))) from e
+        raise
+    return out
+
+
+def _leak_message(detail: str) -> str:
+    first = detail.strip().splitlines()[0] if detail.strip() else ""
+    return (
+        "the function leaks a tracer: it stores a traced value outside itself (a global, "
+        "a list, an attribute) or uses one stored by an earlier transform. Values inside "
+        "jax.grad are placeholders that only exist during the call: return what you need "
+        f"instead of storing it ({first[:160]})"
+    )
+
+
+def _output_shape(sel: Selection, has_aux: bool) -> Any:
+    shape = _traced(lambda: jax.eval_shape(sel.function, *sel.diff))
+    if has_aux and not (isinstance(shape, tuple | list) and len(shape) == 2):
+        raise GradError(
+            f"--has-aux expects {sel.function.__name__} to return a pair (value, aux), "
+            f"but it returns {type(shape).__name__}"
+        )
+    return shape
+
+
+def _check_output(sel: Selection, leaves: Sequence[Any]) -> None:
+    name = sel.function.__name__
+    if not leaves:
+        raise GradError(f"{name} returns no array: there is nothing to differentiate")
+    for leaf in leaves:
+        dtype = np.dtype(leaf.dtype) if not hasattr(leaf.dtype, "_rules") else None
+        if dtype is None or not jnp.issubdtype(dtype, jnp.inexact):
+            kind = describe_leaf(leaf)
+            raise GradError(
+                f"{name} returns {kind}, which has no derivative: integer results "
+                "(indices from argmax, counts, comparisons) are piecewise constant. "
+                "Differentiate a float quantity instead, e.g. the value at the index "
+                "(`x.max()`), or a smooth surrogate (`jax.nn.softmax`)"
+            )
+
+
+def _unwrap(value_aux: Any, has_aux: bool) -> tuple[Any, Any]:
+    return (value_aux[0], value_aux[1]) if has_aux else (value_aux, None)
+
+
+def _gradient(sel: Selection, has_aux: bool) -> _Result:
+    argnums = tuple(range(len(sel.chosen)))
+    try:
+        out, grads = _traced(
+            lambda: jax.value_and_grad(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff)
+        )
+    except ValueError as e:
+        if _WHILE_REVERSE not in str(e):
+            raise
+        return _forward_fallback(sel, has_aux, e)
+    value, aux = _unwrap(out, has_aux)
+
+    def apply(d: list[list[Any]]) -> Any:
+        return sum(
+            jnp.vdot(g, t).real
+            for gs, ts in zip(grads, d, strict=True)
+            for g, t in zip(gs, ts, strict=True)
+        )
+
+    return _Result(
+        GRADIENT,
+        "reverse",
+        value,
+        [list(g) for g in grads],
+        aux,
+        why="reverse mode (jax.value_and_grad): one backward pass for a scalar output",
+        apply=apply,
+    )
+
+
+def _forward_fallback(sel: Selection, has_aux: bool, error: Exception) -> _Result:
+    n = sel.size
+    if n > FORWARD_LIMIT:
+        raise GradError(
+            "reverse mode cannot go through a `lax.while_loop` (or `fori_loop`) whose trip "
+            "count depends on the data: JAX would have to store every iteration, and it "
+            f"cannot know how many there are. Forward mode would need {n} JVPs (one per "
+            f"input element, more than {FORWARD_LIMIT}). Fix: bound the loop, e.g. "
+            "`lax.fori_loop` with Python-int bounds or `lax.scan` with a fixed length "
+            "(masking finished iterations)"
+        ) from error
+    result = _jacobian(sel, has_aux, "fwd", forced=True, n_out=1)
+    result.kind = GRADIENT
+    result.why = (
+        f"forward mode (jax.jacfwd, {n} JVP{'s' if n != 1 else ''}): reverse mode cannot go "
+        "through a while_loop with a dynamic trip count"
+    )
+    result.notes.append(
+        "reverse mode failed on a `while_loop` with a data-dependent trip count; the "
+        f"gradient was computed in forward mode instead ({n} JVPs, one per input element)"
+    )
+    return result
+
+
+def _jacobian(
+    sel: Selection, has_aux: bool, mode: str | None, *, forced: bool, n_out: int
+) -> _Result:
+    n_in = sel.size
+    argnums = tuple(range(len(sel.chosen)))
+    if mode is None:
+        mode = "fwd" if n_in <= n_out else "rev"
+        why = (
+            f"jacfwd: {n_in} input element{'s' if n_in != 1 else ''} ≤ {n_out} output "
+            f"elements, so {n_in} forward passes (JVPs) beat {n_out} backward passes"
+            if mode == "fwd"
+            else f"jacrev: {n_out} output element{'s' if n_out != 1 else ''} < {n_in} input "
+            f"elements, so {n_out} backward passes (VJPs) beat {n_in} forward passes"
+        )
+    else:
+        why = f"jac{mode}, as asked (--mode {mode})" if forced else f"jac{mode}"
+    notes: list[str] = []
+    transform = jax.jacfwd if mode == "fwd" else jax.jacrev
+    try:
+        jac = _traced(lambda: transform(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff))
+    except ValueError as e:
+        if _WHILE_REVERSE not in str(e) or n_in > FORWARD_LIMIT:
+            raise
+        mode, transform = "fwd", jax.jacfwd
+        notes.append("reverse mode failed on a dynamic while_loop; used jacfwd instead")
+        jac = _traced(lambda: jax.jacfwd(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff))
+    except TypeError as e:
+        if _CUSTOM_VJP_FORWARD not in str(e):
+            raise
+        mode = "rev"
+        notes.append("a custom_vjp function has no forward-mode rule; used jacrev instead")
+        jac = _traced(lambda: jax.jacrev(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff))
+    jac, aux = _unwrap(jac, has_aux)
+    value, _ = _unwrap(sel.function(*sel.diff), has_aux)
+    # jac: the output's structure, each leaf a tuple (per argument) of leaf lists.
+    out_tree: Any = jax.tree_util.tree_structure(value)
+    per_out = out_tree.flatten_up_to(jac)
+    per_arg: list[list[Any]] = []
+    for i in range(len(sel.chosen)):
+        leaves_i = []
+        for k in range(len(sel.chosen[i].diff_leaves)):
+            parts = [po[i][k] for po in per_out]
+            leaves_i.append(
+                parts[0] if len(parts) == 1 else jax.tree_util.tree_unflatten(out_tree, parts)
+            )
+        per_arg.append(leaves_i)
+
+    def apply(d: list[list[Any]]) -> Any:
+        _, tangent = jax.jvp(lambda *x: _unwrap(sel.function(*x), has_aux)[0], sel.diff, d)
+        return tangent
+
+    scalar = n_out == 1 and jax.tree_util.tree_leaves(value)[0].shape == ()
+    return _Result(
+        GRADIENT if scalar else JACOBIAN,
+        "forward" if mode == "fwd" else "reverse",
+        value,
+        per_arg,
+        aux,
+        why=why,
+        notes=notes,
+        apply=apply,
+    )
+
+
+def _second_order(sel: Selection, has_aux: bool, v: Any) -> _Result:
+    argnums = tuple(range(len(sel.chosen)))
+
+    def scalar(*x: Any) -> Any:
+        return _unwrap(sel.function(*x), has_aux)[0]
+
+    grad_fn = jax.grad(scalar, argnums=argnums)
+    value_aux = sel.function(*sel.diff)
+    value, aux = _unwrap(value_aux, has_aux)
+    try:
+        if v is None:
+            hess = _traced(lambda: jax.hessian(scalar, argnums=argnums)(*sel.diff))
+            # hess[i][a][j][b]: argument i leaf a, argument j leaf b. The row of leaf a is
+            # shaped like the arguments (like one argument when only one was chosen).
+            per_arg = [
+                [_hessian_row(sel, hess[i][a]) for a in range(len(sel.chosen[i].diff_leaves))]
+                for i in range(len(sel.chosen))
+            ]
+            kind = HESSIAN
+            why = (
+                "forward-over-reverse (jax.hessian = jacfwd(jacrev)): one JVP of the "
+                "gradient per input element"
+            )
+        else:
+            tangents = _hvp_tangents(sel, v)
+            _, hv = _traced(lambda: jax.jvp(grad_fn, sel.diff, tangents))
+            per_arg = [list(h) for h in hv]
+            kind = HVP
+            why = (
+                "forward-over-reverse (jax.jvp of jax.grad): one JVP of the gradient, no "
+                "Hessian built"
+            )
+    except TypeError as e:
+        if _CUSTOM_VJP_FORWARD not in str(e):
+            raise
+        raise GradError(
+            "second derivatives here use forward mode over the gradient, but the function "
+            "contains a custom_vjp rule, which has no forward mode. Define the rule with "
+            "jax.custom_jvp instead (it supports both modes)"
+        ) from e
+
+    def apply(d: list[list[Any]]) -> Any:
+        return jax.jvp(grad_fn, sel.diff, d)[1]
+
+    return _Result(kind, "forward-over-reverse", value, per_arg, aux, why=why, apply=apply)
+
+
+def _hessian_row(sel: Selection, row: Sequence[Sequence[Any]]) -> Any:
+    parts = tuple(c.rebuild(r, fill=None) for c, r in zip(sel.chosen, row, strict=True))
+    return parts[0] if sel.single else parts
+
+
+def _hvp_tangents(sel: Selection, v: Any) -> list[list[Any]]:
+    parts = [v] if sel.single else list(v) if isinstance(v, tuple | list) else None
+    if parts is None or len(parts) != len(sel.chosen):
+        raise GradError(
+            f"--hvp needs a vector shaped like the chosen argument{'s' if not sel.single else ''} "
+            f"({', '.join(sel.names)}){'' if sel.single else ', as a tuple'}"
+        )
+    out = []
+    for c, part in zip(sel.chosen, parts, strict=True):
+        leaves = c.split(part)
+        fixed = []
+        for t, x in zip(leaves, c.diff_leaves, strict=True):
+            if np.shape(t) != np.shape(x):
+                raise GradError(
+                    f"--hvp: the vector for `{c.name}` has shape {np.shape(t)}, but "
+                    f"`{c.name}` has shape {np.shape(x)}"
+                )
+            fixed.append(jnp.asarray(t, dtype=jnp.result_type(x)))
+        out.append(fixed)
+    return out
+
+
+# --------------------------------------------------------------------------- extras
+
+
+def _check(
+    sel: Selection,
+    result: _Result,
+    has_aux: bool,
+    directions: int,
+    seed: int,
+    tolerance: float | None,
+) -> GradCheck:
+    def primal(x: list[list[Any]]) -> Any:
+        return _unwrap(sel.function(*x), has_aux)[0]
+
+    if result.kind in (HESSIAN, HVP):
+        argnums = tuple(range(len(sel.chosen)))
+        fun = lambda x: jax.grad(primal_star, argnums=argnums)(*x)  # noqa: E731
+
+        def primal_star(*x: Any) -> Any:
+            return primal(list(x))
+    else:
+        fun = primal
+    leaves = [leaf for per in result.per_arg for leaf in jax.tree_util.tree_leaves(per)]
+    dtype = jnp.result_type(*leaves) if leaves else jnp.float32
+    assert result.apply is not None
+    return check_derivative(
+        names=sel.names,
+        diff=sel.diff,
+        fun=fun,
+        apply=result.apply,
+        dtype=dtype,
+        directions=directions,
+        seed=seed,
+        tolerance=tolerance,
+    )
+
+
+def _locate(sel: Selection, has_aux: bool) -> NonFinite | None:
+    def scalar(*x: Any) -> Any:
+        return _unwrap(sel.function(*x), has_aux)[0]
+
+    closed = jax.make_jaxpr(scalar)(*sel.diff)
+    flat = jax.tree_util.tree_leaves(sel.diff)
+    return locate_nonfinite(closed, flat)
+
+
+def _gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str | None]:
+    if kind != GRADIENT:
+        return None, "the gradient graph is drawn for scalar outputs only (not for a " + kind + ")"
+    from .graph import jaxpr_graph
+
+    def packed(diff: list[list[Any]]) -> Any:
+        return _unwrap(sel.function(*diff), has_aux)[0]
+
+    packed.__name__ = sel.function.__name__
+    return jaxpr_graph(packed, list(sel.diff), grad=True, values=True), None

@@ -1,0 +1,262 @@
+"""Which arguments a derivative is taken with respect to, and a function of just those.
+
+``%grad --wrt w,b loss(x, w, b)`` and ``grad_report(loss, x, w, b, argnums=(1, 2))``
+both come here. Each chosen argument may be an array, a Python float or a pytree (dict,
+list, tuple, a dataclass pytree such as an equinox module); its float leaves are
+differentiated and its other leaves (integers, functions, strings) are held fixed, as
+``equinox.filter_grad`` does. The result is a function of the float leaves only, in the
+form every JAX transform takes.
+
+>>> sel = select_arguments(lambda x, w: (x * w).sum(), (1.0, 2.0), {}, wrt="w")  # doctest: +SKIP
+>>> sel.names, sel.function(*sel.diff)                                          # doctest: +SKIP
+(('w',), Array(2., dtype=float32))
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .program import ProgramError
+
+
+class GradError(ProgramError):
+    """A derivative cannot be taken as asked; the message says why and the fix."""
+
+
+def is_float_leaf(x: Any) -> bool:
+    """A leaf that has a derivative: a float (or complex) array or Python float."""
+    if isinstance(x, bool | int | str | bytes) or x is None:
+        return False
+    if isinstance(x, float | complex):
+        return True
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or not hasattr(x, "shape"):
+        return False
+    try:
+        return bool(jnp.issubdtype(dtype, jnp.inexact))
+    except TypeError:  # a PRNG key's extended dtype
+        return False
+
+
+def describe_leaf(x: Any) -> str:
+    """``int``, ``bool``, ``int32[3]``...: what a leaf is, for messages."""
+    if isinstance(x, bool | int | float | complex):
+        return type(x).__name__
+    dtype = getattr(x, "dtype", None)
+    shape = getattr(x, "shape", None)
+    if dtype is not None and shape is not None:
+        return f"{np.dtype(dtype).name if _plain(dtype) else dtype}[{','.join(map(str, shape))}]"
+    return type(x).__name__
+
+
+def _plain(dtype: Any) -> bool:
+    try:
+        np.dtype(dtype)
+        return True
+    except TypeError:
+        return False
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """One argument under differentiation."""
+
+    name: str
+    where: int | str  # positional index, or keyword name
+    value: Any
+    treedef: Any
+    mask: tuple[bool, ...]  # per leaf: differentiated?
+    leaves: tuple[Any, ...]
+
+    @property
+    def diff_leaves(self) -> list[Any]:
+        return [leaf for leaf, m in zip(self.leaves, self.mask, strict=True) if m]
+
+    @property
+    def size(self) -> int:
+        return sum(int(np.size(leaf)) for leaf in self.diff_leaves)
+
+    def rebuild(self, diff: Sequence[Any], fill: Any = "original") -> Any:
+        """This argument with its float leaves replaced by ``diff``; the other leaves
+        keep their values (``fill="original"``) or become ``fill`` (None for gradients)."""
+        it = iter(diff)
+        leaves = [
+            next(it) if m else (leaf if fill == "original" else fill)
+            for leaf, m in zip(self.leaves, self.mask, strict=True)
+        ]
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+    def split(self, like: Any) -> list[Any]:
+        """The float leaves of ``like``, a value with this argument's structure."""
+        try:
+            leaves = self.treedef.flatten_up_to(like)
+        except (ValueError, TypeError) as e:
+            raise GradError(
+                f"the value given for `{self.name}` does not have its structure "
+                f"({self.treedef}): {e}"
+            ) from e
+        return [leaf for leaf, m in zip(leaves, self.mask, strict=True) if m]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The chosen arguments and ``function(*diff) -> fun(...)`` of their float leaves."""
+
+    names: tuple[str, ...]
+    chosen: tuple[Chosen, ...]
+    function: Callable[..., Any]
+    single: bool  # the caller asked for one argument (the gradient is not a tuple)
+
+    @property
+    def diff(self) -> list[list[Any]]:
+        return [c.diff_leaves for c in self.chosen]
+
+    @property
+    def size(self) -> int:
+        return sum(c.size for c in self.chosen)
+
+    def rebuild(self, per_arg: Sequence[Sequence[Any]]) -> dict[str, Any]:
+        """Per-argument float-leaf lists → {name: value with the argument's structure}."""
+        return {
+            c.name: c.rebuild(leaves, fill=None)
+            for c, leaves in zip(self.chosen, per_arg, strict=True)
+        }
+
+
+def _parameters(fun: Any) -> list[inspect.Parameter] | None:
+    try:
+        return list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def _positional_names(fun: Any, n: int) -> list[str]:
+    params = _parameters(fun) or []
+    names: list[str] = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            break
+    return [names[i] if i < len(names) else f"arg{i}" for i in range(n)]
+
+
+def _parse_names(wrt: str | Sequence[str]) -> list[str]:
+    items = wrt.split(",") if isinstance(wrt, str) else list(wrt)
+    names = [w.strip() for w in items if w.strip()]
+    if not names:
+        raise GradError("`--wrt` names no argument: write e.g. `--wrt x,y`")
+    return names
+
+
+def _parse_argnums(argnums: int | str | Sequence[int]) -> tuple[list[int], bool]:
+    if isinstance(argnums, str):
+        try:
+            nums = [int(a) for a in argnums.split(",") if a.strip()]
+        except ValueError as e:
+            raise GradError(f"`--argnums {argnums}` must be integers such as `0,1`") from e
+        return nums, len(nums) == 1
+    if isinstance(argnums, int):
+        return [argnums], True
+    return [int(a) for a in argnums], False
+
+
+def select_arguments(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    argnums: int | str | Sequence[int] = 0,
+    wrt: str | Sequence[str] | None = None,
+) -> Selection:
+    """Choose the arguments to differentiate, by name (``wrt``) or position (``argnums``)."""
+    fun_name = getattr(fun, "__name__", type(fun).__name__)
+    positional = _positional_names(fun, len(args))
+    places: list[tuple[str, int | str]] = []
+    if wrt is not None:
+        names = _parse_names(wrt)
+        single = len(names) == 1
+        known = [*positional, *kwargs]
+        for name in names:
+            if name in kwargs:
+                places.append((name, name))
+            elif name in positional:
+                places.append((name, positional.index(name)))
+            else:
+                params = _parameters(fun) or []
+                if any(p.name == name for p in params):
+                    raise GradError(
+                        f"`{name}` is a parameter of {fun_name} but the call does not pass "
+                        f"it: pass it explicitly, e.g. `{fun_name}(..., {name}=...)`"
+                    )
+                raise GradError(
+                    f"`--wrt {name}`: {fun_name} has no argument `{name}` in this call "
+                    f"(its arguments: {', '.join(known) or 'none'})"
+                )
+    else:
+        nums, single = _parse_argnums(argnums)
+        for i in nums:
+            if not -len(args) <= i < len(args):
+                raise GradError(
+                    f"argnums {i} is out of range: the call passes {len(args)} positional "
+                    f"argument{'s' if len(args) != 1 else ''}"
+                )
+            i %= len(args)
+            places.append((positional[i], i))
+    if len({w for _, w in places}) != len(places):
+        raise GradError("an argument is named twice in `--wrt` / `--argnums`")
+
+    chosen = tuple(_choose(name, where, args, kwargs) for name, where in places)
+
+    def function(*diff: Sequence[Any]) -> Any:
+        a, kw = list(args), dict(kwargs)
+        for c, leaves in zip(chosen, diff, strict=True):
+            value = c.rebuild(leaves)
+            if isinstance(c.where, int):
+                a[c.where] = value
+            else:
+                kw[c.where] = value
+        return fun(*a, **kw)
+
+    function.__name__ = fun_name
+    return Selection(tuple(c.name for c in chosen), chosen, function, single)
+
+
+def _choose(name: str, where: int | str, args: Sequence[Any], kwargs: dict[str, Any]) -> Chosen:
+    value = args[where] if isinstance(where, int) else kwargs[where]
+    leaves, treedef = jax.tree_util.tree_flatten(value)
+    mask = tuple(is_float_leaf(leaf) for leaf in leaves)
+    if not any(mask):
+        raise GradError(_no_float_message(name, value, leaves))
+    return Chosen(name, where, value, treedef, mask, tuple(leaves))
+
+
+def _no_float_message(name: str, value: Any, leaves: list[Any]) -> str:
+    if len(leaves) == 1 and leaves[0] is value:
+        kind = describe_leaf(value)
+        if isinstance(value, bool) or "bool" in kind:
+            fix = (
+                "a float (e.g. `1.0`)"
+                if isinstance(value, bool)
+                else f"`{name}.astype(jnp.float32)`"
+            )
+        elif isinstance(value, int):
+            fix = f"the float `{value}.0`"
+        else:
+            fix = f"`{name}.astype(jnp.float32)`"
+        return (
+            f"`{name}` is {kind}: only floating-point values have gradients. Pass {fix} "
+            f"instead (integers and booleans are steps, not slopes)"
+        )
+    kinds = sorted({describe_leaf(leaf).split("[")[0] for leaf in leaves}) or ["nothing"]
+    return (
+        f"`{name}` holds no floating-point leaves (it holds {', '.join(kinds)}): there is "
+        f"nothing to differentiate; make its parameters float arrays"
+    )

@@ -1,0 +1,133 @@
+"""How a :class:`~jaxlab.autodiff.GradReport` looks: a compact table, in text and HTML.
+
+One row for the value, one per derivative leaf (shape, norm, min, max, first entries),
+then how the derivative was taken, the finite-difference check, where a NaN was born,
+and (with ``graph=True``) the annotated gradient graph below. Everything user-controlled
+that reaches HTML is escaped.
+
+>>> print(report_text(grad_report(lambda x: (x ** 2).sum(), jnp.ones(2))))  # doctest: +SKIP
+∇ <lambda> w.r.t. x: gradient, reverse mode ...
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .autodiff import GradReport, LeafSummary
+
+_MAX_ROWS = 40  # leaves beyond this are counted, not listed
+
+
+def _num(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _first(s: LeafSummary) -> str:
+    if not s.first:
+        return ""
+    n = 1
+    for d in s.shape:
+        n *= d
+    more = ", …" if n > len(s.first) else ""
+    return "[" + ", ".join(_num(v) for v in s.first) + more + "]"
+
+
+def _shape(s: LeafSummary) -> str:
+    return f"{s.dtype}[{','.join(map(str, s.shape))}]"
+
+
+_Row = tuple[str, str, str, str, str, str, bool]
+
+
+def _rows(report: GradReport) -> list[_Row]:
+    rows: list[_Row] = []
+    for s in [*report.value_summary(), *report.leaves()]:
+        if s.shape == ():
+            rows.append((s.path, _shape(s), _num(s.first[0]), "", "", "", s.finite))
+        else:
+            rows.append(
+                (s.path, _shape(s), _num(s.norm), _num(s.min), _num(s.max), _first(s), s.finite)
+            )
+    return rows
+
+
+def _heading(report: GradReport) -> str:
+    what = {"gradient": "∇", "jacobian": "J", "hessian": "H", "hvp": "H·v"}.get(report.kind, "∂")
+    return f"{what} {report.fun_name} w.r.t. {', '.join(report.names)}: {report.kind}"
+
+
+def _lines(report: GradReport) -> list[str]:
+    lines = [f"how: {report.why}"] if report.why else []
+    lines += [f"note: {n}" for n in report.notes]
+    if report.check is not None:
+        lines.append(report.check.text())
+    if report.nonfinite is not None:
+        lines.append(report.nonfinite.text())
+    return lines
+
+
+def report_text(report: GradReport) -> str:
+    rows = _rows(report)
+    shown = rows[:_MAX_ROWS]
+    header: _Row = ("", "shape", "value / norm", "min", "max", "first entries", True)
+    table = [header, *shown]
+    widths = [max(len(r[:6][i]) for r in table) for i in range(6)]
+    out = [_heading(report)]
+    for r in table:
+        cells = [c.ljust(w) for c, w in zip(r[:6], widths, strict=True)]
+        flag = "" if r[6] else "  ← non-finite"
+        out.append("  " + "  ".join(cells).rstrip() + flag)
+    if len(rows) > _MAX_ROWS:
+        out.append(f"  … {len(rows) - _MAX_ROWS} more leaves")
+    out += _lines(report)
+    return "\n".join(out)
+
+
+_STYLE = (
+    "<style>.jaxlab-grad table{border-collapse:collapse;font-family:monospace;font-size:12px}"
+    ".jaxlab-grad td,.jaxlab-grad th{padding:2px 8px;text-align:left;border-bottom:1px solid #ddd}"
+    ".jaxlab-grad .bad{color:#b00020;font-weight:bold}.jaxlab-grad .ok{color:#1b5e20}"
+    ".jaxlab-grad .note{font-size:12px;margin:2px 0}</style>"
+)
+
+
+def report_html(report: GradReport) -> str:
+    esc = html.escape
+    rows = _rows(report)
+    parts = [_STYLE, '<div class="jaxlab-grad">', f"<b>{esc(_heading(report))}</b>", "<table>"]
+    parts.append(
+        "<tr><th></th><th>shape</th><th>value / norm</th><th>min</th><th>max</th>"
+        "<th>first entries</th></tr>"
+    )
+    for r in rows[:_MAX_ROWS]:
+        cls = "" if r[6] else ' class="bad"'
+        parts.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in r[:6]) + "</tr>")
+    parts.append("</table>")
+    if len(rows) > _MAX_ROWS:
+        parts.append(f'<p class="note">… {len(rows) - _MAX_ROWS} more leaves</p>')
+    for line in _lines(report):
+        cls = "note"
+        if report.check is not None and line == report.check.text():
+            cls += " ok" if report.check.passed else " bad"
+        if report.nonfinite is not None and line == report.nonfinite.text():
+            cls += " bad"
+        parts.append(f'<p class="{cls}">{esc(line)}</p>')
+    if report.graph is not None:
+        parts.append(_graph_html(report.graph))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _graph_html(graph: Any) -> str:
+    """The graph's own rendering (SVG), or its text when Graphviz cannot lay it out."""
+    try:
+        bundle = graph._repr_mimebundle_()
+    except Exception as e:  # no Graphviz: the table still stands
+        return f'<p class="note">(graph not drawn: {html.escape(str(e))})</p>'
+    if "image/svg+xml" in bundle:
+        return f"<div>{bundle['image/svg+xml']}</div>"
+    if "text/html" in bundle:
+        return f"<div>{bundle['text/html']}</div>"
+    return f"<pre>{html.escape(bundle.get('text/plain', ''))}</pre>"

@@ -1,0 +1,421 @@
+"""Evaluate a jaxpr equation by equation and keep every intermediate value.
+
+JAX's own interpreter throws intermediates away; teaching views need them. This one
+walks the public ``jax.extend.core`` structures and evaluates each equation with
+``eqn.primitive.bind``. Every value it creates lives in a numbered *slot*:
+
+* the program's inputs and constants, and each equation's results, get new slots;
+* a nested program it recurses into (``jit``, ``closed_call``, ``remat``, and with the
+  default policy ``custom_jvp_call`` / ``custom_vjp_call`` and the branch a ``cond``
+  took) shares slots with its caller: its parameters *are* the caller's arguments and
+  the caller's results *are* its results, so one value is never counted twice;
+* equations it does not recurse into (``scan``, ``while``, ...) are bound whole:
+  their results get slots, their insides get none (they run many times).
+
+Each slot also gets a structural *signature* (an int): same primitive, same
+parameters, same input signatures. Two programs that compute the same thing from the
+same inputs (a function and the forward half of its gradient program) give equal
+signatures, which is how :mod:`jaxlab.graph.annotate` carries adjoints across.
+
+>>> ev = evaluate(jax.make_jaxpr(lambda x: jnp.sin(x) * 2)(1.0), [1.0])  # doctest: +SKIP
+>>> [float(v) for v in ev.values]                                           # doctest: +SKIP
+[1.0, 0.841..., 1.68...]
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend import core as jcore
+
+from ._jax_compat import bind_equation
+
+# Programs whose insides compute exactly what the call computes: recursing gives the
+# same values (and, for all but the custom rules, the same derivatives).
+CALL_PRIMITIVES = frozenset(
+    {"pjit", "jit", "closed_call", "core_call", "remat", "remat2", "checkpoint"}
+)
+# Recursing gives the same values, but differentiating the insides would ignore the
+# custom rule (a softplus or a safe norm would lose its careful derivative).
+CUSTOM_PRIMITIVES = frozenset(
+    {"custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin"}
+)
+# Whole-equation signatures ignore their nested programs: the gradient program's copy
+# of a loop carries extra residual outputs but computes the same primal results.
+_LOOPS = frozenset({"cond", "scan", "while"})
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Where the interpreter may look inside an equation.
+
+    ``custom``: recurse into custom_jvp/custom_vjp calls (values only: a derivative
+    taken through the insides would bypass the custom rule). ``cond``: recurse into the
+    branch a ``cond`` took (needs a concrete index, so values only).
+    """
+
+    custom: bool = True
+    cond: bool = True
+
+
+VALUES = Policy()
+DERIVATIVES = Policy(custom=False, cond=False)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One equation evaluated (bound whole, or a leaf of a program recursed into)."""
+
+    eqn: Any  # jax.extend.core.JaxprEqn
+    node_id: str  # e.g. "e3" or "e1/e0": the graph model's id scheme
+    inputs: tuple[int | None, ...]  # slot of each input; None for a literal
+    outputs: tuple[int, ...]
+    summarised: bool  # holds nested programs the run did not look inside
+
+
+@dataclass
+class Evaluation:
+    """Values of every slot of one run, and how slots map back to the jaxpr."""
+
+    values: list[Any] = field(default_factory=list)
+    avals: list[Any] = field(default_factory=list)
+    signatures: list[int] = field(default_factory=list)
+    producer: list[int | None] = field(default_factory=list)  # step index; None: input
+    steps: list[Step] = field(default_factory=list)
+    # (block prefix, Var) -> slot: "" is the top level, "e3/" the program inside e3.
+    occurrences: dict[tuple[str, Any], int] = field(default_factory=dict)
+    # Graph-model node id -> the slot it shows: "in0", "c1", "e3", "e3/in0", "e3/out1",
+    # "e3/1/e0" (cond branch 1): the id scheme of jaxlab.graph.model, one entry per
+    # call site even when two sites share a nested program (and its Var objects).
+    node_slots: dict[str, int] = field(default_factory=dict)
+    inputs: list[int] = field(default_factory=list)  # slots of the flat arguments
+    outputs: list[int] = field(default_factory=list)  # slots of the results
+    summarised: list[str] = field(default_factory=list)  # node ids bound whole
+
+    def slots_of(self, var: Any) -> list[tuple[str, int]]:
+        """Every (block prefix, slot) a Var took (a program called twice has two)."""
+        return [(p, s) for (p, v), s in self.occurrences.items() if v is var]
+
+
+Hook = Callable[[int, Any], Any]
+
+
+class _Interner:
+    """Signatures as small ints: structurally equal computations share one."""
+
+    def __init__(self) -> None:
+        self.table: dict[Any, int] = {}
+
+    def __call__(self, key: Any) -> int:
+        return self.table.setdefault(key, len(self.table))
+
+
+def _is_jaxpr(value: Any) -> bool:
+    return isinstance(value, jcore.ClosedJaxpr | jcore.Jaxpr)
+
+
+def _param_text(value: Any) -> str:
+    if _is_jaxpr(value):
+        return "<jaxpr>"
+    if isinstance(value, tuple) and value and all(_is_jaxpr(v) for v in value):
+        return "<jaxprs>"
+    if callable(value) and not isinstance(value, type):
+        return getattr(value, "__name__", type(value).__name__)
+    return repr(value)
+
+
+def _param_key(eqn: Any) -> tuple[tuple[str, str], ...]:
+    params = eqn.params
+    name = eqn.primitive.name
+    keys = sorted(params)
+    if name in _LOOPS:
+        # Keep only what fixes the primal results; the gradient program's loops add
+        # residual outputs (and their bookkeeping parameters) but compute the same.
+        keys = [k for k in keys if k in ("length", "reverse", "num_consts", "num_carry")]
+    return tuple((k, _param_text(params[k])) for k in keys)
+
+
+def _const_key(value: Any) -> Any:
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        return ("obj", id(value))
+    if arr.size > 100_000 or arr.dtype == object:
+        return ("obj", id(value))
+    digest = hashlib.blake2b(arr.tobytes(), digest_size=12).hexdigest()
+    return ("const", str(arr.dtype), arr.shape, digest)
+
+
+def _literal_key(lit: Any) -> Any:
+    return ("lit", str(lit.aval), repr(lit.val))
+
+
+def _sub_program(eqn: Any) -> tuple[Any, Sequence[Any]] | None:
+    """The one program a call-like equation runs, as (open jaxpr, consts), if it has one."""
+    found = [v for v in eqn.params.values() if _is_jaxpr(v)]
+    if len(found) != 1:
+        return None
+    program = found[0]
+    consts: Sequence[Any] = ()
+    if isinstance(program, jcore.ClosedJaxpr):
+        jaxpr, consts = program.jaxpr, program.consts
+    else:
+        jaxpr = program
+        if jaxpr.constvars:
+            return None
+    if len(jaxpr.invars) != len(eqn.invars) or len(jaxpr.outvars) != len(eqn.outvars):
+        return None
+    return jaxpr, consts
+
+
+def _has_programs(eqn: Any) -> bool:
+    return any(
+        _is_jaxpr(v) or (isinstance(v, tuple) and bool(v) and _is_jaxpr(v[0]))
+        for v in eqn.params.values()
+    )
+
+
+class _Run:
+    def __init__(
+        self, policy: Policy, evaluate: bool, hook: Hook | None, interner: _Interner
+    ) -> None:
+        self.policy = policy
+        self.evaluate = evaluate
+        self.hook = hook
+        self.sig = interner
+        self.ev = Evaluation()
+
+    def new_slot(self, value: Any, aval: Any, signature: int, producer: int | None) -> int:
+        slot = len(self.ev.values)
+        if self.hook is not None:
+            value = self.hook(slot, value)
+        self.ev.values.append(value)
+        self.ev.avals.append(aval)
+        self.ev.signatures.append(signature)
+        self.ev.producer.append(producer)
+        return slot
+
+    def literal_slot(self, lit: Any, prefix: str) -> int:
+        return self.new_slot(lit.val, lit.aval, self.sig(_literal_key(lit)), None)
+
+    # ------------------------------------------------------------------ blocks
+    def block(self, jaxpr: Any, prefix: str, const_slots: list[int], in_slots: list[int]):
+        env: dict[Any, int] = {}
+        for k, (var, slot) in enumerate(zip(jaxpr.constvars, const_slots, strict=True)):
+            env[var] = slot
+            self.ev.occurrences[(prefix, var)] = slot
+            self.ev.node_slots.setdefault(f"{prefix}c{k}", slot)
+        for k, (var, slot) in enumerate(zip(jaxpr.invars, in_slots, strict=True)):
+            env[var] = slot
+            self.ev.occurrences[(prefix, var)] = slot
+            self.ev.node_slots.setdefault(f"{prefix}in{k}", slot)
+        for i, eqn in enumerate(jaxpr.eqns):
+            self.equation(eqn, f"{prefix}e{i}", env, prefix)
+        out: list[int] = []
+        for atom in jaxpr.outvars:
+            if isinstance(atom, jcore.Literal):
+                out.append(self.literal_slot(atom, prefix))
+            else:
+                out.append(env[atom])
+        return out
+
+    def consts(self, consts: Sequence[Any], avals: Sequence[Any]) -> list[int]:
+        slots = []
+        for c, aval in zip(consts, avals, strict=True):
+            slots.append(
+                self.new_slot(c if self.evaluate else None, aval, self.sig(_const_key(c)), None)
+            )
+        return slots
+
+    def equation(self, eqn: Any, node_id: str, env: dict[Any, int], prefix: str) -> None:
+        in_slots: list[int | None] = []
+        in_sigs: list[int] = []
+        for atom in eqn.invars:
+            if isinstance(atom, jcore.Literal):
+                in_slots.append(None)
+                in_sigs.append(self.sig(_literal_key(atom)))
+            else:
+                in_slots.append(env[atom])
+                in_sigs.append(self.ev.signatures[env[atom]])
+        name = eqn.primitive.name
+        recurse = name in CALL_PRIMITIVES or (name in CUSTOM_PRIMITIVES and self.policy.custom)
+        sub = _sub_program(eqn) if recurse or name in CUSTOM_PRIMITIVES else None
+        if recurse and sub is not None:
+            jaxpr, consts = sub
+            const_slots = self.consts(consts, [v.aval for v in jaxpr.constvars])
+            args = [
+                s if s is not None else self._literal_input(eqn, k, prefix)
+                for k, s in enumerate(in_slots)
+            ]
+            outs = self.block(jaxpr, f"{node_id}/", const_slots, args)
+            self._results(eqn, node_id, outs, env, prefix)
+            return
+        # Bound whole. A custom call's results take the signature of its insides, so
+        # the same call matches whether or not a run looked inside.
+        if sub is not None:
+            out_sigs = _structural_signatures(sub, in_sigs, self.sig)
+        else:
+            key = (name, _param_key(eqn), tuple(in_sigs))
+            out_sigs = [self.sig((key, k)) for k in range(len(eqn.outvars))]
+        step_index = len(self.ev.steps)
+        branch = None
+        if self.evaluate:
+            invals = [
+                atom.val if isinstance(atom, jcore.Literal) else self.ev.values[env[atom]]
+                for atom in eqn.invars
+            ]
+            branch = self._taken_branch(eqn, invals)
+            if branch is not None:
+                outvals = self._run_branch(eqn, node_id, branch, in_slots, prefix)
+            else:
+                outvals = bind_equation(eqn, invals)
+        else:
+            outvals = [None] * len(eqn.outvars)
+        outs = [
+            self.new_slot(value, var.aval, sig, step_index)
+            for var, value, sig in zip(eqn.outvars, outvals, out_sigs, strict=True)
+        ]
+        self._results(eqn, node_id, outs, env, prefix)
+        summarised = _has_programs(eqn) and not (self.evaluate and branch is not None)
+        self.ev.steps.append(Step(eqn, node_id, tuple(in_slots), tuple(outs), summarised))
+        if summarised:
+            self.ev.summarised.append(node_id)
+
+    def _results(
+        self, eqn: Any, node_id: str, outs: list[int], env: dict[Any, int], prefix: str
+    ) -> None:
+        for k, (var, slot) in enumerate(zip(eqn.outvars, outs, strict=True)):
+            env[var] = slot
+            self.ev.occurrences[(prefix, var)] = slot
+            self.ev.node_slots.setdefault(f"{node_id}/out{k}", slot)
+        if outs:
+            self.ev.node_slots.setdefault(node_id, outs[0])
+
+    def _literal_input(self, eqn: Any, k: int, prefix: str) -> int:
+        return self.literal_slot(eqn.invars[k], prefix)
+
+    # ------------------------------------------------------------------ cond
+    def _taken_branch(self, eqn: Any, invals: Sequence[Any]) -> int | None:
+        if eqn.primitive.name != "cond" or not self.policy.cond:
+            return None
+        try:
+            index = int(np.asarray(invals[0]))
+        except Exception:  # a tracer: no concrete branch to follow
+            return None
+        n = len(eqn.params["branches"])
+        return min(max(index, 0), n - 1)  # cond clamps its index the same way
+
+    def _run_branch(
+        self, eqn: Any, node_id: str, branch: int, in_slots: list[int | None], prefix: str
+    ) -> list[Any]:
+        closed = eqn.params["branches"][branch]
+        const_slots = self.consts(closed.consts, [v.aval for v in closed.jaxpr.constvars])
+        args = [
+            s if s is not None else self._literal_input(eqn, k + 1, prefix)
+            for k, s in enumerate(in_slots[1:])
+        ]
+        outs = self.block(closed.jaxpr, f"{node_id}/{branch}/", const_slots, args)
+        return [self.ev.values[s] for s in outs]
+
+
+def _structural_signatures(
+    sub: tuple[Any, Sequence[Any]], in_sigs: Sequence[int], interner: _Interner
+) -> list[int]:
+    """Signatures of a nested program's results, without evaluating anything."""
+    jaxpr, consts = sub
+    run = _Run(VALUES, evaluate=False, hook=None, interner=interner)
+    const_slots = run.consts(consts, [v.aval for v in jaxpr.constvars])
+    in_slots = [
+        run.new_slot(None, v.aval, s, None) for v, s in zip(jaxpr.invars, in_sigs, strict=True)
+    ]
+    out = run.block(jaxpr, "", const_slots, in_slots)
+    return [run.ev.signatures[s] for s in out]
+
+
+def new_interner() -> _Interner:
+    """A signature table; share one between evaluations whose signatures you compare."""
+    return _Interner()
+
+
+def evaluate(
+    closed: Any,
+    flat_args: Sequence[Any],
+    *,
+    policy: Policy = VALUES,
+    hook: Hook | None = None,
+    interner: _Interner | None = None,
+    compute: bool = True,
+) -> Evaluation:
+    """Run ``closed`` (a ClosedJaxpr) on ``flat_args``, keeping every value in a slot.
+
+    ``hook(slot, value)`` may replace each new slot's value (the adjoint pass adds a
+    zero perturbation there). With ``compute=False`` nothing is evaluated: only the
+    slots, their avals and signatures are laid out (values are None).
+    """
+    run = _Run(policy, compute, hook, interner or _Interner())
+    jaxpr = closed.jaxpr
+    const_slots = run.consts(closed.consts, [v.aval for v in jaxpr.constvars])
+    in_slots = []
+    for k, (var, value) in enumerate(zip(jaxpr.invars, flat_args, strict=True)):
+        in_slots.append(
+            run.new_slot(value if compute else None, var.aval, run.sig(("in", k)), None)
+        )
+    run.ev.inputs = in_slots
+    run.ev.outputs = run.block(jaxpr, "", const_slots, in_slots)
+    for k, slot in enumerate(run.ev.outputs):
+        run.ev.node_slots[f"out{k}"] = slot
+    return run.ev
+
+
+def _differentiable(aval: Any) -> bool:
+    dtype = getattr(aval, "dtype", None)
+    return dtype is not None and jnp.issubdtype(dtype, jnp.inexact)
+
+
+@dataclass
+class Adjoints:
+    """Values and adjoints (d output / d slot) of one run of a scalar-output program."""
+
+    evaluation: Evaluation  # values are concrete
+    adjoints: list[Any]  # per slot; None where the slot is not a float
+    output: Any  # the scalar output
+
+
+def adjoints(
+    closed: Any, flat_args: Sequence[Any], *, interner: _Interner | None = None
+) -> Adjoints:
+    """The adjoint of every intermediate of a scalar program, with one reverse pass.
+
+    Each float slot gets a zero perturbation added where it is created; the VJP with
+    respect to the perturbations is, slot by slot, d output / d slot: the value
+    backpropagation accumulates there (micrograd's ``.grad``). Custom-rule calls and
+    loops are bound whole, so JAX differentiates them with their own rules.
+    """
+    interner = interner or _Interner()
+    plan = evaluate(closed, flat_args, policy=DERIVATIVES, interner=interner, compute=False)
+    perturbed = [i for i, aval in enumerate(plan.avals) if _differentiable(aval)]
+    index = {slot: k for k, slot in enumerate(perturbed)}
+    zeros = [jnp.zeros(plan.avals[s].shape, plan.avals[s].dtype) for s in perturbed]
+
+    def run(perturbations: list[Any]) -> tuple[Any, list[Any]]:
+        def hook(slot: int, value: Any) -> Any:
+            k = index.get(slot)
+            return value if k is None else value + perturbations[k]
+
+        ev = evaluate(closed, flat_args, policy=DERIVATIVES, hook=hook, interner=interner)
+        (out,) = [ev.values[s] for s in ev.outputs]
+        return out, ev.values
+
+    out, vjp, values = jax.vjp(run, zeros, has_aux=True)
+    (cts,) = vjp(jnp.ones_like(out))
+    adj: list[Any] = [None] * len(plan.avals)
+    for slot, ct in zip(perturbed, cts, strict=True):
+        adj[slot] = ct
+    plan.values = list(values)
+    return Adjoints(plan, adj, out)
