@@ -1,13 +1,283 @@
-"""Compile-phase reports (not written yet)."""
+"""Compile a call phase by phase and report what each phase cost and what XLA made of it.
+
+``compile_report`` goes through JAX's ahead-of-time stages, timing each: ``trace``
+(Python → jaxpr), ``lower`` (jaxpr → StableHLO), ``compile`` (XLA optimises and emits
+code), then one first run and a steady-state run with every output blocked::
+
+    r = jaxlab.compile_report(f, x, w)
+    r.trace_s, r.lower_s, r.compile_s, r.steady_s
+    r.flops, r.bytes_accessed, r.temp_bytes, r.equations, r.hlo_instructions
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import html
+import re
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from ._jax_compat import cost_analysis
+from .compile_capture import COMPILE, LOWER, TRACE, short_type
+from .compile_log_view import seconds
 
+STEADY_RUNS = (3, 100)  # at least / at most this many steady-state runs ...
+STEADY_BUDGET_S = 0.25  # ... within about this much time
+_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*\S", re.M)
+
+
+@dataclass(frozen=True)
 class CompileReport:
-    """Trace, lower, compile and run times with XLA's cost analysis."""
+    """Trace, lower, compile and run times of one call, with XLA's cost and memory analysis.
+
+    >>> r = jaxlab.compile_report(f, x)
+    >>> r.compile_s > 0, r.flops, r.equations, r.hlo_instructions
+    (True, 50.0, 2, 6)
+    """
+
+    fun_name: str
+    signature: tuple[str, ...]  # the traced arguments, e.g. ("f32[3,3]", "f32[3]")
+    static_argnums: tuple[int, ...]
+    static_argnames: tuple[str, ...]
+    trace_s: float
+    lower_s: float
+    compile_s: float
+    first_run_s: float  # the compiled executable's first call, outputs blocked
+    steady_s: float  # median of the steady-state runs, outputs blocked
+    steady_runs: int
+    cached: tuple[str, ...]  # phases JAX answered from its own caches (nothing recompiled)
+    flops: float
+    transcendentals: float
+    bytes_accessed: float
+    argument_bytes: int
+    output_bytes: int
+    temp_bytes: int
+    generated_code_bytes: int
+    equations: int  # jaxpr equations before optimisation (nested programs included)
+    hlo_instructions: int  # HLO instructions after XLA's optimisation (fusions included)
+    stablehlo: str = field(repr=False, default="")
+    hlo: str = field(repr=False, default="")
+    show: tuple[str, ...] = ()  # texts to display with the report: "stablehlo", "hlo"
+    value: Any = field(repr=False, compare=False, default=None)  # the call's result
+
+    @property
+    def compile_total_s(self) -> float:
+        return self.trace_s + self.lower_s + self.compile_s
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.flops / self.steady_s if self.steady_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready data (without the texts and the result value)."""
+        skip = {"stablehlo", "hlo", "value"}
+        return {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip
+        }
+
+    def _rows(self) -> list[tuple[str, str]]:
+        def phase(name: str, value: float) -> str:
+            return seconds(value) + (" (cached)" if name in self.cached else "")
+
+        return [
+            ("trace", phase("trace", self.trace_s)),
+            ("lower", phase("lower", self.lower_s)),
+            ("compile", phase("compile", self.compile_s)),
+            ("first run", seconds(self.first_run_s)),
+            (f"steady state (median of {self.steady_runs})", seconds(self.steady_s)),
+            ("FLOPs", f"{self.flops:,.0f}"),
+            ("transcendentals", f"{self.transcendentals:,.0f}"),
+            ("bytes accessed", f"{self.bytes_accessed:,.0f}"),
+            (
+                "memory: arguments / outputs / temporaries / code",
+                f"{self.argument_bytes:,} / {self.output_bytes:,} / {self.temp_bytes:,} / "
+                f"{self.generated_code_bytes:,} bytes",
+            ),
+            ("jaxpr equations → HLO instructions", f"{self.equations} → {self.hlo_instructions}"),
+        ]
+
+    def _title(self) -> str:
+        static = ""
+        if self.static_argnums or self.static_argnames:
+            names = [*map(str, self.static_argnums), *self.static_argnames]
+            static = f", static {', '.join(names)}"
+        return f"jit({self.fun_name})({', '.join(self.signature)}{static})"
+
+    def __str__(self) -> str:
+        lines = [self._title()]
+        lines += [f"  {k}: {v}" for k, v in self._rows()]
+        if self.steady_s > 0 and self.first_run_s > 0:
+            lines.append(
+                f"  compiling cost {self.compile_total_s / self.steady_s:,.0f} steady-state runs"
+            )
+        for name in self.show:
+            lines += ["", f"--- {name}", getattr(self, name)]
+        return "\n".join(lines)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        total = self.compile_total_s or 1.0
+        bar = "".join(
+            f'<span title="{n} {html.escape(seconds(v))}" style="display:inline-block;height:10px;'
+            f'width:{300 * v / total:.1f}px;background:{c}"></span>'
+            for n, v, c in (
+                ("trace", self.trace_s, "#4e79a7"),
+                ("lower", self.lower_s, "#f28e2b"),
+                ("compile", self.compile_s, "#59a14f"),
+            )
+        )
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+            f"<td style='text-align:right'>{html.escape(v)}</td></tr>"
+            for k, v in self._rows()
+        )
+        texts = "".join(
+            f"<details open><summary>{n}</summary><pre>{html.escape(getattr(self, n))}</pre>"
+            "</details>"
+            for n in self.show
+        )
+        body = (
+            f"<div class='jaxlab-compile-report'><b><code>{html.escape(self._title())}</code></b>"
+            f"<div style='margin:4px 0'>{bar}</div><table>{rows}</table>{texts}</div>"
+        )
+        return {"text/plain": str(self), "text/html": body}
 
 
-def compile_report(fun: Any, *args: Any, **kwargs: Any) -> CompileReport:
-    raise NotImplementedError("compile_report is not written yet")
+@contextlib.contextmanager
+def _phases_seen() -> Iterator[set[str]]:
+    """The JAX compile events this thread reports while the block runs (a cache hit
+    reports none)."""
+    import jax.monitoring as monitoring
+
+    seen: set[str] = set()
+    me = threading.get_ident()
+
+    def listener(event: str, duration_secs: float, **kwargs: str | int) -> None:
+        if threading.get_ident() == me:
+            seen.add(event)
+
+    monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield seen
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def count_equations(jaxpr: Any) -> int:
+    """Equations of a jaxpr and of every program nested in its equations' parameters."""
+    from jax.extend.core import jaxprs_in_params
+
+    eqns = getattr(jaxpr, "eqns", None)
+    if eqns is None:  # a ClosedJaxpr
+        eqns = jaxpr.jaxpr.eqns
+    return sum(1 + sum(count_equations(j) for j in jaxprs_in_params(e.params)) for e in eqns)
+
+
+def count_hlo_instructions(hlo_text: str) -> int:
+    """Instructions in an HLO module's text (every computation, fusion bodies included)."""
+    return len(_HLO_INSTRUCTION.findall(hlo_text))
+
+
+def _normalise_static(
+    static_argnums: int | Sequence[int], static_argnames: str | Sequence[str]
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    return nums, names
+
+
+def compile_report(
+    fun: Callable[..., Any],
+    *args: Any,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    show: Sequence[str] = (),
+    **kwargs: Any,
+) -> CompileReport:
+    """Trace, lower and compile ``fun(*args, **kwargs)`` with ``jax.jit``, timing each phase.
+
+    ``fun`` may already be jitted (then its own static arguments apply). Phases that JAX
+    answered from its caches (the same function and types compiled before) are listed
+    in ``.cached``; their times are the cache lookup's.
+
+    >>> r = jaxlab.compile_report(f, x, static_argnames="n", n=3)
+    >>> r.trace_s > 0 and r.lower_s > 0 and r.compile_s > 0
+    True
+    """
+    import jax
+
+    if not callable(fun):
+        raise TypeError(f"compile_report needs a function, not a {type(fun).__name__}")
+    nums, names = _normalise_static(static_argnums, static_argnames)
+    if hasattr(fun, "trace") and hasattr(fun, "lower"):
+        if nums or names:
+            raise ValueError(
+                f"{getattr(fun, '__name__', 'the function')} is already jitted: its static "
+                "arguments were fixed by jax.jit; pass the plain function instead"
+            )
+        jitted = fun
+    else:
+        jitted = jax.jit(fun, static_argnums=nums, static_argnames=names)
+    bad = set(show) - {"stablehlo", "hlo"}
+    if bad:
+        raise ValueError(f"show= takes 'stablehlo' and 'hlo', not {sorted(bad)}")
+
+    with _phases_seen() as seen:
+        traced, trace_s = _timed(lambda: jitted.trace(*args, **kwargs))
+        lowered, lower_s = _timed(traced.lower)
+        compiled, compile_s = _timed(lowered.compile)
+    phases = (("trace", TRACE), ("lower", LOWER), ("compile", COMPILE))
+    cached = tuple(name for name, event in phases if event not in seen)
+
+    # The jitted call reuses what the stages compiled (no second compilation): the runs
+    # time the path a user's own call takes.
+    def run() -> Any:
+        return jax.block_until_ready(jitted(*args, **kwargs))
+
+    value, first_run_s = _timed(run)
+    runs: list[float] = []
+    budget_end = time.perf_counter() + STEADY_BUDGET_S
+    while len(runs) < STEADY_RUNS[1] and (
+        len(runs) < STEADY_RUNS[0] or time.perf_counter() < budget_end
+    ):
+        runs.append(_timed(run)[1])
+
+    costs = cost_analysis(compiled)
+    memory = compiled.memory_analysis()
+    hlo = compiled.as_text() or ""
+    return CompileReport(
+        fun_name=getattr(fun, "__name__", None) or type(fun).__name__,
+        signature=tuple(short_type(a) for a in jax.tree_util.tree_leaves(traced.in_avals)),
+        static_argnums=nums,
+        static_argnames=names,
+        trace_s=trace_s,
+        lower_s=lower_s,
+        compile_s=compile_s,
+        first_run_s=first_run_s,
+        steady_s=statistics.median(runs),
+        steady_runs=len(runs),
+        cached=cached,
+        flops=costs.get("flops", 0.0),
+        transcendentals=costs.get("transcendentals", 0.0),
+        bytes_accessed=costs.get("bytes accessed", 0.0),
+        argument_bytes=int(getattr(memory, "argument_size_in_bytes", 0)),
+        output_bytes=int(getattr(memory, "output_size_in_bytes", 0)),
+        temp_bytes=int(getattr(memory, "temp_size_in_bytes", 0)),
+        generated_code_bytes=int(getattr(memory, "generated_code_size_in_bytes", 0)),
+        equations=count_equations(traced.jaxpr),
+        hlo_instructions=count_hlo_instructions(hlo),
+        stablehlo=lowered.as_text(),
+        hlo=hlo,
+        show=tuple(show),
+        value=value,
+    )

@@ -1,1 +1,10 @@
-"""jaxlab.widgets: live views drawn in the browser (anywidget)."""
+"""jaxlab.widgets: live views drawn in the browser (anywidget).
+
+Each widget is one Python class and one ES module plus CSS under ``static/``, shipped
+in the wheel and loaded from nowhere else::
+
+    from jaxlab.widgets import CompileMonitor
+    CompileMonitor()
+"""
+
+from .compile_monitor import CompileMonitor as CompileMonitor

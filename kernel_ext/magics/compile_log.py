@@ -1,3 +1,126 @@
-"""Magics of the `compile_log` family (not written yet)."""
+"""``%compile_log``: every compilation of the session, live.
 
-MAGICS: tuple[type, ...] = ()
+::
+
+    %compile_log              # the live CompileMonitor widget
+    %compile_log --static     # an HTML table and a matplotlib chart (no widget)
+    %compile_log --clear      # forget what was logged so far
+    log = %compile_log -o     # the CompileLog itself
+
+While the extension is loaded, :func:`install` keeps JAX's listeners on (monitoring
+durations and events, the cache-miss explanations of ``jax_explain_cache_misses``) and
+times each cell so the log can tell compiling from running. Its plain-Python twin is
+``jaxlab.compile_log()``.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import Image, display
+
+from ..compile_capture import WHERE, start
+from ..compile_log import CompileLog, compile_log
+
+
+@magics_class
+class CompileLogMagics(Magics):
+    @magic_arguments()
+    @argument("--static", action="store_true", help="An HTML table and a chart, not the widget.")
+    @argument("--clear", action="store_true", help="Forget every compilation logged so far.")
+    @argument("--last", type=int, default=50, metavar="N", help="Compilations in the chart.")
+    @argument(
+        "-o", dest="output", action="store_true", help="Return the CompileLog, do not display."
+    )
+    @line_magic
+    def compile_log(self, line: str = "") -> Any:
+        """Show every compilation of the session: phases, cache hits, why it recompiled.
+
+        Example: ``%compile_log`` (live widget) or ``%compile_log --static``.
+        """
+        try:
+            args = parse_argstring(self.compile_log, line)
+        except UsageError as e:
+            raise UsageError(f"%compile_log: {e} (see %compile_log?)") from e
+        if args.last < 1:
+            raise UsageError(f"%compile_log: --last must be a positive number, not {args.last}")
+        log = compile_log()
+        if args.clear:
+            log.clear()
+            return None
+        if args.output:
+            return log
+        if args.static:
+            display(log)
+            display(Image(data=_png(log.plot(last=args.last)), format="png"))
+            return None
+        from jaxlab.widgets import CompileMonitor
+
+        display(CompileMonitor(log))
+        return None
+
+
+def _png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=96)
+    return buffer.getvalue()
+
+
+class _CellClock:
+    """Times each cell and tells the log, so it can split compiling from running."""
+
+    def __init__(self, log: CompileLog) -> None:
+        self.log = log
+        self.started: tuple[float, float] | None = None
+
+    def pre_run_cell(self, *args: Any) -> None:
+        self.started = (time.perf_counter(), self.log.compile_s)
+
+    def post_run_cell(self, *args: Any) -> None:
+        if self.started is None:
+            return
+        t0, compiled_before = self.started
+        self.started = None
+        self.log.add_cell_time(time.perf_counter() - t0, self.log.compile_s - compiled_before)
+
+
+def _cell_namer(ip: Any) -> Callable[[str], str | None] | None:
+    # IPython names its cell files ("/tmp/ipykernel_1/123.py" or "<ipython-input-3-...>");
+    # its compiler maps them back to "In[3]".
+    fmt = getattr(getattr(ip, "compile", None), "format_code_name", None)
+    if fmt is None:
+        return None
+
+    def name(filename: str) -> str | None:
+        found = fmt(filename)
+        return found[1] if found else None
+
+    return name
+
+
+def install(ip: Any) -> Callable[[], None]:
+    """Listen to JAX for the session's log and time cells; returns the undo."""
+    log = compile_log()
+    stop = start(log)
+    previous_namer = WHERE.cell_namer
+    WHERE.cell_namer = _cell_namer(ip)
+    clock = _CellClock(log)
+    ip.events.register("pre_run_cell", clock.pre_run_cell)
+    ip.events.register("post_run_cell", clock.post_run_cell)
+
+    def undo() -> None:
+        ip.events.unregister("pre_run_cell", clock.pre_run_cell)
+        ip.events.unregister("post_run_cell", clock.post_run_cell)
+        WHERE.cell_namer = previous_namer
+        stop()
+
+    return undo
+
+
+MAGICS = (CompileLogMagics,)

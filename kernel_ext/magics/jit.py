@@ -1,3 +1,184 @@
-"""Magics of the `jit` family (not written yet)."""
+"""``%jit f(x)`` and ``%%jit``: compile phase by phase, or a whole cell as one function.
 
-MAGICS: tuple[type, ...] = ()
+::
+
+    %jit f(x, w)                  # trace, lower, compile, first and steady-state run
+    %jit --static n f(x, n=3)     # n is a static argument (by name; a number for a position)
+    %jit --stablehlo f(x, w)      # ... with the StableHLO text (--hlo: XLA's optimised HLO)
+    r = %jit -o f(x, w)           # the CompileReport, not displayed
+
+    %%jit                         # the cell as one compiled function of what it reads
+    y = jnp.tanh(x @ w)
+    y.sum()
+
+A ``%%jit`` cell's array inputs are traced, its Python scalars, strings and callables
+are static; it recompiles only for new shapes, dtypes or static values, and says why.
+The plain-Python twins are ``jaxlab.compile_report`` and ``jaxlab.jit_cell``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from ..cell_jit import cell_jit
+from ..program import ProgramError, parse_call
+
+_OPTION = re.compile(r"\s*(-{1,2}[A-Za-z][\w-]*)(=\S*)?")
+_VALUED = frozenset({"--static"})
+
+
+def split_options(line: str) -> tuple[str, str]:
+    """``"--static n -o f(x, n=3)" -> ("--static n -o", "f(x, n=3)")``."""
+    pos = 0
+    while True:
+        m = _OPTION.match(line, pos)
+        if m is None or (m.end() < len(line) and not line[m.end()].isspace()):
+            break
+        pos = m.end()
+        if m.group(1) in _VALUED and m.group(2) is None:
+            value = re.compile(r"\s*\S+").match(line, pos)
+            if value is not None:
+                pos = value.end()
+    return line[:pos].strip(), line[pos:].strip()
+
+
+def _static_names(text: str | None) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in (text or "").split(",") if n.strip())
+    bad = [n for n in names if not (n.isidentifier() or n.lstrip("-").isdigit())]
+    if bad:
+        raise UsageError(
+            f"--static takes names separated by commas (`--static n,mode`), not {bad[0]!r}"
+        )
+    return names
+
+
+@magics_class
+class JitMagics(Magics):
+    @magic_arguments()
+    @argument(
+        "--static",
+        metavar="NAMES",
+        help="Static arguments (line: argument names or positions; cell: input names), "
+        "comma-separated.",
+    )
+    @argument("--stablehlo", action="store_true", help="Line form: also show the StableHLO.")
+    @argument("--hlo", action="store_true", help="Line form: also show XLA's optimised HLO.")
+    @argument(
+        "-q", "--quiet", action="store_true", help="Cell form: no note when the cell compiles."
+    )
+    @argument(
+        "-o",
+        dest="output",
+        action="store_true",
+        help="Return the result object (CompileReport / CellRun) instead of displaying it.",
+    )
+    @argument("call", nargs="*", help="Line form: the call to compile and run, e.g. f(x, y).")
+    @line_cell_magic
+    def jit(self, line: str = "", cell: str | None = None) -> Any:
+        """Compile with a phase report (``%jit f(x)``), or run a cell compiled (``%%jit``).
+
+        Example: ``%jit --static n f(x, n=3)``; a cell starting with ``%%jit --static n``.
+        """
+        options, source = split_options(line) if cell is None else (line, "")
+        try:
+            args = parse_argstring(self.jit, options)
+        except UsageError as e:
+            raise UsageError(f"%jit: {e} (see %jit?)") from e
+        static = _static_names(args.static)
+        if cell is None:
+            return self._report(source, args, static)
+        if args.call:
+            raise UsageError(
+                f"%%jit takes options only on its first line, not {' '.join(args.call)!r} "
+                "(the cell itself is the program)"
+            )
+        if args.stablehlo or args.hlo:
+            raise UsageError(
+                "%%jit: --stablehlo / --hlo belong to %jit f(x); for a cell, define a "
+                "function and use `%jit --hlo f(x)`"
+            )
+        return self._cell(cell, args, static)
+
+    def _report(self, source: str, args: Any, static: tuple[str, ...]) -> Any:
+        from ..jit_report import compile_report
+
+        if not source:
+            raise UsageError("%jit: give a call such as `%jit f(x)` (or use %%jit on a cell)")
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        try:
+            call = parse_call(source, namespace)
+        except ProgramError as e:
+            raise UsageError(f"%jit: {e}") from e
+        nums = tuple(int(n) for n in static if n.lstrip("-").isdigit())
+        names = tuple(n for n in static if not n.lstrip("-").isdigit())
+        show = tuple(v for v in ("stablehlo", "hlo") if getattr(args, v))
+        if hasattr(call.fun, "lower") and static:
+            raise UsageError(
+                f"%jit: `{call.fun_source}` is already jitted, so its static arguments were "
+                "fixed by jax.jit; drop --static or pass the plain function"
+            )
+        try:
+            report = compile_report(
+                call.fun,
+                *call.args,
+                static_argnums=nums,
+                static_argnames=names,
+                show=show,
+                **call.kwargs,
+            )
+        except Exception as e:
+            raise UsageError(_describe_failure(call, e)) from e
+        if args.output:
+            return report
+        display(report)
+        return None
+
+    def _cell(self, source: str, args: Any, static: tuple[str, ...]) -> Any:
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        try:
+            value, run = cell_jit().run(source, namespace, static, record=args.output)
+        except ProgramError as e:
+            raise UsageError(f"%%jit: {e}") from e
+        if args.output:
+            return run
+        if run is not None and run.compiled and not args.quiet:
+            display(run)
+        return value
+
+
+def _describe_failure(call: Any, error: BaseException) -> str:
+    """Why compiling ``call`` failed: the error, the user's line, and the usual fix."""
+    import jax
+
+    from .jaxpr import user_frame
+
+    first = (str(error).strip().splitlines() or [""])[0]
+    text = f"%jit: compiling `{call.source}` failed with {type(error).__name__}: {first}"
+    frame = user_frame(error)
+    if frame is not None:
+        code = f": `{frame.line.strip()}`" if frame.line else ""
+        text += f"\n  at line {frame.lineno} of `{frame.name}`{code}"
+    control_flow = (
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerBoolConversionError,
+        jax.errors.TracerIntegerConversionError,
+        jax.errors.TracerArrayConversionError,
+    )
+    if isinstance(error, control_flow):
+        text += (
+            "\nJAX traces with abstract values, so Python cannot branch or loop on them. Use "
+            "`jax.lax.cond` / `jnp.where` for a branch, `jax.lax.fori_loop` for a loop, or "
+            "mark the argument static: `%jit --static n f(x, n=3)`."
+        )
+    elif isinstance(error, TypeError) and "not a valid JAX type" in str(error):
+        text += "\nA non-array argument must be static: `%jit --static NAME ...`."
+    return text
+
+
+MAGICS = (JitMagics,)

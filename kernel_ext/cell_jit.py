@@ -1,0 +1,514 @@
+"""``%%jit``: a whole cell compiled as one function of the names it reads.
+
+The cell's *inputs* are the names it reads before assigning them. Those holding arrays
+(or pytrees of arrays) are traced; Python scalars, strings, callables and modules are
+static, so a new value recompiles. Its *outputs* are the names it assigns; its last
+expression is its value::
+
+    cells = CellJit()
+    value, run = cells.run("y = jnp.sin(x) * n\\ny.sum()", namespace)
+    namespace["y"], value, run.explanation      # run is None when nothing compiled
+
+Compiled cells are cached by (source, which inputs are static); JAX's own cache then
+keys on shapes, dtypes and static values. Outputs are written to the namespace only
+after the compiled call returned.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import hashlib
+import types
+from collections import OrderedDict
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .compile_log import ArgChange, CompileLog, compile_log
+from .program import CellProgram, ProgramError, analyse_cell
+
+MAX_CELLS = 256  # compiled cells kept (one per source and static pattern)
+MAX_KEYS = 64  # signatures remembered per cell, to tell a cache hit from a compile
+CELL_FILE = "<jaxlab cell>"  # the filename program.CellProgram.function compiles under
+_MUTATORS = frozenset(
+    {"append", "extend", "insert", "pop", "popitem", "update", "setdefault", "clear", "remove",
+     "add", "discard"}
+)  # fmt: skip
+_CONTROL_FLOW_HINT = (
+    "Python control flow (`if`, `while`, `range(n)`, `int(x)`) needs concrete values, but "
+    "under %%jit the inputs are abstract tracers. Use `jax.lax.cond(pred, f_true, f_false, x)` "
+    "or `jnp.where` for a branch, `jax.lax.fori_loop` / `jax.lax.while_loop` for a loop, or "
+    "make the name static: `%%jit --static n`."
+)
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """One run of a ``%%jit`` cell that compiled (or was asked for with ``-o``)."""
+
+    name: str  # the cell function's name in the compile log, e.g. "cell_y_3fa2"
+    inputs: tuple[str, ...]  # traced inputs
+    static: tuple[str, ...]  # static inputs
+    outputs: tuple[str, ...]  # names written to the namespace
+    compiled: bool
+    explanation: str  # why it compiled ("first run", "x: f32[3] → f32[4]"), "" if not
+    changes: tuple[ArgChange, ...]
+    signature: tuple[str, ...]  # "x: f32[3]", "n=3 (static)"
+    call_s: float  # wall time of the call (compilation included when it compiled)
+    value: Any = field(repr=False, compare=False, default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "value"
+        }
+
+    def __str__(self) -> str:
+        static = f"; static {', '.join(self.static)}" if self.static else ""
+        head = (
+            f"%%jit {self.name}({', '.join(self.inputs)}{static}) → "
+            f"{', '.join(self.outputs) or 'its value'}"
+        )
+        if not self.compiled:
+            return f"{head}: cached, {self.call_s * 1e3:.3g} ms"
+        verb = "compiled" if self.explanation == "first run" else "recompiled"
+        return f"{head}: {verb} in {self.call_s * 1e3:.3g} ms ({self.explanation})"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        import html
+
+        colour = "#b03030" if self.compiled and self.explanation != "first run" else "#555"
+        return {
+            "text/plain": str(self),
+            "text/html": (
+                f"<div style='color:{colour};font-size:90%'>{html.escape(str(self))}</div>"
+            ),
+        }
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+@dataclass
+class _Variant:
+    """The cell compiled for one pattern of static inputs."""
+
+    jitted: Callable[..., Any]
+    static: tuple[str, ...]
+    dynamic: tuple[str, ...]
+    keys: OrderedDict[tuple[Any, ...], None] = field(default_factory=OrderedDict)
+    last_key: tuple[Any, ...] | None = None
+
+
+@dataclass
+class _Cell:
+    program: CellProgram
+    name: str
+    forced_static: frozenset[str]
+    outputs: tuple[str, ...]
+    container_methods: tuple[tuple[str, str, int], ...]  # (name, method, line) to check
+    variants: dict[tuple[bool, ...], _Variant] = field(default_factory=dict)
+
+
+def _line(node: ast.AST) -> int:
+    return getattr(node, "lineno", 0)
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _check(program: CellProgram) -> tuple[tuple[str, ...], tuple[tuple[str, str, int], ...]]:
+    """Refuse what a compiled cell cannot do; return its outputs and the method calls
+    that mutate an input if that input turns out to be a list, dict or set."""
+    if program.global_names:
+        names = ", ".join(program.global_names)
+        raise ProgramError(
+            f"the cell declares `global {names}`: a %%jit cell cannot change the notebook's "
+            f"globals as a side effect. Assign the new value instead (`{program.global_names[0]} "
+            "= ...`): assigned names are written back after the compiled call."
+        )
+    helpers: set[str] = set()
+    assigned: set[str] = set()
+    methods: list[tuple[str, str, int]] = []
+    for stmt in program.body:
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "print"
+            ):
+                raise ProgramError(
+                    f"the cell calls print (line {_line(node)}): under jit it runs once, "
+                    "while tracing, and shows tracers rather than values. Use "
+                    '`jax.debug.print("x = {}", x)` to print on every run.'
+                )
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                targets = [node.target]
+            elif isinstance(node, ast.Delete):
+                targets = node.targets
+            for target in targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Attribute | ast.Subscript):
+                        root = _root_name(sub)
+                        if root is not None and root in program.inputs and root not in assigned:
+                            code = ast.unparse(node).splitlines()[0]
+                            raise ProgramError(
+                                f"the cell changes `{root}` in place (line {_line(node)}: "
+                                f"`{code}`): a %%jit cell cannot mutate notebook objects, and "
+                                "JAX arrays are immutable. Build a new value instead, e.g. "
+                                f"`{root} = {root}.at[i].set(v)`."
+                            )
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.attr in _MUTATORS
+                and node.func.value.id in program.inputs
+                and node.func.value.id not in assigned
+            ):
+                methods.append((node.func.value.id, node.func.attr, _line(node)))
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            helpers.add(stmt.name)
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            helpers.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                assigned.add(node.id)
+    outputs = tuple(n for n in program.outputs if n not in helpers)
+    if not outputs and program.final is None:
+        raise ProgramError(
+            "the cell assigns no name and ends in no expression, so a compiled version "
+            "would have no result: assign what you want to keep (`y = ...`) or end with it."
+        )
+    return outputs, tuple(methods)
+
+
+# --------------------------------------------------------------------------- values
+
+_ARRAY_TYPES: tuple[type, ...] = (np.ndarray, np.generic)
+_SCALARS = (bool, int, float, complex, str, bytes, type(None))
+_STATIC_TYPES = (*_SCALARS, types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)
+
+
+def _array_types() -> tuple[type, ...]:
+    import jax
+
+    return (jax.Array, *_ARRAY_TYPES)
+
+
+def short(value: Any) -> str:
+    """An input for a message: ``f32[3]`` for arrays, ``3`` for scalars."""
+    from .compile_capture import short_type
+
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return short_type(value)
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{type(value).__name__} {value.__qualname__}"
+    text = repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+class CellJit:
+    """The ``%%jit`` cache: analysed and compiled cells by source, bounded."""
+
+    def __init__(self, log: CompileLog | None = None) -> None:
+        self._cells: OrderedDict[tuple[str, frozenset[str]], _Cell] = OrderedDict()
+        self._log = log if log is not None else compile_log()
+        self._arrays = _array_types()
+        self._fast: set[type] = set()  # concrete jax.Array types seen (the hot path's test)
+
+    def __len__(self) -> int:
+        return len(self._cells)
+
+    def clear(self) -> None:
+        self._cells.clear()
+
+    def prepare(self, source: str, static: tuple[str, ...] = ()) -> _Cell:
+        """Analyse and check ``source`` once; raises :class:`ProgramError` on bad cells."""
+        key = (source, frozenset(static))
+        cell = self._cells.get(key)
+        if cell is not None:
+            self._cells.move_to_end(key)
+            return cell
+        program = analyse_cell(source)
+        unknown = [n for n in static if n not in program.inputs]
+        if unknown:
+            raise ProgramError(
+                f"--static names {', '.join(unknown)}, which the cell does not read "
+                f"(its inputs are: {', '.join(program.inputs) or 'none'})"
+            )
+        outputs, methods = _check(program)
+        digest = hashlib.sha1(source.encode()).hexdigest()[:4]
+        name = f"cell_{'_'.join(outputs[:2]) or 'value'}_{digest}"
+        cell = _Cell(program, name, frozenset(static), outputs, methods)
+        self._cells[key] = cell
+        if len(self._cells) > MAX_CELLS:
+            self._cells.popitem(last=False)
+        return cell
+
+    def run(
+        self,
+        source: str,
+        namespace: MutableMapping[str, Any],
+        static: tuple[str, ...] = (),
+        *,
+        record: bool = False,
+    ) -> tuple[Any, CellRun | None]:
+        """Run the cell compiled: read its inputs from ``namespace``, call, write outputs.
+
+        Returns the cell's value and, when it compiled (or ``record`` is true), a
+        :class:`CellRun`. Raises :class:`ProgramError` (namespace untouched) on failure.
+        """
+        cell = self.prepare(source, static)
+        return self.call(cell, namespace, record=record)
+
+    # The hot path: keep it lean (benchmarks/jit_overhead.py measures it).
+    def call(
+        self, cell: _Cell, namespace: MutableMapping[str, Any], *, record: bool = False
+    ) -> tuple[Any, CellRun | None]:
+        inputs = cell.program.inputs
+        try:
+            values = [namespace[n] for n in inputs]
+        except KeyError:
+            missing = next(n for n in inputs if n not in namespace)
+            raise ProgramError(
+                f"the cell reads `{missing}`, which is not defined: define it in a cell "
+                "first (or assign it in this cell before reading it)"
+            ) from None
+        fast = self._fast
+        pattern: list[bool] = []
+        key: list[Any] = []
+        for name, value in zip(inputs, values, strict=True):
+            if type(value) in fast and name not in cell.forced_static:
+                pattern.append(False)
+                key.append((value.shape, value.dtype, value.weak_type))
+            else:
+                is_static, part = self._classify(cell, name, value)
+                pattern.append(is_static)
+                key.append(part)
+        signature_key = tuple(key)
+        variant = cell.variants.get(tuple(pattern))
+        if variant is None:
+            variant = self._compile(cell, tuple(pattern))
+        if record or signature_key not in variant.keys:
+            return self._call_slow(cell, variant, values, signature_key, namespace)
+        count = self._log.count
+        outs, value = self._invoke(variant, values)
+        namespace.update(outs)
+        if self._log.count != count:  # JAX compiled although the signature was seen
+            why = self._logged_reason()
+            return value, self._run_record(cell, variant, signature_key, value, 0.0, why, outs)
+        return value, None
+
+    # ------------------------------------------------------------------ slow paths
+    def _classify(self, cell: _Cell, name: str, value: Any) -> tuple[bool, Any]:
+        """(static?, key part) for one input value that is not a plain jax.Array."""
+        import jax
+
+        forced = name in cell.forced_static
+        if not forced:
+            if isinstance(value, jax.Array) and hasattr(value, "weak_type"):
+                self._fast.add(type(value))
+                return False, (value.shape, value.dtype, value.weak_type)
+            if isinstance(value, self._arrays):
+                return False, (tuple(np.shape(value)), np.asarray(value).dtype, False)
+            if not isinstance(value, _STATIC_TYPES) and not callable(value):
+                leaves, tree = jax.tree_util.tree_flatten(value)
+                if leaves and any(isinstance(v, self._arrays) for v in leaves):
+                    bad = [v for v in leaves if not isinstance(v, (*self._arrays, *_SCALARS))]
+                    if not bad:
+                        return False, (tree, tuple(short(v) for v in leaves))
+        try:
+            hash(value)
+        except TypeError:
+            hint = (
+                "marked --static, so it must be hashable: use a tuple"
+                if forced
+                else "neither an array (or pytree of arrays) nor a hashable static value: "
+                f"convert it (`{name} = jnp.asarray({name})`) or make it a tuple"
+            )
+            raise ProgramError(f"input `{name}` is a {type(value).__name__}, {hint}") from None
+        for m_name, method, line in cell.container_methods:
+            if m_name == name and isinstance(value, list | dict | set):
+                raise ProgramError(
+                    f"the cell changes `{name}` in place (line {line}: `{name}.{method}(...)`):"
+                    " a %%jit cell cannot mutate notebook objects; build a new value instead"
+                )
+        return True, ("static", type(value), value)
+
+    def _compile(self, cell: _Cell, pattern: tuple[bool, ...]) -> _Variant:
+        import jax
+
+        inputs = cell.program.inputs
+        program = dataclasses.replace(cell.program, outputs=cell.outputs)
+        fun = program.function(inputs, {"__builtins__": builtins}, name=cell.name)
+        static_nums = tuple(i for i, s in enumerate(pattern) if s)
+        variant = _Variant(
+            jitted=jax.jit(fun, static_argnums=static_nums),
+            static=tuple(n for n, s in zip(inputs, pattern, strict=True) if s),
+            dynamic=tuple(n for n, s in zip(inputs, pattern, strict=True) if not s),
+        )
+        cell.variants[pattern] = variant
+        return variant
+
+    def _invoke(self, variant: _Variant, values: list[Any]) -> tuple[dict[str, Any], Any]:
+        try:
+            return variant.jitted(*values)
+        except Exception as e:
+            raise _describe(e) from e
+
+    def _call_slow(
+        self,
+        cell: _Cell,
+        variant: _Variant,
+        values: list[Any],
+        key: tuple[Any, ...],
+        namespace: MutableMapping[str, Any],
+    ) -> tuple[Any, CellRun]:
+        import time
+
+        import jax
+
+        from .compile_capture import explaining
+
+        why = _why(cell, variant, key) if key not in variant.keys else None
+        count = self._log.count
+        t0 = time.perf_counter()
+        if why is not None and why[0] != "first run":
+            with explaining(cell.name, *why):
+                outs, value = self._invoke(variant, values)
+        else:
+            outs, value = self._invoke(variant, values)
+        if why is None and self._log.count != count:
+            why = self._logged_reason()
+        if why is not None:
+            jax.block_until_ready((outs, value))  # the time a user waits for a compile
+        call_s = time.perf_counter() - t0
+        variant.keys[key] = None
+        variant.last_key = key
+        if len(variant.keys) > MAX_KEYS:
+            variant.keys.popitem(last=False)
+        namespace.update(outs)
+        return value, self._run_record(cell, variant, key, value, call_s, why, outs)
+
+    def _logged_reason(self) -> tuple[str, tuple[ArgChange, ...]]:
+        last = self._log.events[-1] if len(self._log) else None
+        return (last.explanation, last.changes) if last is not None else ("recompiled", ())
+
+    def _run_record(
+        self,
+        cell: _Cell,
+        variant: _Variant,
+        key: tuple[Any, ...],
+        value: Any,
+        call_s: float,
+        why: tuple[str, tuple[ArgChange, ...]] | None,
+        outs: dict[str, Any],
+    ) -> CellRun:
+        return CellRun(
+            name=cell.name,
+            inputs=variant.dynamic,
+            static=variant.static,
+            outputs=tuple(outs),
+            compiled=why is not None,
+            explanation=why[0] if why else "",
+            changes=why[1] if why else (),
+            signature=_signature(cell.program.inputs, key),
+            call_s=call_s,
+            value=value,
+        )
+
+
+def _describe_part(part: Any) -> str:
+    if isinstance(part, tuple) and len(part) == 3 and part[0] == "static":
+        return f"{short(part[2])} (static)"
+    if isinstance(part, tuple) and len(part) == 3:
+        shape, dtype, weak = part
+        from .compile_capture import short_type
+
+        return short_type(types.SimpleNamespace(shape=shape, dtype=dtype, weak_type=weak))
+    if isinstance(part, tuple) and len(part) == 2:
+        tree, leaves = part
+        return f"{tree} with {', '.join(leaves)}"
+    return str(part)
+
+
+def _signature(names: tuple[str, ...], key: tuple[Any, ...]) -> tuple[str, ...]:
+    return tuple(f"{n}: {_describe_part(p)}" for n, p in zip(names, key, strict=True))
+
+
+def _why(cell: _Cell, variant: _Variant, key: tuple[Any, ...]) -> tuple[str, tuple[ArgChange, ...]]:
+    before = variant.last_key
+    if before is None:
+        if any(v.last_key is not None for v in cell.variants.values() if v is not variant):
+            return "an input changed kind (an array now, a static value before, or back)", ()
+        return "first run", ()
+    changes = tuple(
+        ArgChange(n, _describe_part(old), _describe_part(new))
+        for n, old, new in zip(cell.program.inputs, before, key, strict=True)
+        if old != new
+    )
+    return "; ".join(
+        map(str, changes)
+    ) or "a signature seen before, evicted from the cache", changes
+
+
+def _describe(error: BaseException) -> ProgramError:
+    """A compiled cell failed: say where in the cell, and how to fix the common cases."""
+    import traceback
+
+    import jax
+
+    line = 0
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == CELL_FILE:
+            line = frame.lineno or 0
+    first = (str(error).strip().splitlines() or [""])[0]
+    where = f" at line {line} of the cell" if line else ""
+    text = f"the cell failed{where}: {type(error).__name__}: {first}"
+    control_flow = (
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerBoolConversionError,
+        jax.errors.TracerIntegerConversionError,
+        jax.errors.TracerArrayConversionError,
+    )
+    if isinstance(error, control_flow):
+        text += "\n" + _CONTROL_FLOW_HINT
+    elif isinstance(error, TypeError) and "not a valid JAX type" in str(error):
+        text += (
+            "\nEvery name a %%jit cell assigns is returned as an array: keep strings and "
+            "other Python objects out of it (compute them in a normal cell)."
+        )
+    return ProgramError(text)
+
+
+_DEFAULT: CellJit | None = None
+
+
+def cell_jit() -> CellJit:
+    """The session's ``%%jit`` cache."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = CellJit()
+    return _DEFAULT
+
+
+def jit_cell(source: str, namespace: MutableMapping[str, Any], static: tuple[str, ...] = ()) -> Any:
+    """Plain-Python twin of ``%%jit``: run ``source`` compiled against ``namespace``.
+
+    >>> ns = {"jnp": jnp, "x": jnp.arange(3.0)}
+    >>> jaxlab.jit_cell("y = jnp.sin(x)\\ny.sum()", ns)
+    Array(1.7507684, dtype=float32)
+    """
+    return cell_jit().run(source, namespace, static)[0]

@@ -1,0 +1,125 @@
+"""``CompileMonitor``: the session's compilations, live (``%compile_log``).
+
+::
+
+    from jaxlab.widgets import CompileMonitor
+    CompileMonitor()          # follows jaxlab.compile_log() while cells run
+
+Functions are grouped, with their compile count, total and last compile time, a stacked
+bar per compilation (trace, lower, compile) and recompilations highlighted with their
+reason (``x: f32[3] → f32[4]``); above them the session's time compiling versus running.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import traitlets
+from jaxlab.compile_log import CompileEvent, CompileLog, compile_log
+from jaxlab.compile_log_view import log_html, log_text
+
+from ._base import JaxlabWidget
+
+PUSH_INTERVAL_S = 0.25  # at most four updates a second while a cell compiles in a loop
+
+
+def _event_state(e: CompileEvent) -> dict[str, Any]:
+    return {
+        "index": e.index,
+        "trace_s": e.trace_s,
+        "lower_s": e.lower_s,
+        "compile_s": e.compile_s,
+        "recompile": e.recompile,
+        "explanation": e.explanation,
+        "where": e.where,
+        "signature": list(e.signature),
+        "cache": e.persistent_cache,
+    }
+
+
+class CompileMonitor(JaxlabWidget, static="compile_monitor"):
+    """A live view of a :class:`~jaxlab.CompileLog` (the session's, by default)."""
+
+    functions = traitlets.List(traitlets.Dict()).tag(sync=True)
+    session = traitlets.Dict().tag(sync=True)
+    max_functions = traitlets.Int(50).tag(sync=True)
+
+    def __init__(self, log: CompileLog | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._log = log if log is not None else compile_log()
+        self._last_push = 0.0
+        self._lock = threading.RLock()
+        self._timer: threading.Timer | None = None
+        self.refresh()
+        self._unsubscribe = self._log.subscribe(self._changed)
+
+    @property
+    def log(self) -> CompileLog:
+        return self._log
+
+    def state(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """What the view draws: one entry per function, and the session totals."""
+        rows = self._log.functions()
+        functions = [
+            {
+                "name": r.name,
+                "count": r.count,
+                "total_s": r.total_s,
+                "last_s": r.last_s,
+                "recompiles": r.recompiles,
+                "compiles": [_event_state(e) for e in r.recent],
+            }
+            for r in rows[: self.max_functions]
+        ]
+        session = {
+            "count": self._log.count,
+            "dropped": self._log.dropped,
+            "compile_s": self._log.compile_s,
+            "running_s": self._log.running_s,
+            "functions": len(rows),
+        }
+        return functions, session
+
+    def refresh(self) -> None:
+        """Send the log's current state to the browser now."""
+        functions, session = self.state()
+        with self.hold_sync():
+            self.functions = functions
+            self.session = session
+        self._last_push = time.monotonic()
+
+    def _changed(self, kind: str) -> None:
+        # Called by the log after each compilation (during a cell) and after each cell:
+        # a loop that compiles often sends at most one update per PUSH_INTERVAL_S.
+        with self._lock:
+            if kind != "event" or time.monotonic() - self._last_push >= PUSH_INTERVAL_S:
+                self._cancel_timer()
+                self.refresh()
+            elif self._timer is None:
+                self._timer = threading.Timer(PUSH_INTERVAL_S, self._trailing)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _trailing(self) -> None:
+        with self._lock:
+            self._timer = None
+            self.refresh()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def close(self) -> None:
+        self._unsubscribe()
+        with self._lock:
+            self._cancel_timer()
+        super().close()
+
+    def _static_html(self) -> str:
+        return log_html(self._log)
+
+    def _static_text(self) -> str:
+        return log_text(self._log)
