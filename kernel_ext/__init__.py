@@ -12,6 +12,8 @@ Importing this package imports no IPython, graphviz, matplotlib or widget code.
 from ._warning import JaxlabWarning as JaxlabWarning
 from .autodiff import GradReport as GradReport
 from .autodiff import grad_report as grad_report
+from .cell_jit import CellRun as CellRun
+from .cell_jit import jit_cell as jit_cell
 from .compile_log import CompileEvent as CompileEvent
 from .compile_log import CompileLog as CompileLog
 from .compile_log import compile_log as compile_log

@@ -10,6 +10,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+# --------------------------------------------------------------------------- compile log
+# JAX logs its cache-miss explanations and the argument types of each lowering from
+# private modules' loggers; their names move when JAX reorganises its source.
+_COMPILE_MESSAGE_LOGGERS = ("jax._src.interpreters.partial_eval", "jax._src.interpreters.pxla")
+
+
+def compile_message_loggers() -> tuple[str, ...]:
+    """Logger names that carry ``TRACING CACHE MISS`` and ``Compiling ... with global
+    shapes and types``; falls back to the ``jax`` logger (explanations only) when the
+    modules are gone."""
+    import sys
+
+    import jax  # noqa: F401  (imports the modules whose loggers we look for)
+
+    found = tuple(n for n in _COMPILE_MESSAGE_LOGGERS if n in sys.modules)
+    return found if len(found) == len(_COMPILE_MESSAGE_LOGGERS) else ("jax",)
+
+
+# --------------------------------------------------------------------------- jit report
+def cost_analysis(compiled: object) -> dict[str, float]:
+    """XLA's cost analysis as one dict (older JAX returned a list with one dict per
+    device program, or None when the backend has none)."""
+    analysis = getattr(compiled, "cost_analysis", None)
+    try:
+        result = analysis() if callable(analysis) else None
+    except Exception:  # the backend has no cost model (some plugins raise)
+        return {}
+    if isinstance(result, list | tuple):
+        result = result[0] if result else None
+    return {str(k): float(v) for k, v in result.items()} if isinstance(result, dict) else {}
+
 
 # --------------------------------------------------------------------------- autodiff
 # (jaxpr_eval: evaluating one equation outside JAX's own interpreter)
