@@ -311,3 +311,16 @@ def test_hostile_string_argument_is_escaped_in_the_message(sh):
     with pytest.raises(UsageError, match="is a str") as info:
         sh.run_line_magic("jaxpr", "f(x, s)")
     assert HOSTILE in str(info.value)  # plain text: IPython prints it, never renders HTML
+
+
+def test_a_bug_in_jaxlab_is_not_blamed_on_the_program(sh, monkeypatch):
+    import jaxlab.graph.build
+
+    empty = Graph("empty", (), (), ())
+
+    def broken(*args, **kwargs):
+        return empty.node("internal")  # raises KeyError inside jaxlab's own model code
+
+    monkeypatch.setattr(jaxlab.graph.build, "graph_from_jaxpr", broken)
+    with pytest.raises(KeyError, match="internal"):
+        sh.run_line_magic("jaxpr", "f(x, w)")

@@ -105,6 +105,8 @@ class JaxprMagics(Magics):
         try:
             result = _trace(call, args, views[0] if views else "graph")
         except Exception as e:
+            if raised_in_jaxlab(e):
+                raise  # a bug of ours: show it whole rather than blame the user's program
             raise UsageError(describe_trace_failure(call, e)) from e
         if args.output:
             return result
@@ -222,10 +224,19 @@ def _library_dirs() -> tuple[str, ...]:
     import jax
     import jaxlib
 
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the jaxlab package
-    dirs = [os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__), here]
+    dirs = [os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__), _jaxlab_dir()]
     dirs.append(sysconfig.get_paths()["stdlib"])
     return tuple(os.path.abspath(d) + os.sep for d in dirs)
+
+
+def _jaxlab_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def raised_in_jaxlab(error: BaseException) -> bool:
+    """Whether ``error`` was raised by jaxlab's own code (its innermost frame is ours)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and os.path.abspath(frames[-1].filename).startswith(_jaxlab_dir())
 
 
 def user_frame(error: BaseException) -> traceback.FrameSummary | None:
