@@ -9,6 +9,8 @@
 Importing this package imports no IPython, graphviz, matplotlib or widget code.
 """
 
+from typing import Any
+
 from ._warning import JaxlabWarning as JaxlabWarning
 from .autodiff import GradReport as GradReport
 from .autodiff import grad_report as grad_report
@@ -19,7 +21,10 @@ from .compile_log import CompileLog as CompileLog
 from .compile_log import compile_log as compile_log
 from .devices import DeviceReport as DeviceReport
 from .devices import devices as devices
+from .explain import Explanation as Explanation
 from .explain import explain as explain
+from .explain_nans import NanCheck as NanCheck
+from .explain_nans import debug_nans as debug_nans
 from .graph import Graph as Graph
 from .graph import jaxpr_graph as jaxpr_graph
 from .jit_report import CompileReport as CompileReport
@@ -31,14 +36,14 @@ from .lowered import stablehlo_text as stablehlo_text
 __version__ = "0.1.0"
 
 
-def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
+def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jaxlab``: register every magic and hook (idempotent)."""
     from .magics import load
 
     load(ipython)
 
 
-def unload_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
+def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext jaxlab``: remove every magic, listener, hook and handler it added."""
     from .magics import unload
 

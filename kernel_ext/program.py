@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,9 +60,7 @@ def _evaluate(node: ast.expr, namespace: Mapping[str, Any], whole: str) -> Any:
     try:
         return eval(code, dict(namespace))
     except NameError as e:
-        raise ProgramError(
-            f"{e} in the notebook: define it in a cell first (in `{whole}`)"
-        ) from e
+        raise ProgramError(f"{e} in the notebook: define it in a cell first (in `{whole}`)") from e
     except Exception as e:
         piece = ast.unparse(node)
         raise ProgramError(
@@ -104,6 +103,8 @@ def parse_call(source: str, namespace: Mapping[str, Any]) -> Call:
 # --------------------------------------------------------------------------- cells
 
 _BUILTINS = frozenset(dir(builtins))
+# Python 3.12 added type parameters to function definitions; 3.11 has no such field.
+_FUNCTION_DEF_EXTRA: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
 
 
 @dataclass(frozen=True)
@@ -133,8 +134,10 @@ class CellProgram:
         """
         body = list(self.body)
         final: ast.expr = ast.Constant(None)
-        if self.final is not None and body and isinstance(body[-1], ast.Expr):
-            final = body.pop().value
+        last = body[-1] if body else None
+        if self.final is not None and isinstance(last, ast.Expr):
+            body.pop()
+            final = last.value
         result = ast.Tuple(
             elts=[
                 ast.Dict(
@@ -156,7 +159,7 @@ class CellProgram:
             ),
             body=[*body, ast.Return(result)] if body else [ast.Return(result)],
             decorator_list=[],
-            type_params=[],
+            **_FUNCTION_DEF_EXTRA,
         )
         module = ast.fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
         scope: dict[str, Any] = {}
@@ -202,7 +205,7 @@ class _Reads(ast.NodeVisitor):
         bound = _arg_names(node.args) | _stored_names(node.body)
         self._visit_scope(bound, list(node.body))
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _visit_comprehension(self, node: ast.AST, elts: list[ast.AST]) -> None:
         gens: list[ast.comprehension] = node.generators  # type: ignore[attr-defined]
@@ -252,11 +255,11 @@ def _statement_stores(stmt: ast.stmt) -> list[str]:
     stack: list[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if node is not stmt:
-                if not isinstance(node, ast.Lambda):
-                    names.append(node.name)
-                continue
+        nested_scope = ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+        if isinstance(node, nested_scope) and node is not stmt:
+            if not isinstance(node, ast.Lambda):
+                names.append(node.name)
+            continue
         if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):

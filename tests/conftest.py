@@ -6,7 +6,12 @@ import os
 os.environ.setdefault("JAX_NUM_CPU_DEVICES", "2")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import pytest  # noqa: E402
+import jax
+import pytest
+
+# A pytest plugin (jaxtyping's) may have imported JAX before this file ran, so the
+# environment variable alone can come too late; the backend is not started yet here.
+jax.config.update("jax_num_cpu_devices", 2)
 
 # Extension state leaks between tests if a test forgets to unload; the fixture unloads.
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 BODY = """# Written by jaxlab's `make lab` / `make test`: this environment's kernels load jaxlab.
 c = get_config()  # noqa: F821
-if "jaxlab" not in c.InteractiveShellApp.extensions:
-    c.InteractiveShellApp.extensions = [*c.InteractiveShellApp.extensions, "jaxlab"]
+# Unset, `extensions` is a lazy value that supports append (loading twice is harmless).
+c.InteractiveShellApp.extensions.append("jaxlab")
 """
 
 

@@ -1,27 +1,84 @@
-"""jaxpr → Graph (being written).
+"""jaxpr → Graph: trace a function, walk its jaxpr, decide what to collapse, emit the model.
 
-API (stable): ``jaxpr_graph(fun, *args, grad=False, depth=None, values=False,
-budget=DEFAULT_BUDGET, **kwargs) -> Graph`` and ``graph_from_jaxpr(closed_jaxpr, *,
-title, grad=False, depth=None, budget=DEFAULT_BUDGET) -> Graph``.
+Big programs stay drawable: above a node budget the deepest, then largest, nested
+programs collapse into one node each; if a block is still too long (a flat 10,000
+equation gradient), runs of consecutive equations become segment nodes. The Graph's
+``notes`` say what was collapsed.
+
+>>> g = jaxpr_graph(lambda x: jnp.sin(x) * 2.0, 1.0)   # doctest: +SKIP
+>>> g.primitives()                                      # doctest: +SKIP
+Counter({'sin': 1, 'mul': 1})
 """
 
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from .model import Graph
+import jax
+import jax.extend.core as jcore
 
-DEFAULT_BUDGET = 400
+from . import model as m
+from .labels import cluster_label, literal_text, param_summary, type_text
+from .walk import Block, Item, name_stack, source_line, walk
+
+DEFAULT_BUDGET = 400  # drawn nodes
+EDGE_BUDGET = 320  # drawn edges; see graph_from_jaxpr
+MIN_BUDGET = 40
 
 
 def jaxpr_graph(
-    fun: Any,
+    fun: Callable[..., Any],
     *args: Any,
     grad: bool = False,
     depth: int | None = None,
     values: bool = False,
     budget: int = DEFAULT_BUDGET,
     **kwargs: Any,
-) -> Graph:
-    raise NotImplementedError
+) -> m.Graph:
+    """Trace ``fun(*args, **kwargs)`` (without running it) and return its jaxpr as a Graph.
+
+    ``grad=True`` draws the program of ``jax.grad(fun)`` with forward and backward
+    equations told apart; ``depth`` collapses nested programs deeper than it; ``values``
+    annotates nodes with the values (and, with ``grad``, adjoints) they compute.
+    """
+    target = jax.grad(fun) if grad else fun
+    closed = jax.make_jaxpr(target)(*args, **kwargs)
+    name = getattr(fun, "__name__", None) or type(fun).__name__
+    graph = graph_from_jaxpr(
+        closed,
+        title=f"grad({name})" if grad else name,
+        grad=grad,
+        depth=depth,
+        budget=budget,
+        input_names=argument_names(fun, args, kwargs),
+    )
+    if values:
+        from .annotate import annotate
+
+        graph = annotate(graph, args, kwargs, grad=grad, fun=fun)
+    return graph
+
+
+def argument_names(
+    fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[str]:
+    """A readable name for every flattened input leaf: ``x``, ``params['w']``, ``layers[0].b``."""
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+        named = list(bound.arguments.items())
+    except (TypeError, ValueError):
+        named = [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    names: list[str] = []
+    for arg_name, value in named:
+        leaves = jax.tree_util.tree_flatten_with_path(value)[0]
+        for path, _ in leaves:
+            names.append(arg_name + jax.tree_util.keystr(path))
+    return names
 
 
 def graph_from_jaxpr(
@@ -31,5 +88,374 @@ def graph_from_jaxpr(
     grad: bool = False,
     depth: int | None = None,
     budget: int = DEFAULT_BUDGET,
-) -> Graph:
-    raise NotImplementedError
+    input_names: list[str] | None = None,
+) -> m.Graph:
+    """Draw an already traced ``ClosedJaxpr`` as a Graph (see module docstring)."""
+    tree = walk(closed_jaxpr.jaxpr)
+    names = input_names if input_names and len(input_names) == len(tree.jaxpr.invars) else None
+    names = names or [f"in{k}" for k in range(len(tree.jaxpr.invars))]
+    # Layout time grows with edges as much as with nodes (a gradient's long residual
+    # edges above all): past EDGE_BUDGET edges, draw again with a tighter node budget.
+    node_budget = budget
+    for _ in range(4):
+        plan = _Plan(tree, depth=depth, budget=node_budget, input_names=names)
+        emitter = _Emitter(plan, grad=grad)
+        emitter.program(tree, names)
+        edges = tuple(dict.fromkeys(emitter.edges))
+        if len(edges) <= EDGE_BUDGET or node_budget <= MIN_BUDGET:
+            break
+        node_budget = max(MIN_BUDGET, int(node_budget * EDGE_BUDGET / len(edges)))
+    return m.Graph(
+        title=title,
+        nodes=tuple(emitter.nodes),
+        edges=edges,
+        clusters=tuple(emitter.clusters),
+        notes=tuple(plan.notes),
+        n_equations=tree.n_equations,
+        grad=grad,
+        jaxpr=closed_jaxpr,
+        var_node=emitter.var_node,
+    )
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _all_items(block: Block) -> list[Item]:
+    found: list[Item] = []
+    for item in block.items:
+        found.append(item)
+        for sub in item.blocks:
+            found.extend(_all_items(sub))
+    return found
+
+
+class _Plan:
+    """What to draw: which nested programs collapse, which runs of equations group."""
+
+    def __init__(
+        self, tree: Block, *, depth: int | None, budget: int, input_names: list[str]
+    ) -> None:
+        self.collapsed: set[str] = set()
+        self.io_groups: list[tuple[str, list[int]]] | None = None  # see _group_io
+        self.segment_length: dict[str, int] = {}  # block prefix -> equations per segment
+        self.notes: list[str] = []
+        nested = [item for item in _all_items(tree) if item.blocks]
+        if depth is not None:
+            self.collapsed = {item.id for item in nested if item.depth > depth}
+            if self.collapsed:
+                self.notes.append(
+                    f"{len(self._outermost(nested))} nested programs deeper than "
+                    f"depth {depth} drawn as one node each"
+                )
+        io = _io_nodes(tree)
+        if io > budget // 4:  # hundreds of parameter arrays: one node per argument
+            self.io_groups = _group_inputs(input_names)
+            io = len(self.io_groups) + len(tree.jaxpr.constvars) + 1
+            self.notes.append(
+                f"{len(tree.jaxpr.invars)} inputs drawn as {len(self.io_groups)} argument "
+                f"nodes and {len(tree.jaxpr.outvars)} outputs as one, without their edges"
+            )
+        self.io = io
+        total = self.drawn(tree) + io
+        if total <= budget:
+            return
+        by_budget: list[Item] = []
+        # Deepest first, then largest: inner detail goes before outer structure.
+        for item in sorted(nested, key=lambda it: (-it.depth, -self._drawn_item(it), it.id)):
+            if total <= budget:
+                break
+            if item.id in self.collapsed or self._inside_collapsed(item.id):
+                continue
+            total -= self._drawn_item(item) - 1
+            self.collapsed.add(item.id)
+            by_budget.append(item)
+        if by_budget:
+            kept = [it for it in by_budget if not self._inside_collapsed(it.id)]
+            kinds = Counter(it.primitive for it in kept)
+            listed = ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in kinds.most_common())
+            self.notes.append(
+                f"{len(kept)} nested programs ({listed}) collapsed to stay under "
+                f"{budget} nodes; use --depth or a larger --budget to open them"
+            )
+        if total > budget:
+            self._segment(tree, budget)
+
+    def _outermost(self, nested: list[Item]) -> list[Item]:
+        return [
+            it for it in nested if it.id in self.collapsed and not self._inside_collapsed(it.id)
+        ]
+
+    def _inside_collapsed(self, item_id: str) -> bool:
+        parts = item_id.split("/")
+        return any("/".join(parts[:k]) in self.collapsed for k in range(1, len(parts)))
+
+    def _drawn_item(self, item: Item) -> int:
+        if not item.blocks or item.id in self.collapsed:
+            return 1
+        ports = len(item.eqn.outvars) + (1 if item.primitive == "cond" else 0)
+        return ports + sum(len(b.jaxpr.invars) + self.drawn(b) for b in item.blocks)
+
+    def drawn(self, block: Block) -> int:
+        return sum(self._drawn_item(item) for item in block.items)
+
+    def _segment(self, tree: Block, budget: int) -> None:
+        """Group the top level's runs of equations so that the drawing fits the budget."""
+        io = self.io
+        # Inputs and outputs are always drawn; when they alone crowd the budget, a
+        # quarter of it still goes to the equations.
+        slots = max(budget - io - 2, budget // 4)
+        n = len(tree.items)
+        length = math.ceil(n / slots)
+        if length <= 1:
+            return
+        self.segment_length[tree.prefix] = length
+        self.notes.append(
+            f"{n} top-level equations grouped into runs of up to {length} to stay under "
+            f"{budget} nodes; use a larger --budget or --text for every equation"
+        )
+
+
+def _group_inputs(names: list[str]) -> list[tuple[str, list[int]]]:
+    """Input positions grouped by the top-level argument they belong to."""
+    groups: dict[str, list[int]] = {}
+    for k, name in enumerate(names):
+        root = re.split(r"[\[.]", name, maxsplit=1)[0]
+        groups.setdefault(root, []).append(k)
+    return list(groups.items())
+
+
+def _io_nodes(tree: Block) -> int:
+    j = tree.jaxpr
+    return len(j.invars) + len(j.constvars) + len(j.outvars)
+
+
+# --------------------------------------------------------------------------- emission
+
+
+def _phase(eqn: Any, inherited: str | None, grad: bool) -> str | None:
+    if not grad:
+        return None
+    if "transpose" in name_stack(eqn):
+        return m.BACKWARD
+    return inherited or m.FORWARD
+
+
+class _Emitter:
+    def __init__(self, plan: _Plan, *, grad: bool) -> None:
+        self.plan = plan
+        self.grad = grad
+        self.nodes: list[m.Node] = []
+        self.edges: list[m.Edge] = []
+        self.clusters: list[m.Cluster] = []
+        self.var_node: dict[Any, str] = {}
+
+    # -- helpers
+    def _edge_from(self, var: Any, dst: str) -> None:
+        if isinstance(var, jcore.Literal):
+            return
+        src = self.var_node.get(var)
+        if src is not None and src != dst:
+            self.edges.append(m.Edge(src, dst))
+
+    def _produce(self, outvars: list[Any], node_id: str) -> None:
+        for v in outvars:
+            if not isinstance(v, jcore.DropVar):
+                self.var_node[v] = node_id
+
+    # -- the top level
+    def program(self, tree: Block, input_names: list[str]) -> None:
+        j = tree.jaxpr
+        for k, v in enumerate(j.constvars):
+            self.nodes.append(m.Node(f"c{k}", m.CONST, f"const {k}", types=(type_text(v.aval),)))
+            self.var_node[v] = f"c{k}"
+        groups = self.plan.io_groups or [(name, [k]) for k, name in enumerate(input_names)]
+        for name, positions in groups:
+            node_id = f"in{positions[0]}"
+            types: tuple[str, ...]
+            if len(positions) == 1:
+                label, types = name, (type_text(j.invars[positions[0]].aval),)
+            else:
+                label, types = f"{name} ({len(positions)} arrays)", ()
+            self.nodes.append(m.Node(node_id, m.INPUT, label, types=types))
+            for k in positions:
+                self.var_node[j.invars[k]] = node_id
+        self.block(tree, cluster=None, phase=None)
+        if self.plan.io_groups is not None:
+            # Edges from argument groups and into the output group would cross the whole
+            # drawing hundreds of times; the notes say they are left out.
+            grouped = {f"in{positions[0]}" for _, positions in groups if len(positions) > 1}
+            self.edges = [e for e in self.edges if e.src not in grouped]
+            if len(j.outvars) > 1:
+                self.nodes.append(m.Node("out0", m.OUTPUT, f"{len(j.outvars)} outputs"))
+                return
+        for k, v in enumerate(j.outvars):
+            if isinstance(v, jcore.Literal):
+                label = f"out{k} = {literal_text(v)}"
+            else:
+                label = "∂out" if self.grad and len(j.outvars) == 1 else f"out{k}"
+            self.nodes.append(m.Node(f"out{k}", m.OUTPUT, label, types=(type_text(v.aval),)))
+            self._edge_from(v, f"out{k}")
+
+    # -- a block's equations, possibly grouped into segments
+    def block(self, block: Block, cluster: str | None, phase: str | None) -> None:
+        length = self.plan.segment_length.get(block.prefix, 1)
+        if length <= 1:
+            for item in block.items:
+                self.item(item, cluster, phase)
+            return
+        run: list[Item] = []
+        run_phase: str | None = None
+        for item in block.items:
+            item_phase = _phase(item.eqn, phase, self.grad)
+            if run and (len(run) >= length or item_phase != run_phase):
+                self.segment(run, cluster, run_phase)
+                run = []
+            run.append(item)
+            run_phase = item_phase
+        if run:
+            self.segment(run, cluster, run_phase)
+
+    def segment(self, run: list[Item], cluster: str | None, phase: str | None) -> None:
+        if len(run) == 1:
+            self.item(run[0], cluster, phase)
+            return
+        first, last = run[0].id, run[-1].id
+        node_id = f"{first}-{last.rsplit('/', 1)[-1]}"
+        counts: Counter[str] = Counter()
+        for item in run:
+            counts.update(item.primitive_counts())
+        produced: set[Any] = set()
+        for item in run:
+            for v in item.eqn.invars:
+                if not isinstance(v, jcore.Literal) and v not in produced:
+                    self._edge_from(v, node_id)
+            produced.update(v for v in item.eqn.outvars if not isinstance(v, jcore.DropVar))
+        n = sum(item.n_equations for item in run)
+        top = counts.most_common(1)[0][0]
+        self.nodes.append(
+            m.Node(
+                node_id,
+                m.SEGMENT,
+                f"{n} equations",
+                cluster=cluster,
+                primitive=top,
+                types=tuple(type_text(v.aval) for v in run[-1].eqn.outvars),
+                source=source_line(run[0].eqn),
+                phase=phase,
+                summary=_summary(counts),
+                n_equations=n,
+            )
+        )
+        for item in run:
+            self._produce(item.eqn.outvars, node_id)
+
+    # -- one equation
+    def item(self, item: Item, cluster: str | None, inherited: str | None) -> None:
+        eqn = item.eqn
+        phase = _phase(eqn, inherited, self.grad)
+        types = tuple(type_text(v.aval) for v in eqn.outvars)
+        if not item.blocks or item.id in self.plan.collapsed:
+            self._equation_node(item, cluster, phase, types)
+            return
+        label = cluster_label(item.primitive, eqn.params)
+        self.clusters.append(
+            m.Cluster(item.id, item.primitive, label, cluster, item.depth, item.n_equations)
+        )
+        if item.primitive == "cond":
+            port = f"{item.id}/index"
+            self.nodes.append(m.Node(port, m.PORT, "branch index", cluster=item.id, phase=phase))
+            self._edge_from(eqn.invars[0], port)
+        results = [f"{item.id}/out{k}" for k in range(len(eqn.outvars))]
+        several = len(item.blocks) > 1
+        for sub in item.blocks:
+            inner = item.id
+            if several:
+                inner = sub.prefix.rstrip("/")
+                self.clusters.append(
+                    m.Cluster(
+                        inner,
+                        item.primitive,
+                        _role_label(item.primitive, sub.role),
+                        item.id,
+                        item.depth + 1,
+                        sub.n_equations,
+                    )
+                )
+            for k, (v, fed_by) in enumerate(zip(sub.jaxpr.invars, sub.feeds, strict=True)):
+                port = f"{sub.prefix}in{k}"
+                self.nodes.append(
+                    m.Node(
+                        port,
+                        m.PORT,
+                        f"in{k}",
+                        cluster=inner,
+                        types=(type_text(v.aval),),
+                        phase=phase,
+                    )
+                )
+                self.var_node[v] = port
+                if fed_by is not None:
+                    self._edge_from(fed_by, port)
+            for k, v in enumerate(sub.jaxpr.constvars):
+                port = f"{sub.prefix}c{k}"
+                self.nodes.append(
+                    m.Node(port, m.CONST, f"const {k}", cluster=inner, types=(type_text(v.aval),))
+                )
+                self.var_node[v] = port
+            self.block(sub, inner, phase)
+            if sub.gives_results:
+                for v, result in zip(sub.jaxpr.outvars, results, strict=True):
+                    self._edge_from(v, result)
+        for k, (v, result) in enumerate(zip(eqn.outvars, results, strict=True)):
+            if isinstance(v, jcore.DropVar):
+                continue
+            self.nodes.append(
+                m.Node(result, m.PORT, f"out{k}", cluster=item.id, types=(types[k],), phase=phase)
+            )
+            self.var_node[v] = result
+
+    def _equation_node(
+        self, item: Item, cluster: str | None, phase: str | None, types: tuple[str, ...]
+    ) -> None:
+        eqn = item.eqn
+        operands = [literal_text(v) if isinstance(v, jcore.Literal) else None for v in eqn.invars]
+        label = item.primitive
+        if any(o is not None for o in operands):
+            label += " " + ", ".join(o if o is not None else "·" for o in operands)
+        collapsed = bool(item.blocks)
+        self.nodes.append(
+            m.Node(
+                item.id,
+                m.COLLAPSED if collapsed else m.EQUATION,
+                cluster_label(item.primitive, eqn.params) if collapsed else label,
+                cluster=cluster,
+                primitive=item.primitive,
+                types=types,
+                source=source_line(eqn),
+                params="" if collapsed else param_summary(eqn.params),
+                phase=phase,
+                summary=_summary(item.primitive_counts()) if collapsed else "",
+                n_equations=item.n_equations if collapsed else 1,
+            )
+        )
+        for v in eqn.invars:
+            self._edge_from(v, item.id)
+        self._produce(eqn.outvars, item.id)
+
+
+def _role_label(primitive: str, role: str) -> str:
+    if role.startswith("branches["):
+        return f"branch {role[len('branches[') : -1]}"
+    if primitive == "while":
+        return {"cond_jaxpr": "while condition", "body_jaxpr": "while body"}.get(role, role)
+    return role
+
+
+def _summary(counts: Counter[str], most: int = 4) -> str:
+    total = sum(counts.values())
+    shown = ", ".join(
+        f"{p}×{n}" for p, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:most]
+    )
+    more = len(counts) - most
+    return f"{total} eqns: {shown}" + (f", +{more} more" if more > 0 else "")

@@ -1,0 +1,163 @@
+"""Short, readable text for the pieces of a jaxpr: types, literals, params, clusters.
+
+Per-primitive display rules live in tables here, as JAX's pretty-printer keeps its
+rules per primitive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax.extend.core as jcore
+import numpy as np
+
+_SHORT_DTYPES = {
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float32": "f32",
+    "float64": "f64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "bool",
+    "complex64": "c64",
+    "complex128": "c128",
+}
+
+# Parameters that say little to a reader and make labels long.
+_QUIET_PARAMS = frozenset(
+    {
+        "out_sharding",
+        "sharding",
+        "accumulation_type",
+        "precision",
+        "preferred_element_type",
+        "weak_type",
+        "unroll",
+        "ft_in",
+        "ft_out",
+        "compiler_options_kvs",
+        "ctx_mesh",
+        "donated_invars",
+        "in_layouts",
+        "out_layouts",
+        "in_shardings",
+        "out_shardings",
+        "keep_unused",
+        "inline",
+        "symbolic_zeros",
+        "num_consts",
+        "algorithm",
+        "transpose_algorithm",
+    }
+)
+_MAX_PARAM = 36
+_MAX_PARAMS = 72
+
+
+def dtype_text(dtype: Any) -> str:
+    name = str(getattr(dtype, "name", dtype))
+    return _SHORT_DTYPES.get(name, name)
+
+
+def type_text(aval: Any) -> str:
+    """``f32[3,4]`` for an array type; the type's own text for anything else."""
+    shape = getattr(aval, "shape", None)
+    dtype = getattr(aval, "dtype", None)
+    if shape is None or dtype is None:
+        return str(aval)
+    return f"{dtype_text(dtype)}[{','.join(str(d) for d in shape)}]"
+
+
+def literal_text(lit: Any) -> str:
+    """A literal operand as typed: ``2.0``, ``3``, ``True`` (JAX's typed scalars unwrapped)."""
+    value = getattr(lit, "val", lit)
+    if np.ndim(value) == 0 and isinstance(
+        value, bool | int | float | complex | np.generic | np.ndarray
+    ):
+        value = np.asarray(value).item()
+    if isinstance(value, float):
+        return repr(value) if value == value and abs(value) < 1e6 else f"{value:.6g}"
+    text = str(value)
+    return text if len(text) <= _MAX_PARAM else text[: _MAX_PARAM - 1] + "…"
+
+
+def _value_text(value: Any) -> str | None:
+    if value is None or isinstance(value, jcore.Jaxpr | jcore.ClosedJaxpr) or callable(value):
+        return None
+    if isinstance(value, tuple | list) and any(
+        isinstance(v, jcore.Jaxpr | jcore.ClosedJaxpr) for v in value
+    ):
+        return None
+    if hasattr(value, "name") and hasattr(value, "itemsize"):  # a dtype
+        return dtype_text(value)
+    text = str(value)
+    return text if len(text) <= _MAX_PARAM else text[: _MAX_PARAM - 1] + "…"
+
+
+def param_summary(params: dict[str, Any]) -> str:
+    """``axes=(0,)``-style text for an equation's telling parameters, sorted by name."""
+    parts: list[str] = []
+    for name in sorted(params):
+        if name in _QUIET_PARAMS:
+            continue
+        text = _value_text(params[name])
+        if text is not None:
+            parts.append(f"{name}={text}")
+    joined = ", ".join(parts)
+    return joined if len(joined) <= _MAX_PARAMS else joined[: _MAX_PARAMS - 1] + "…"
+
+
+def _named(prefix: str) -> Callable[[dict[str, Any]], str]:
+    def label(params: dict[str, Any]) -> str:
+        name = params.get("name")
+        return f"{prefix} {name}" if name else prefix
+
+    return label
+
+
+def _scan(params: dict[str, Any]) -> str:
+    text = f"scan ×{params.get('length', '?')}"
+    return text + " reversed" if params.get("reverse") else text
+
+
+def _pmap(params: dict[str, Any]) -> str:
+    return f"pmap {params.get('axis_name', '')} ×{params.get('axis_size', '?')}".replace("  ", " ")
+
+
+def _shard_map(params: dict[str, Any]) -> str:
+    mesh = params.get("mesh")
+    shape = getattr(mesh, "shape", None)
+    if shape:
+        return "shard_map " + ", ".join(f"{k}={v}" for k, v in dict(shape).items())
+    return "shard_map"
+
+
+_CLUSTER_LABELS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "pjit": _named("jit"),
+    "jit": _named("jit"),
+    "closed_call": _named("call"),
+    "core_call": _named("call"),
+    "custom_jvp_call": _named("custom_jvp"),
+    "custom_vjp_call": _named("custom_vjp"),
+    "custom_vjp_call_jaxpr": _named("custom_vjp"),
+    "remat": lambda p: "remat",
+    "remat2": lambda p: "remat",
+    "checkpoint": lambda p: "remat",
+    "scan": _scan,
+    "while": lambda p: "while",
+    "cond": lambda p: f"cond ({len(p.get('branches', ()))} branches)",
+    "xla_pmap": _pmap,
+    "shard_map": _shard_map,
+}
+
+
+def cluster_label(primitive: str, params: dict[str, Any]) -> str:
+    rule = _CLUSTER_LABELS.get(primitive)
+    return rule(params) if rule else primitive

@@ -1,0 +1,183 @@
+"""Graph → DOT → SVG with Graphviz's ``dot``, under layout and time limits.
+
+Every piece of text that reaches DOT goes through :func:`_html` (labels are HTML-like,
+so ``<``, ``>``, ``&`` and quotes are entities) or :func:`_quoted` (attribute strings).
+The kernel never hangs on a drawing: ``dot`` runs with ``nslimit``/``mclimit`` and a
+wall-clock timeout, and the mimebundle falls back to the text view with a message.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+import subprocess
+from collections import defaultdict
+from typing import Any
+
+from . import model as m
+
+DOT_TIMEOUT_S = float(os.environ.get("JAXLAB_DOT_TIMEOUT", "20"))
+INSTALL_HINT = (
+    "Graphviz's `dot` is not installed: `sudo apt-get install graphviz`, "
+    "`brew install graphviz` or `conda install -c conda-forge graphviz`; showing the text view"
+)
+
+# Layout limits: network-simplex and mincross iterations bounded, straight-ish edges.
+_LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")
+
+_FILL = {
+    m.INPUT: "#d9f2d9",
+    m.CONST: "#eeeeee",
+    m.OUTPUT: "#fde9b8",
+    m.COLLAPSED: "#e8e1f5",
+    m.SEGMENT: "#e8e1f5",
+}
+_PHASE_FILL = {m.FORWARD: "#dbe8fb", m.BACKWARD: "#fbdcdc", None: "#ffffff"}
+_PHASE_BORDER = {m.FORWARD: "#3b6fb6", m.BACKWARD: "#b63b3b", None: "#7a7a7a"}
+
+
+class RenderError(RuntimeError):
+    """The graph could not be laid out; the message says why in one line."""
+
+
+class DotMissing(RenderError):
+    pass
+
+
+class DotTimeout(RenderError):
+    pass
+
+
+def _html(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _quoted(text: str) -> str:
+    """A DOT string attribute: HTML entities for markup (Graphviz passes them to SVG as
+    they are), backslashes doubled so that no escape sequence is ours by accident."""
+    text = html.escape(text, quote=True).replace("\\", "\\\\").replace("\n", " ")
+    return f'"{text}"'
+
+
+def _node_label(n: m.Node) -> str:
+    rows: list[str] = []
+    head = _html(n.label)
+    rows.append(f"<b>{head}</b>" if n.kind in (m.EQUATION, m.COLLAPSED, m.SEGMENT) else head)
+    if n.kind in (m.COLLAPSED, m.SEGMENT) and n.summary:
+        rows.append(f'<font point-size="8">{_html(n.summary)}</font>')
+    if n.params:
+        rows.append(f'<font point-size="8" color="#555555">{_html(n.params)}</font>')
+    if n.types:
+        rows.append(f'<font point-size="8" color="#555555">{_html(" ".join(n.types))}</font>')
+    if n.value is not None:
+        rows.append(f'<font point-size="8">= {_html(n.value.text())}</font>')
+    if n.adjoint is not None:
+        rows.append(f'<font point-size="8" color="#b63b3b">∂ {_html(n.adjoint.text())}</font>')
+    if n.residual:
+        rows.append('<font point-size="8" color="#c26a00">saved for backward</font>')
+    return "<" + "<br/>".join(rows) + ">"
+
+
+def _node_attrs(n: m.Node) -> str:
+    if n.kind == m.PORT:
+        fill, shape = "#f7f7f7", "ellipse"
+    else:
+        fill = _FILL.get(n.kind, _PHASE_FILL.get(n.phase, "#ffffff"))
+        shape = {m.COLLAPSED: "box3d", m.SEGMENT: "box3d", m.OUTPUT: "cds"}.get(n.kind, "box")
+    color = "#c26a00" if n.residual else _PHASE_BORDER.get(n.phase, "#7a7a7a")
+    attrs = [f"label={_node_label(n)}", f"shape={shape}", f'fillcolor="{fill}"', f'color="{color}"']
+    if n.residual:
+        attrs.append("penwidth=2")
+    tip = " · ".join(x for x in (n.label, " ".join(n.types), n.source or "") if x)
+    attrs.append(f"tooltip={_quoted(tip)}")
+    attrs.append(f"id={_quoted('node_' + n.id)}")
+    return " ".join(attrs)
+
+
+def graph_to_dot(graph: m.Graph) -> str:
+    """The DOT text of ``graph``: deterministic, every user string escaped."""
+    by_cluster: dict[str | None, list[m.Node]] = defaultdict(list)
+    for n in graph.nodes:
+        by_cluster[n.cluster].append(n)
+    children: dict[str | None, list[m.Cluster]] = defaultdict(list)
+    for c in graph.clusters:
+        children[c.parent].append(c)
+
+    count = f"{graph.n_equations} equation{'' if graph.n_equations == 1 else 's'}"
+    title = [f"<b>{_html(graph.title)}</b>", count]
+    title += [f'<font color="#a05a00">{_html(note)}</font>' for note in graph.notes]
+    heading = "".join(f'{row}<br align="left"/>' for row in title)
+    lines = [
+        "digraph jaxpr {",
+        "  graph [rankdir=TB fontname=Helvetica fontsize=10 newrank=true "
+        f"labelloc=t labeljust=l label=<{heading}>];",
+        '  node [shape=box style="rounded,filled" fontname=Helvetica fontsize=10 '
+        'height=0.25 margin="0.06,0.03"];',
+        '  edge [arrowsize=0.5 color="#666666"];',
+    ]
+
+    def emit(cluster: str | None, indent: str) -> None:
+        for n in by_cluster.get(cluster, []):
+            lines.append(f"{indent}{_quoted(n.id)} [{_node_attrs(n)}];")
+        for c in children.get(cluster, []):
+            lines.append(f"{indent}subgraph {_quoted('cluster_' + c.id)} {{")
+            label = f"<b>{_html(c.label)}</b> <font point-size='8'>{c.n_equations} eqns</font>"
+            lines.append(
+                f'{indent}  label=<{label}>; style="rounded,dashed"; color="#8a8a8a"; '
+                f"id={_quoted('clusterbox_' + c.id)}; tooltip={_quoted(c.label)};"
+            )
+            emit(c.id, indent + "  ")
+            lines.append(f"{indent}}}")
+
+    emit(None, "  ")
+    for e in graph.edges:
+        lines.append(f"  {_quoted(e.src)} -> {_quoted(e.dst)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def dot_executable() -> str | None:
+    return shutil.which("dot")
+
+
+def graph_to_svg(graph: m.Graph, timeout: float | None = None) -> str:
+    """Lay ``graph`` out with ``dot``; :class:`RenderError` if it is missing or too slow."""
+    dot = dot_executable()
+    if dot is None:
+        raise DotMissing(INSTALL_HINT)
+    limit = DOT_TIMEOUT_S if timeout is None else timeout
+    try:
+        done = subprocess.run(
+            [dot, "-Tsvg", *_LAYOUT_ARGS],
+            input=graph_to_dot(graph).encode(),
+            capture_output=True,
+            timeout=limit,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise DotTimeout(
+            f"Graphviz took longer than {limit:g} s to lay out {len(graph.nodes)} nodes; "
+            "showing the text view (try --depth 1 or a smaller --budget)"
+        ) from e
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip().splitlines()
+        raise RenderError(f"Graphviz failed: {message[-1] if message else done.returncode}")
+    svg = done.stdout.decode()
+    start = svg.find("<svg")  # drop the XML prolog and doctype: the SVG embeds in HTML
+    return svg[start:] if start >= 0 else svg
+
+
+def graph_mimebundle(graph: m.Graph) -> dict[str, Any]:
+    """SVG with a text/plain summary; the text view with the reason when dot cannot draw."""
+    try:
+        return {"image/svg+xml": graph_to_svg(graph), "text/plain": graph.describe()}
+    except RenderError as e:
+        from .text import jaxpr_text
+
+        view = jaxpr_text(graph.jaxpr)._repr_mimebundle_()
+        note = str(e)
+        return {
+            "text/plain": f"{note}\n{view.get('text/plain', '')}",
+            "text/html": f'<p class="jaxlab-note">{_html(note)}</p>' + view.get("text/html", ""),
+        }

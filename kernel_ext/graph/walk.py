@@ -1,0 +1,138 @@
+"""Walk a jaxpr into a tree of blocks and equations, before anything is drawn.
+
+The tree keeps every nested program (inner jit, cond branches, scan and while bodies,
+custom rules, remat, shard_map, pmap) with its equation count, so that the drawing can
+decide what to collapse before it emits a single node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax.extend.core as jcore
+from jax.extend import source_info_util
+
+# Outer operands that are not passed to the nested programs (cond's branch index).
+_LEADING_NON_OPERANDS = {"cond": 1}
+# Nested programs whose outputs are not the equation's results (while's condition).
+_NO_RESULTS = {("while", "cond_jaxpr")}
+
+
+@dataclass
+class Block:
+    """One program: the top level, or one nested inside an equation."""
+
+    prefix: str  # id prefix of everything inside: "" at the top, "e3/" or "e3/0/" nested
+    jaxpr: Any  # jax.extend.core.Jaxpr
+    role: str  # "program", or the parameter it came from: "branches[1]", "body_jaxpr", ...
+    # Which outer variable feeds each of this block's invars (None: not fed from outside).
+    feeds: list[Any] = field(default_factory=list)
+    # Whether this block's outvars are the enclosing equation's results.
+    gives_results: bool = True
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def n_equations(self) -> int:
+        return sum(item.n_equations for item in self.items)
+
+
+@dataclass
+class Item:
+    """One equation of a block, with the programs nested in it (if any)."""
+
+    id: str  # "e3", "e3/0/e1", ...
+    eqn: Any  # jax.extend.core.JaxprEqn
+    depth: int  # depth of the cluster this equation would open: 1 for top-level equations
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def primitive(self) -> str:
+        return str(self.eqn.primitive.name)
+
+    @property
+    def n_equations(self) -> int:
+        return 1 + sum(b.n_equations for b in self.blocks)
+
+    def primitive_counts(self) -> Counter[str]:
+        counts: Counter[str] = Counter([self.primitive])
+        for block in self.blocks:
+            for item in block.items:
+                counts.update(item.primitive_counts())
+        return counts
+
+
+def nested_programs(params: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(role, Jaxpr) for every program in an equation's params, in a stable order."""
+    found: list[tuple[str, Any]] = []
+    for name in sorted(params):
+        value = params[name]
+        if isinstance(value, jcore.ClosedJaxpr):
+            found.append((name, value.jaxpr))
+        elif isinstance(value, jcore.Jaxpr):
+            found.append((name, value))
+        elif isinstance(value, tuple | list):
+            for k, v in enumerate(value):
+                if isinstance(v, jcore.ClosedJaxpr):
+                    found.append((f"{name}[{k}]", v.jaxpr))
+                elif isinstance(v, jcore.Jaxpr):
+                    found.append((f"{name}[{k}]", v))
+    return found
+
+
+def _feeds(
+    primitive: str, role: str, params: dict[str, Any], outer: list[Any], n: int
+) -> list[Any]:
+    """Which outer operand feeds each of a nested program's ``n`` parameters."""
+    if primitive == "while":
+        cn, bn = params.get("cond_nconsts", 0), params.get("body_nconsts", 0)
+        carry = outer[cn + bn :]
+        feeds = outer[:cn] + carry if role == "cond_jaxpr" else outer[cn : cn + bn] + carry
+    else:
+        feeds = outer[_LEADING_NON_OPERANDS.get(primitive, 0) :]
+    if len(feeds) == n:
+        return list(feeds)
+    if len(feeds) > n:  # right-align: leading operands are consts the program does not take
+        return list(feeds[len(feeds) - n :])
+    return [None] * n
+
+
+def walk(jaxpr: Any, prefix: str = "", role: str = "program", depth: int = 1) -> Block:
+    """The tree of ``jaxpr``: its equations, with nested programs walked recursively."""
+    block = Block(prefix=prefix, jaxpr=jaxpr, role=role)
+    for i, eqn in enumerate(jaxpr.eqns):
+        item = Item(id=f"{prefix}e{i}", eqn=eqn, depth=depth)
+        programs = nested_programs(eqn.params)
+        primitive = str(eqn.primitive.name)
+        for k, (sub_role, sub) in enumerate(programs):
+            sub_prefix = f"{item.id}/" if len(programs) == 1 else f"{item.id}/{k}/"
+            child = walk(sub, sub_prefix, sub_role, depth + 1)
+            child.feeds = _feeds(primitive, sub_role, eqn.params, list(eqn.invars), len(sub.invars))
+            child.gives_results = (primitive, sub_role) not in _NO_RESULTS and len(
+                sub.outvars
+            ) == len(eqn.outvars)
+            item.blocks.append(child)
+        block.items.append(item)
+    return block
+
+
+def source_line(eqn: Any) -> str | None:
+    """The user's line that produced ``eqn``, e.g. ``"model.py:12 (loss)"``."""
+    try:
+        text = source_info_util.summarize(eqn.source_info)
+    except Exception:  # a JAX release without a traceback for this equation
+        return None
+    if not text or text.startswith("unknown"):
+        return None
+    where, _, func = text.partition(" ")
+    parts = where.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdigit():  # file:line:column
+        where = f"{parts[0]}:{parts[1]}"
+    where = where.rsplit("/", 1)[-1]
+    func = func.strip("()").rsplit(".", 1)[-1]  # "test.<locals>.loss" -> "loss"
+    return f"{where} ({func})" if func else where
+
+
+def name_stack(eqn: Any) -> str:
+    return str(getattr(eqn.source_info, "name_stack", ""))

@@ -1,0 +1,275 @@
+"""The Graph model: structure of real JAX programs, ids, collapsing, escaping, rendering."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+import jaxlab
+from jaxlab.graph import model as m
+from jaxlab.graph.render import DotMissing, graph_mimebundle
+
+
+def mlp_loss(params, x):
+    for w, b in params:
+        x = jnp.tanh(x @ w + b)
+    return jnp.mean(x**2)
+
+
+def mlp_params(layers, width=4):
+    keys = jax.random.split(jax.random.key(0), layers)
+    return [(jax.random.normal(k, (width, width)), jnp.zeros(width)) for k in keys]
+
+
+@jax.custom_jvp
+def softplus(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+softplus.defjvp(lambda p, t: (softplus(p[0]), jax.nn.sigmoid(p[0]) * t[0]))
+
+
+def nested(x):
+    y = jax.jit(lambda a: jnp.sin(a) * 2.0)(x)
+    z = lax.cond(x.sum() > 0, lambda a: a + 1.0, lambda a: a - 1.0, y)
+    c, ys = lax.scan(lambda c, xi: (c + xi, c * xi), 0.0, z)
+    w = lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 2.0), (0, c))
+    return w[1] + ys.sum()
+
+
+def edges_by_id(graph):
+    return {(e.src, e.dst) for e in graph.edges}
+
+
+def test_scalar_function_nodes_edges_and_types():
+    g = jaxlab.jaxpr_graph(lambda x: jnp.sin(x) * 2.0, 1.5)
+    assert [n.primitive for n in g.equations] == ["sin", "mul"]
+    assert [n.kind for n in g.nodes] == [m.INPUT, m.EQUATION, m.EQUATION, m.OUTPUT]
+    sin, mul = g.equations
+    assert sin.types == ("f32[]",) and sin.dtype == "f32"
+    assert mul.label == "mul ·, 2.0"  # the literal operand folded into the label
+    assert edges_by_id(g) == {("in0", sin.id), (sin.id, mul.id), (mul.id, "out0")}
+    assert g.n_equations == 2 and g.clusters == ()
+
+
+def test_input_names_follow_the_signature_and_pytree_paths():
+    g = jaxlab.jaxpr_graph(lambda params, x: params["w"] * x, {"w": 2.0}, x=3.0)
+    assert [n.label for n in g.nodes if n.kind == m.INPUT] == ["params['w']", "x"]
+
+
+def test_source_line_points_at_the_users_code():
+    def scaled(x):
+        return jnp.cos(x) + 1.0  # the line the nodes must name
+
+    g = jaxlab.jaxpr_graph(scaled, 0.5)
+    line = scaled.__code__.co_firstlineno + 1
+    assert all(n.source == f"test_graph.py:{line} (scaled)" for n in g.equations)
+
+
+def test_nested_programs_become_clusters():
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
+    labels = {c.label for c in g.clusters}
+    assert {"jit <lambda>", "cond (2 branches)", "branch 0", "branch 1", "scan ×3"} <= labels
+    assert {"while", "while condition", "while body"} <= labels
+    assert g.cluster_primitives() == {"jit": 1, "cond": 3, "scan": 1, "while": 3}
+    # Equations inside a cluster point at it; branch clusters sit inside the cond cluster.
+    cond = next(c for c in g.clusters if c.label.startswith("cond"))
+    branches = [c for c in g.clusters if c.parent == cond.id]
+    assert len(branches) == 2 and all(c.depth == 2 for c in branches)
+    inner = {n.primitive for n in g.equations if n.cluster in {b.id for b in branches}}
+    assert inner == {"add", "sub"}
+    # Data flows from the jit's result into both branches' parameters.
+    jit = next(c for c in g.clusters if c.primitive == "jit")
+    for b in branches:
+        assert (f"{jit.id}/out0", f"{b.id}/in0") in edges_by_id(g)
+    # The scan's carry result feeds the while loop's carry in both of its programs.
+    scan = next(c for c in g.clusters if c.primitive == "scan")
+    whiles = [c for c in g.clusters if c.label in ("while condition", "while body")]
+    for w in whiles:
+        assert (f"{scan.id}/out0", f"{w.id}/in1") in edges_by_id(g)
+
+
+def _count_equations(jaxpr):
+    return sum(
+        1 + sum(_count_equations(sub) for sub in jax.extend.core.jaxprs_in_params(e.params))
+        for e in jaxpr.eqns
+    )
+
+
+def test_equation_count_includes_nested_programs():
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
+    expected = _count_equations(jax.make_jaxpr(nested)(jnp.ones(3)).jaxpr)
+    assert g.n_equations == expected
+    # Fully drawn: every equation is a node, or a cluster when it holds programs.
+    holders = {c.id for c in g.clusters if re.search(r"(^|/)e\d+$", c.id)}
+    assert len(g.equations) + len(holders) == expected
+
+
+def test_grad_of_mlp_marks_forward_and_backward():
+    params, x = mlp_params(3), jnp.ones((2, 4))
+    g = jaxlab.jaxpr_graph(mlp_loss, params, x, grad=True)
+    phases = {n.phase for n in g.equations}
+    assert phases == {m.FORWARD, m.BACKWARD}
+    # Forward has the model's tanh; backward has the transposed matmuls.
+    assert all(n.phase == m.FORWARD for n in g.equations if n.primitive == "tanh")
+    back = [n for n in g.equations if n.phase == m.BACKWARD]
+    assert sum(n.primitive == "dot_general" for n in back) >= 3
+    # Every backward equation comes after the forward ones it uses: no edge runs back.
+    index = {n.id: i for i, n in enumerate(g.nodes)}
+    assert all(index[e.src] < index[e.dst] for e in g.edges)
+    # The outputs are the gradient leaves: one per parameter array.
+    assert sum(n.kind == m.OUTPUT for n in g.nodes) == 6
+
+
+def test_custom_jvp_under_grad_keeps_its_structure():
+    def f(x):
+        return jnp.sum(softplus(x) * x)
+
+    g = jaxlab.jaxpr_graph(f, jnp.ones(3))
+    (cj,) = [c for c in g.clusters if c.primitive == "custom_jvp_call"]
+    assert cj.label.startswith("custom_jvp")
+    assert {n.primitive for n in g.equations if n.cluster == cj.id} >= {"exp", "log1p"}
+    gg = jaxlab.jaxpr_graph(f, jnp.ones(3), grad=True)
+    # Under grad JAX uses the custom rule: its sigmoid (logistic) shows in the program.
+    assert "logistic" in gg.primitives()
+
+
+def test_vmap_batches_the_primitives():
+    g = jaxlab.jaxpr_graph(jax.vmap(lambda a: jnp.dot(a, a)), jnp.ones((5, 3)))
+    assert g.primitives() == {"dot_general": 1}
+    (node,) = g.equations
+    assert node.types == ("f32[5]",)
+
+
+def test_shard_map_and_pmap_on_two_cpu_devices():
+    assert jax.device_count() >= 2
+    mesh = jax.sharding.Mesh(jax.devices()[:2], ("i",))
+    sm = jax.shard_map(
+        lambda a: lax.psum(jnp.sin(a).sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P()
+    )
+    g = jaxlab.jaxpr_graph(sm, jnp.ones(4))
+    (c,) = g.clusters
+    assert c.primitive == "shard_map" and c.label == "shard_map i=2"
+    assert {n.primitive for n in g.equations if n.cluster == c.id} >= {"sin", "reduce_sum"}
+    # The per-device block sees half the array.
+    (sin,) = [n for n in g.equations if n.primitive == "sin"]
+    assert sin.types == ("f32[2]",)
+
+    pm = jax.pmap(lambda a: jnp.cos(a) * 2.0, axis_name="d")
+    g = jaxlab.jaxpr_graph(pm, jnp.ones((2, 3)))
+    prims = g.cluster_primitives()
+    assert "xla_pmap" in prims or "shard_map" in prims
+    assert "cos" in g.primitives()
+
+
+def test_depth_collapses_deeper_programs_into_summaries():
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3), depth=0)
+    assert g.clusters == ()
+    collapsed = {n.primitive: n for n in g.nodes if n.kind == m.COLLAPSED}
+    assert set(collapsed) == {"jit", "cond", "scan", "while"}
+    assert collapsed["scan"].label == "scan ×3"
+    assert collapsed["scan"].n_equations == 5
+    assert "mul×1" in collapsed["scan"].summary and "add×1" in collapsed["scan"].summary
+    assert g.n_equations == jaxlab.jaxpr_graph(nested, jnp.ones(3)).n_equations
+    assert any("depth 0" in note for note in g.notes)
+    one = jaxlab.jaxpr_graph(nested, jnp.ones(3), depth=1)
+    assert {c.primitive for c in one.clusters} == {"jit", "cond", "scan", "while"}
+    assert all(c.depth == 1 for c in one.clusters if c.primitive in ("jit", "scan"))
+
+
+def test_budget_collapses_the_largest_nested_programs_and_says_so():
+    def big(x):
+        x = jax.jit(lambda a: sum(jnp.sin(a + i) for i in range(60)))(x)
+        return jax.jit(lambda a: a * 2.0)(x)
+
+    full = jaxlab.jaxpr_graph(big, 1.0)
+    assert len(full.nodes) > 60
+    small = jaxlab.jaxpr_graph(big, 1.0, budget=40)
+    assert len(small.nodes) <= 40
+    (c,) = [n for n in small.nodes if n.kind == m.COLLAPSED]
+    assert c.n_equations > 100  # the big program went, the small one stayed open
+    assert [cl.label for cl in small.clusters] == ["jit <lambda>"]
+    assert any("collapsed to stay under 40 nodes" in note for note in small.notes)
+
+
+def test_flat_programs_past_the_budget_are_grouped_into_segments():
+    def deep(w, b, x):  # 60 layers sharing one weight: a long flat program, few inputs
+        for _ in range(60):
+            x = jnp.tanh(x @ w + b)
+        return jnp.sum(x)
+
+    w, b, x = jnp.eye(4), jnp.zeros(4), jnp.ones((2, 4))
+    g = jaxlab.jaxpr_graph(deep, w, b, x, grad=True, budget=150)
+    assert g.n_equations > 400 and len(g.nodes) <= 150
+    segments = [n for n in g.nodes if n.kind == m.SEGMENT]
+    assert segments and sum(n.n_equations for n in segments) + len(g.equations) == g.n_equations
+    assert {n.phase for n in segments} == {m.FORWARD, m.BACKWARD}  # never mixed in one segment
+    assert any("grouped into runs" in note for note in g.notes)
+
+
+def test_dot_is_deterministic_across_traces():
+    a = jaxlab.jaxpr_graph(nested, jnp.ones(3)).to_dot()
+    b = jaxlab.jaxpr_graph(nested, jnp.ones(3)).to_dot()
+    assert a == b
+    assert not re.search(r"0x[0-9a-f]{6,}", a)  # no addresses
+
+
+def test_user_strings_are_escaped_in_dot_and_svg():
+    def evil(x):
+        return jax.jit(lambda a: a + 1.0)(next(iter(x.values())))
+
+    evil.__name__ = evil.__qualname__ = "<script>alert(1)</script>"
+    g = jaxlab.jaxpr_graph(evil, {'"><script>': 1.0})
+    assert g.title == "<script>alert(1)</script>"
+    assert g.nodes[0].label == """x['"><script>']"""
+    dot = g.to_dot()
+    assert "<script>" not in dot and "&lt;script&gt;" in dot
+    svg = g.to_svg()
+    assert "<script" not in svg and "&lt;script&gt;" in svg
+    # JSON is data for the browser, which escapes it there: the name round-trips intact.
+    import json
+
+    assert json.loads(g.to_json())["title"] == "<script>alert(1)</script>"
+
+
+def test_svg_has_every_node_and_cluster():
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
+    svg = g.to_svg()
+    assert svg.startswith("<svg")
+    for n in g.nodes:
+        assert f'id="node_{n.id}"' in svg
+    for c in g.clusters:
+        assert f'id="clusterbox_{c.id}"' in svg
+
+
+def test_without_dot_the_text_view_is_shown_with_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # a real PATH without Graphviz on it
+    g = jaxlab.jaxpr_graph(lambda x: jnp.sin(x), 1.0)
+    with pytest.raises(DotMissing, match="apt-get install graphviz"):
+        g.to_svg()
+    bundle = graph_mimebundle(g)
+    assert "image/svg+xml" not in bundle
+    assert "apt-get install graphviz" in bundle["text/plain"]
+    assert "sin" in bundle["text/plain"] and "sin" in bundle["text/html"]
+
+
+def test_model_round_trips_to_json():
+    import json
+
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
+    data = json.loads(g.to_json())
+    assert len(data["nodes"]) == len(g.nodes) and len(data["clusters"]) == len(g.clusters)
+    assert data["n_equations"] == g.n_equations
+
+
+def test_var_node_maps_every_equation_output():
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
+    ids = {n.id for n in g.nodes}
+    assert set(g.var_node.values()) <= ids
+    for eqn in g.jaxpr.jaxpr.eqns:
+        for v in eqn.outvars:
+            if type(v).__name__ != "DropVar":
+                assert v in g.var_node
