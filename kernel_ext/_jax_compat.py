@@ -60,3 +60,30 @@ def bind_equation(eqn: Any, invals: Sequence[Any]) -> list[Any]:
     else:
         out = prim.bind(*invals, **bind_params)
     return list(out) if prim.multiple_results else [out]
+
+
+# --------------------------------------------------------------------------- errors (explain)
+# When an error surfaces only after a transformation (a NaN in a backward pass, a key
+# reused under jit), JAX chains the user's stack from *before* the transformation as the
+# exception's ``__cause__``: an instance of the private
+# ``jax._src.source_info_util.JaxStackTraceBeforeTransformation``. It is recognised by
+# name, never imported, so a JAX that renames or drops it just yields None.
+_STACK_BEFORE_TRANSFORMATION = "JaxStackTraceBeforeTransformation"
+
+
+def transformation_source_traceback(exc: BaseException) -> Any:
+    """The traceback of the operation's source before JAX transformed it, or None."""
+    cause = exc.__cause__
+    if cause is not None and type(cause).__name__ == _STACK_BEFORE_TRANSFORMATION:
+        return cause.__traceback__
+    return None
+
+
+# XLA's runtime error was ``jaxlib.xla_extension.XlaRuntimeError`` before it became the
+# public ``jax.errors.JaxRuntimeError``; both are matched by name, neither imported.
+_RUNTIME_ERROR_NAMES = frozenset({"JaxRuntimeError", "XlaRuntimeError"})
+
+
+def is_xla_runtime_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is XLA's runtime error (any JAX release)."""
+    return any(cls.__name__ in _RUNTIME_ERROR_NAMES for cls in type(exc).__mro__)

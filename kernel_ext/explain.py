@@ -1,7 +1,122 @@
-"""Teaching explanations for JAX's common errors (not written yet)."""
+"""Teaching explanations for JAX's common errors.
+
+``explain(exc)`` reads an exception JAX raised and says, in a few lines, what happened in
+plain words, which line of the user's own code did it, the corrected code (the user's
+line rewritten where that can be done) and the page of the JAX documentation about it::
+
+    try:
+        x[0] = 1.0
+    except TypeError as e:
+        print(jaxlab.explain(e))
+    # JAX arrays are immutable: `x[0] = 1.0` cannot change `x` in place ... (TypeError)
+    #   your line  In [3], line 2:  x[0] = 1.0
+    #   fix        x = x.at[0].set(1.0)
+    #   docs       https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html
+
+It returns None for an exception it has nothing to add to (anything not JAX's). With the
+extension loaded the same text appears above the traceback (``jaxlab.magics.errors``).
+"""
 
 from __future__ import annotations
 
+import html
+from dataclasses import asdict, dataclass
+from typing import Any
 
-def explain(exc: BaseException) -> None:
-    return None
+from .explain_rules import find_rule
+from .explain_source import UserLine, error_site
+
+_LABEL_WIDTH = 11  # "your line  " — the fix's extra lines align under its first
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What went wrong, where in the user's code, and the fix. JSON-serialisable.
+
+    ``error_type`` and ``error_message`` are the real exception's, never replaced;
+    ``rewritten`` says whether ``fix`` is the user's own line rewritten (rather than a
+    general pattern to adapt).
+    """
+
+    kind: str
+    error_type: str
+    error_message: str
+    what: str
+    fix: str
+    docs_url: str
+    user_line: UserLine | None = None
+    rewritten: bool = False
+
+    def lines(self) -> list[str]:
+        """The explanation as 2-4 plain text lines (the fix may span a few more)."""
+        out = [f"{self.what} ({self.error_type})"]
+        if self.user_line is not None:
+            where = self.user_line.label
+            if self.user_line.function not in ("<module>", ""):
+                where += f", in {self.user_line.function}"
+            out.append(f"  your line  {where}:  {self.user_line.text}")
+        if self.fix:
+            first, *rest = self.fix.splitlines()
+            out.append(f"  fix        {first}")
+            out.extend(" " * _LABEL_WIDTH + "  " + line for line in rest)
+        if self.docs_url:
+            out.append(f"  docs       {self.docs_url}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        rows = []
+        if self.user_line is not None:
+            rows.append(
+                f"<div><b>your line</b> {e(self.user_line.label)}: "
+                f"<code>{e(self.user_line.text)}</code></div>"
+            )
+        if self.fix:
+            rows.append(f"<div><b>fix</b><pre style='margin:2px 0'>{e(self.fix)}</pre></div>")
+        if self.docs_url:
+            url = e(self.docs_url, quote=True)
+            rows.append(
+                f'<div><b>docs</b> <a href="{url}" target="_blank">{e(self.docs_url)}</a></div>'
+            )
+        return (
+            "<div class='jaxlab-explanation' style='border-left:3px solid #d9534f;"
+            "padding:4px 8px;margin:4px 0'>"
+            f"<div>{e(self.what)} <code>({e(self.error_type)})</code></div>"
+            + "".join(rows)
+            + "</div>"
+        )
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": str(self), "text/html": self._repr_html_()}
+
+
+def explain(exc: BaseException) -> Explanation | None:
+    """The teaching explanation for ``exc``, or None when there is nothing to add.
+
+    >>> explain(ValueError("not JAX's")) is None
+    True
+    """
+    rule = find_rule(exc)
+    if rule is None:
+        return None
+    site = error_site(exc)
+    finding = rule.build(exc, site)
+    if finding is None:
+        return None
+    message = str(exc).strip().splitlines()
+    return Explanation(
+        kind=rule.kind,
+        error_type=type(exc).__name__,
+        error_message=message[0] if message else "",
+        what=finding.what,
+        fix=finding.fix,
+        docs_url=finding.docs_url,
+        user_line=site.line,
+        rewritten=finding.rewritten,
+    )
