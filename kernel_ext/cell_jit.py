@@ -236,6 +236,7 @@ class CellJit:
 
     def prepare(self, source: str, static: tuple[str, ...] = ()) -> _Cell:
         """Analyse and check ``source`` once; raises :class:`ProgramError` on bad cells."""
+        source = source.rstrip()  # the same cell typed with or without a final newline
         key = (source, frozenset(static))
         cell = self._cells.get(key)
         if cell is not None:
@@ -316,6 +317,12 @@ class CellJit:
         """(static?, key part) for one input value that is not a plain jax.Array."""
         import jax
 
+        for m_name, method, line in cell.container_methods:
+            if m_name == name and isinstance(value, list | dict | set):
+                raise ProgramError(
+                    f"the cell changes `{name}` in place (line {line}: `{name}.{method}(...)`):"
+                    " a %%jit cell cannot mutate notebook objects; build a new value instead"
+                )
         forced = name in cell.forced_static
         if not forced:
             if isinstance(value, jax.Array) and hasattr(value, "weak_type"):
@@ -339,12 +346,6 @@ class CellJit:
                 f"convert it (`{name} = jnp.asarray({name})`) or make it a tuple"
             )
             raise ProgramError(f"input `{name}` is a {type(value).__name__}, {hint}") from None
-        for m_name, method, line in cell.container_methods:
-            if m_name == name and isinstance(value, list | dict | set):
-                raise ProgramError(
-                    f"the cell changes `{name}` in place (line {line}: `{name}.{method}(...)`):"
-                    " a %%jit cell cannot mutate notebook objects; build a new value instead"
-                )
         return True, ("static", type(value), value)
 
     def _compile(self, cell: _Cell, pattern: tuple[bool, ...]) -> _Variant:

@@ -63,6 +63,11 @@ _NEVER_SEEN = re.compile(r"never seen function:\s*\n\s*(?P<name>.+?) id=\d+")
 _FOR = re.compile(r"^\s*for (?P<name>.+?)(?: defined at .*)?$", re.M)
 _TYPE_CHANGE = re.compile(r"^\s*\* at (?P<name>.+?), now (?P<after>.+?) and before (?P<before>.+)$")
 _HEADER = re.compile(r"all previously seen cache keys differ\. For the closest previous key:")
+_STATIC_CHANGE = re.compile(
+    r"^\* at input path (?P<path>.+?), now .*?Static\(val=(?P<after>.*?)\) and before "
+    r".*?Static\(val=(?P<before>.*?)\)(?:, so .*)?$"
+)
+_KWARG_PATH = re.compile(r"^\[1\]\['(\w+)'\]$")  # (args, kwargs)[1][name]: a keyword
 
 
 def parse_explanation(message: str) -> Explanation | None:
@@ -85,16 +90,29 @@ def parse_explanation(message: str) -> Explanation | None:
     header = _HEADER.search(body)
     if header:
         body = body[header.end() :]
+    lines = [ln.strip() for ln in body.splitlines() if ln.strip()]
+    if not lines or lines[0].startswith("cache miss explanation unavailable"):
+        # JAX 0.12 says this when only a static argument changed: let the log compare
+        # signatures instead.
+        return Explanation(named.group("name").strip(), None, (), False)
     changes = []
-    for line in body.splitlines():
-        m = _TYPE_CHANGE.match(line)
-        if m:
-            changes.append(ArgChange(m.group("name"), m.group("before"), m.group("after")))
+    if lines[0].startswith("different input types"):
+        for line in lines[1:]:
+            m = _TYPE_CHANGE.match(line)
+            if m:
+                changes.append(ArgChange(m.group("name"), m.group("before"), m.group("after")))
+    else:
+        for line in lines[1:]:
+            m = _STATIC_CHANGE.match(line)
+            if m:
+                path = m.group("path")
+                kw = _KWARG_PATH.match(path)
+                name = f"{kw.group(1)} (static)" if kw else f"input {path} (static)"
+                changes.append(ArgChange(name, m.group("before"), m.group("after")))
     if changes:
         text = "; ".join(map(str, changes))
     else:
-        lines = [ln.strip().lstrip("* ").strip() for ln in body.splitlines() if ln.strip()]
-        text = " ".join(lines) or "JAX gave no reason"
+        text = " ".join(ln.lstrip("* ").strip() for ln in lines)
     return Explanation(named.group("name").strip(), text, tuple(changes), False)
 
 

@@ -1,0 +1,112 @@
+"""Widgets in Python: traits, sync, throttled updates, static fallback, shipped assets."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from jaxlab.compile_log import CompileLog
+from jaxlab.widgets import CompileMonitor, compile_monitor
+from jaxlab.widgets._base import STATIC, JaxlabWidget
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def log():
+    log = CompileLog()
+    log.record("f", trace_s=0.001, lower_s=0.002, compile_s=0.003, signature=("f32[3]",))
+    log.record(
+        "f",
+        trace_s=0.001,
+        lower_s=0.001,
+        compile_s=0.004,
+        signature=("f32[4]",),
+        explanation="x: f32[3] → f32[4]",
+        where="In[3], line 1",
+    )
+    log.record("<script>alert(1)</script>", compile_s=0.001)
+    return log
+
+
+def test_state_groups_functions_with_their_compilations(log):
+    monitor = CompileMonitor(log)
+    try:
+        rows = {r["name"]: r for r in monitor.functions}
+        f = rows["f"]
+        assert f["count"] == 2 and f["recompiles"] == 1
+        assert f["total_s"] == pytest.approx(0.012) and f["last_s"] == pytest.approx(0.006)
+        first, second = f["compiles"]
+        assert (first["trace_s"], first["lower_s"], first["compile_s"]) == (0.001, 0.002, 0.003)
+        assert not first["recompile"] and second["recompile"]
+        assert second["explanation"] == "x: f32[3] → f32[4]"
+        assert second["where"] == "In[3], line 1" and second["signature"] == ["f32[4]"]
+        assert monitor.session["count"] == 3 and monitor.session["functions"] == 2
+        assert monitor.session["compile_s"] == pytest.approx(0.013)
+    finally:
+        monitor.close()
+
+
+def test_traits_sync_and_assets(log):
+    monitor = CompileMonitor(log)
+    try:
+        synced = set(monitor.keys)
+        assert {"functions", "session", "_esm", "_css"} <= synced
+        state = monitor.get_state()
+        assert state["functions"] == monitor.functions
+        assert "export default" in state["_esm"] and ".jaxlab-cm" in state["_css"]
+    finally:
+        monitor.close()
+
+
+def test_updates_follow_the_log_throttled(log, monkeypatch):
+    monitor = CompileMonitor(log)
+    try:
+        log.add_cell_time(1.0, 0.0)  # after a cell: always sent at once
+        assert monitor.session["running_s"] == pytest.approx(1.0)
+        monkeypatch.setattr(compile_monitor, "PUSH_INTERVAL_S", 60.0)
+        monitor._last_push = 0.0  # long ago: the next event goes out at once
+        log.record("g", compile_s=0.5)
+        assert "g" in {r["name"] for r in monitor.functions}
+        log.record("h", compile_s=0.5)  # within the interval: held back ...
+        assert "h" not in {r["name"] for r in monitor.functions}
+        timer = monitor._timer
+        assert timer is not None
+        timer.cancel()
+        monitor._trailing()  # ... and sent by the trailing timer
+        assert "h" in {r["name"] for r in monitor.functions}
+    finally:
+        monitor.close()
+    log.record("after_close", compile_s=0.1)
+    assert "after_close" not in {r["name"] for r in monitor.functions}
+
+
+def test_mimebundle_has_widget_and_static_fallback(log):
+    monitor = CompileMonitor(log)
+    try:
+        data, _ = monitor._repr_mimebundle_()
+        assert data[WIDGET_MIME]["model_id"] == monitor.model_id
+        html = data["text/html"]
+        assert "<table>" in html and "x: f32[3] → f32[4]" in html
+        assert "&lt;script&gt;" in html and "<script>" not in html
+        assert data["text/plain"].startswith("CompileLog: 3 compilations of 2 functions")
+    finally:
+        monitor.close()
+
+
+def test_every_widget_ships_its_assets_and_loads_nothing_from_the_network():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    globs = config["tool"]["setuptools"]["package-data"]["jaxlab.widgets"]
+    shipped = {p for g in globs for p in STATIC.parent.glob(g)}  # globs under the package
+    widgets = [cls for cls in JaxlabWidget.__subclasses__() if "_esm" in cls.__dict__]
+    assert CompileMonitor in widgets
+    for path in STATIC.iterdir():
+        if path.suffix in {".js", ".css"}:
+            assert path in shipped
+            text = path.read_text()
+            assert not re.search(r"https?://|//cdn|@import|url\(", text), path.name
+            assert not re.search(r"^\s*import\s", text, re.M), path.name  # no bare imports
+    for cls in widgets:
+        assert cls._esm.strip() and cls._css.strip()
