@@ -25,6 +25,10 @@ from .explain import Explanation as Explanation
 from .explain import explain as explain
 from .explain_nans import NanCheck as NanCheck
 from .explain_nans import debug_nans as debug_nans
+from .grad_cell import CellGrad as CellGrad
+from .grad_cell import grad_cell as grad_cell
+from .grad_split import GradSplit as GradSplit
+from .grad_split import grad_split as grad_split
 from .graph import Graph as Graph
 from .graph import jaxpr_graph as jaxpr_graph
 from .jit_report import CompileReport as CompileReport
