@@ -19,6 +19,7 @@ would (``jax.value_and_grad``), but never stops at JAX's refusals:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .fd_check import GradCheck, check_derivative
-from .grad_args import GradError, Selection, describe_leaf, select_arguments
+from .grad_args import GradError, Selection, describe_leaf, leaked_tracer, select_arguments
 from .nan_locate import NonFinite, locate_nonfinite
 
 __all__ = ["GradError", "GradReport", "LeafSummary", "grad_report"]
@@ -171,7 +172,7 @@ def grad_report(
     mode: str | None = None,
     hessian: bool = False,
     hvp: Any = None,
-    jacobian: bool | None = None,
+    jacobian: bool = True,
     graph: bool = False,
     directions: int = 2,
     seed: int = 0,
@@ -184,23 +185,66 @@ def grad_report(
     ``mode`` (``"fwd"``/``"rev"``) forces the Jacobian's mode; ``hessian=True`` gives the
     Hessian and ``hvp=v`` the Hessian-vector product (``v`` shaped like the chosen
     arguments); ``jacobian=False`` refuses a non-scalar output instead of giving its
-    Jacobian; ``check=True`` adds a float64 finite-difference check; ``graph=True``
-    attaches the annotated gradient graph.
+    Jacobian; ``check=True`` adds a float64 finite-difference check (``directions``
+    random directions per argument, ``tolerance`` by default from the dtype);
+    ``graph=True`` attaches the annotated gradient graph.
 
     >>> grad_report(lambda v, th: v**2 * jnp.sin(2 * th) / 9.81, 10.0, 0.3,
     ...             argnums=(0, 1)).grad                            # doctest: +SKIP
     (Array(11.50..., dtype=float32), Array(15.8..., dtype=float32))
     """
+    return report_for_call(
+        fun,
+        args,
+        kwargs,
+        argnums=argnums,
+        wrt=wrt,
+        has_aux=has_aux,
+        check=check,
+        mode=mode,
+        hessian=hessian,
+        hvp=hvp,
+        jacobian=jacobian,
+        graph=graph,
+        directions=directions,
+        seed=seed,
+        tolerance=tolerance,
+    )
+
+
+def report_for_call(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    argnums: int | str | Sequence[int] = 0,
+    wrt: str | Sequence[str] | None = None,
+    has_aux: bool = False,
+    check: bool = False,
+    mode: str | None = None,
+    hessian: bool = False,
+    hvp: Any = None,
+    jacobian: bool = True,
+    graph: bool = False,
+    directions: int = 2,
+    seed: int = 0,
+    tolerance: float | None = None,
+) -> GradReport:
+    """:func:`grad_report` with the call's arguments as a tuple and a dict, so that a
+    keyword of ``fun`` may share a name with an option (``check=``, ``mode=``)."""
     if mode not in (None, "fwd", "rev"):
         raise GradError(f"mode must be 'fwd' or 'rev', not {mode!r}")
     if hessian and hvp is not None:
         raise GradError("choose one of --hessian and --hvp")
-    sel = select_arguments(fun, args, kwargs, argnums=argnums, wrt=wrt)
-    out_shape = _output_shape(sel, has_aux)
-    primary = out_shape[0] if has_aux else out_shape
-    out_leaves = jax.tree_util.tree_leaves(primary)
+    sel = select_arguments(fun, tuple(args), dict(kwargs), argnums=argnums, wrt=wrt)
+    first = _first_pass(sel, has_aux)
+    leak = leaked_tracer(sel.original)
+    if leak is not None:
+        raise GradError(_leak_message(f"`{leak}` holds a tracer after the call"))
+    out_leaves = jax.tree_util.tree_leaves(first.out)
     _check_output(sel, out_leaves)
     scalar = len(out_leaves) == 1 and out_leaves[0].shape == ()
+    known = first.out if first.vjp is not None else None
 
     if hessian or hvp is not None:
         if not scalar:
@@ -209,19 +253,29 @@ def grad_report(
                 f"the {what} needs a scalar output, but {sel.function.__name__} returns "
                 f"{_shapes(out_leaves)}: reduce it to a number first (e.g. `.sum()`)"
             )
-        result = _second_order(sel, has_aux, hvp if not hessian else None)
+        result = _second_order(sel, has_aux, hvp if not hessian else None, known, first.aux)
+    elif scalar and mode != "fwd" and first.vjp is not None:
+        try:
+            result = _gradient(sel, first)
+        except ValueError as e:  # JAX finds the while_loop when it transposes
+            if _WHILE_REVERSE not in str(e):
+                raise
+            result = _forward_fallback(sel, has_aux, e)
     elif scalar and mode != "fwd":
-        result = _gradient(sel, has_aux)
+        result = _forward_fallback(sel, has_aux, first.reverse_error)
     elif scalar:
-        result = _jacobian(sel, has_aux, "fwd", forced=True, n_out=1)
+        result = _jacobian(sel, has_aux, "fwd", forced=True, n_out=1, value=known)
     else:
-        if jacobian is False:
+        if not jacobian:
             raise GradError(
                 f"{sel.function.__name__} returns {_shapes(out_leaves)}, not a scalar: "
-                "reduce it to one number (e.g. `.sum()` or `.mean()`) or ask for its Jacobian"
+                "reduce it to one number (e.g. `.sum()` or `.mean()`) or ask for its "
+                "Jacobian (--jacobian)"
             )
         n_out = sum(int(np.prod(leaf.shape)) for leaf in out_leaves)
-        result = _jacobian(sel, has_aux, mode, forced=mode is not None, n_out=n_out)
+        result = _jacobian(sel, has_aux, mode, forced=mode is not None, n_out=n_out, value=known)
+    if first.vjp is not None:  # the first pass's value and aux: the function ran once
+        result.value, result.aux = first.out, first.aux
 
     grads = sel.rebuild(result.per_arg)
     report = GradReport(
@@ -246,11 +300,43 @@ def grad_report(
         extra["graph"] = graph_obj
         if note:
             extra["notes"] = (*report.notes, note)
-    if extra:
-        from dataclasses import replace
+    return dataclasses.replace(report, **extra) if extra else report
 
-        report = replace(report, **extra)
-    return report
+
+@dataclass
+class _First:
+    """The first run: value, aux and the VJP (None where reverse mode cannot go)."""
+
+    out: Any  # the primary output (arrays, or ShapeDtypeStructs if reverse mode failed)
+    aux: Any
+    vjp: Callable[..., Any] | None
+    reverse_error: Exception | None = None
+
+
+def _first_pass(sel: Selection, has_aux: bool) -> _First:
+    name = sel.function.__name__
+
+    def fun(*x: Any) -> Any:
+        out = sel.function(*x)
+        if has_aux and not (isinstance(out, tuple | list) and len(out) == 2):
+            raise GradError(
+                f"--has-aux expects {name} to return a pair (value, aux), but it returns "
+                f"{type(out).__name__}"
+            )
+        return out
+
+    try:
+        res = _traced(lambda: jax.vjp(fun, *sel.diff, has_aux=has_aux))
+    except ValueError as e:
+        if _WHILE_REVERSE not in str(e):
+            raise
+        shape = _traced(lambda: jax.eval_shape(fun, *sel.diff))
+        return _First(shape[0] if has_aux else shape, None, None, e)
+    if has_aux:
+        out, vjp, aux = res
+        return _First(out, aux, vjp)
+    out, vjp = res
+    return _First(out, None, vjp)
 
 
 @dataclass
@@ -294,16 +380,6 @@ def _leak_message(detail: str) -> str:
     )
 
 
-def _output_shape(sel: Selection, has_aux: bool) -> Any:
-    shape = _traced(lambda: jax.eval_shape(sel.function, *sel.diff))
-    if has_aux and not (isinstance(shape, tuple | list) and len(shape) == 2):
-        raise GradError(
-            f"--has-aux expects {sel.function.__name__} to return a pair (value, aux), "
-            f"but it returns {type(shape).__name__}"
-        )
-    return shape
-
-
 def _check_output(sel: Selection, leaves: Sequence[Any]) -> None:
     name = sel.function.__name__
     if not leaves:
@@ -324,17 +400,9 @@ def _unwrap(value_aux: Any, has_aux: bool) -> tuple[Any, Any]:
     return (value_aux[0], value_aux[1]) if has_aux else (value_aux, None)
 
 
-def _gradient(sel: Selection, has_aux: bool) -> _Result:
-    argnums = tuple(range(len(sel.chosen)))
-    try:
-        out, grads = _traced(
-            lambda: jax.value_and_grad(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff)
-        )
-    except ValueError as e:
-        if _WHILE_REVERSE not in str(e):
-            raise
-        return _forward_fallback(sel, has_aux, e)
-    value, aux = _unwrap(out, has_aux)
+def _gradient(sel: Selection, first: _First) -> _Result:
+    assert first.vjp is not None
+    grads = first.vjp(jnp.ones_like(first.out))
 
     def apply(d: list[list[Any]]) -> Any:
         return sum(
@@ -346,15 +414,15 @@ def _gradient(sel: Selection, has_aux: bool) -> _Result:
     return _Result(
         GRADIENT,
         "reverse",
-        value,
+        first.out,
         [list(g) for g in grads],
-        aux,
-        why="reverse mode (jax.value_and_grad): one backward pass for a scalar output",
+        first.aux,
+        why="reverse mode (jax.vjp): one backward pass for a scalar output",
         apply=apply,
     )
 
 
-def _forward_fallback(sel: Selection, has_aux: bool, error: Exception) -> _Result:
+def _forward_fallback(sel: Selection, has_aux: bool, error: Exception | None) -> _Result:
     n = sel.size
     if n > FORWARD_LIMIT:
         raise GradError(
@@ -379,7 +447,13 @@ def _forward_fallback(sel: Selection, has_aux: bool, error: Exception) -> _Resul
 
 
 def _jacobian(
-    sel: Selection, has_aux: bool, mode: str | None, *, forced: bool, n_out: int
+    sel: Selection,
+    has_aux: bool,
+    mode: str | None,
+    *,
+    forced: bool,
+    n_out: int,
+    value: Any = None,
 ) -> _Result:
     n_in = sel.size
     argnums = tuple(range(len(sel.chosen)))
@@ -411,7 +485,8 @@ def _jacobian(
         notes.append("a custom_vjp function has no forward-mode rule; used jacrev instead")
         jac = _traced(lambda: jax.jacrev(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff))
     jac, aux = _unwrap(jac, has_aux)
-    value, _ = _unwrap(sel.function(*sel.diff), has_aux)
+    if value is None:
+        value, _ = _unwrap(sel.function(*sel.diff), has_aux)
     # jac: the output's structure, each leaf a tuple (per argument) of leaf lists.
     out_tree: Any = jax.tree_util.tree_structure(value)
     per_out = out_tree.flatten_up_to(jac)
@@ -442,15 +517,17 @@ def _jacobian(
     )
 
 
-def _second_order(sel: Selection, has_aux: bool, v: Any) -> _Result:
+def _second_order(
+    sel: Selection, has_aux: bool, v: Any, value: Any = None, aux: Any = None
+) -> _Result:
     argnums = tuple(range(len(sel.chosen)))
 
     def scalar(*x: Any) -> Any:
         return _unwrap(sel.function(*x), has_aux)[0]
 
     grad_fn = jax.grad(scalar, argnums=argnums)
-    value_aux = sel.function(*sel.diff)
-    value, aux = _unwrap(value_aux, has_aux)
+    if value is None:
+        value, aux = _unwrap(sel.function(*sel.diff), has_aux)
     try:
         if v is None:
             hess = _traced(lambda: jax.hessian(scalar, argnums=argnums)(*sel.diff))

@@ -113,6 +113,7 @@ class Selection:
     chosen: tuple[Chosen, ...]
     function: Callable[..., Any]
     single: bool  # the caller asked for one argument (the gradient is not a tuple)
+    original: Callable[..., Any] | None = None  # the user's function, for leak checks
 
     @property
     def diff(self) -> list[list[Any]]:
@@ -226,7 +227,7 @@ def select_arguments(
         return fun(*a, **kw)
 
     function.__name__ = fun_name
-    return Selection(tuple(c.name for c in chosen), chosen, function, single)
+    return Selection(tuple(c.name for c in chosen), chosen, function, single, fun)
 
 
 def _choose(name: str, where: int | str, args: Sequence[Any], kwargs: dict[str, Any]) -> Chosen:
@@ -241,12 +242,14 @@ def _choose(name: str, where: int | str, args: Sequence[Any], kwargs: dict[str, 
 def _no_float_message(name: str, value: Any, leaves: list[Any]) -> str:
     if len(leaves) == 1 and leaves[0] is value:
         kind = describe_leaf(value)
-        if isinstance(value, bool) or "bool" in kind:
-            fix = (
-                "a float (e.g. `1.0`)"
-                if isinstance(value, bool)
-                else f"`{name}.astype(jnp.float32)`"
+        numeric = isinstance(value, bool | int) or hasattr(value, "dtype")
+        if not numeric:
+            return (
+                f"`{name}` is a {kind}, not an array: only floating-point arrays, floats "
+                "and pytrees of them have gradients"
             )
+        if isinstance(value, bool):
+            fix = "a float (e.g. `1.0`)"
         elif isinstance(value, int):
             fix = f"the float `{value}.0`"
         else:
@@ -260,3 +263,44 @@ def _no_float_message(name: str, value: Any, leaves: list[Any]) -> str:
         f"`{name}` holds no floating-point leaves (it holds {', '.join(kinds)}): there is "
         f"nothing to differentiate; make its parameters float arrays"
     )
+
+
+def _is_tracer(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def leaked_tracer(fun: Any) -> str | None:
+    """Where ``fun`` left a tracer after a transform ran it: ``"saved[0]"``, or None.
+
+    Looks one container deep into the globals its code names and its closure cells
+    (and ``self`` for a bound method): where a leak usually lands. JAX's own
+    ``checking_leaks`` catches more on recent releases; this catches eager leaks there too.
+    """
+    seen: list[tuple[str, Any]] = []
+    target = getattr(fun, "__func__", fun)
+    code = getattr(target, "__code__", None)
+    globs = getattr(target, "__globals__", {})
+    if code is not None:
+        seen += [(n, globs[n]) for n in code.co_names if n in globs]
+        cells = getattr(target, "__closure__", None) or ()
+        for name, cell in zip(code.co_freevars, cells, strict=False):
+            try:
+                seen.append((name, cell.cell_contents))
+            except ValueError:  # an empty cell
+                continue
+    owner = getattr(fun, "__self__", None)
+    if owner is not None and hasattr(owner, "__dict__"):
+        seen += [(f"self.{k}", v) for k, v in vars(owner).items()]
+    for name, value in seen:
+        if _is_tracer(value):
+            return name
+        if isinstance(value, list | tuple):
+            items: list[tuple[str, Any]] = [(f"{name}[{i}]", v) for i, v in enumerate(value[:1000])]
+        elif isinstance(value, dict):
+            items = [(f"{name}[{k!r}]", v) for k, v in list(value.items())[:1000]]
+        else:
+            items = []
+        for where, v in items:
+            if _is_tracer(v):
+                return where
+    return None

@@ -1,3 +1,204 @@
-"""Magics of the `grad` family (not written yet)."""
+"""``%grad f(x)`` and ``%%grad``: gradients you can see.
 
-MAGICS: tuple[type, ...] = ()
+::
+
+    %grad loss(params, x)                  # value and gradient w.r.t. the first argument
+    %grad --wrt w,b loss(x, w, b)          # ... w.r.t. arguments by name (--argnums 1,2)
+    %grad --check loss(params, x)          # ... with a float64 finite-difference check
+    %grad --graph loss(params, x)          # ... with the annotated gradient graph below
+    %grad f(x)                             # a non-scalar output gives its Jacobian
+    %grad --hessian f(x)                   # the Hessian (--hvp v: Hessian-vector product)
+    %grad --split f(x)                     # primal, linearized (JVP), transposed (VJP)
+    r = %grad -o loss(params, x)           # the GradReport, not displayed
+
+    %%grad --wrt w,b                       # the cell's last expression, differentiated
+    y = jnp.tanh(x @ w + b)                # w.r.t. notebook variables: stores grad_w,
+    ((y - t) ** 2).mean()                  # grad_b and the report as _grad
+
+The plain-Python twins are ``jaxlab.grad_report``, ``jaxlab.grad_split`` and
+``jaxlab.grad_cell``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from ..program import Call, ProgramError, parse_call, parse_expression
+from .jaxpr import raised_in_jaxlab, user_frame
+
+_OPTION = re.compile(r"\s*(-{1,2}[A-Za-z][\w-]*)(=\S*)?")
+_VALUED = frozenset({"--wrt", "--argnums", "--mode", "--hvp"})
+_LINE_ONLY = ("argnums", "has_aux", "hessian", "hvp", "split")
+
+
+def split_options(line: str) -> tuple[str, str]:
+    """``"--wrt x,y -o f(x, -1)" -> ("--wrt x,y -o", "f(x, -1)")``: options, then the call."""
+    pos = 0
+    while True:
+        m = _OPTION.match(line, pos)
+        if m is None or (m.end() < len(line) and not line[m.end()].isspace()):
+            break
+        pos = m.end()
+        if m.group(1) in _VALUED and m.group(2) is None:
+            value = re.compile(r"\s*\S+").match(line, pos)
+            if value is not None:
+                pos = value.end()
+    return line[:pos].strip(), line[pos:].strip()
+
+
+@magics_class
+class GradMagics(Magics):
+    @magic_arguments()
+    @argument("--wrt", metavar="NAMES", help="Differentiate w.r.t. these arguments (x,y).")
+    @argument("--argnums", metavar="NUMS", help="... or these positions (0,1); default 0.")
+    @argument("--has-aux", action="store_true", help="f returns (value, aux).")
+    @argument("--check", action="store_true", help="Check against float64 finite differences.")
+    @argument("--mode", choices=("fwd", "rev"), help="Jacobian mode (default: the cheaper one).")
+    @argument("--hessian", action="store_true", help="The Hessian (scalar outputs).")
+    @argument("--hvp", metavar="V", help="The Hessian-vector product with V.")
+    @argument("--jacobian", action="store_true", help="%%grad: allow a non-scalar result.")
+    @argument("--graph", action="store_true", help="Show the annotated gradient graph.")
+    @argument("--split", action="store_true", help="Primal, linearized and transposed programs.")
+    @argument(
+        "-o", dest="output", action="store_true", help="Return the result instead of displaying it."
+    )
+    @argument("call", nargs="*", help="The call to differentiate, e.g. loss(params, x).")
+    @line_cell_magic
+    def grad(self, line: str = "", cell: str | None = None) -> Any:
+        """Value and derivative of a call (``%grad f(x)``) or of a cell's last expression
+        (``%%grad``), with an optional finite-difference check and gradient graph.
+
+        Example: ``%grad --wrt w --check loss(x, w)``.
+        """
+        options, source = split_options(line)
+        magic = "%grad" if cell is None else "%%grad"
+        try:
+            args = parse_argstring(self.grad, options)
+        except UsageError as e:
+            raise UsageError(f"{magic}: {e} (see %grad?)") from e
+        ns = self.shell.user_ns if self.shell is not None else {}
+        result = _cell(args, source, cell, ns) if cell is not None else _line(args, source, ns)
+        if args.output:
+            return result
+        display(result)
+        return None
+
+
+def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
+    from ..autodiff import report_for_call
+    from ..grad_args import GradError
+    from ..grad_split import grad_split
+
+    if args.jacobian:
+        raise UsageError(
+            "%grad: --jacobian is for %%grad cells; %grad f(x) gives the "
+            "Jacobian of a non-scalar output by itself"
+        )
+    if args.wrt and args.argnums:
+        raise UsageError("%grad: choose arguments by --wrt or by --argnums, not both")
+    try:
+        call = parse_call(source, ns)
+    except ProgramError as e:
+        raise UsageError(f"%grad: {e}") from e
+    hvp = _evaluate(args.hvp, ns, "--hvp") if args.hvp else None
+    choose = {"wrt": args.wrt} if args.wrt else {"argnums": args.argnums or 0}
+    try:
+        if args.split:
+            return grad_split(call.fun, *call.args, **choose, **_no_clash(call))
+        return report_for_call(
+            call.fun,
+            call.args,
+            call.kwargs,
+            **choose,
+            has_aux=args.has_aux,
+            check=args.check,
+            mode=args.mode,
+            hessian=args.hessian,
+            hvp=hvp,
+            graph=args.graph,
+        )
+    except (GradError, ProgramError) as e:
+        raise UsageError(f"%grad: {e}") from e
+    except Exception as e:
+        if raised_in_jaxlab(e):
+            raise
+        raise UsageError(_failure(f"`{call.source}`", e)) from e
+
+
+def _no_clash(call: Call) -> dict[str, Any]:
+    clash = {"argnums", "wrt"} & set(call.kwargs)
+    if clash:
+        raise UsageError(
+            f"%grad --split: {call.fun_source} takes a keyword named "
+            f"`{sorted(clash)[0]}`; bind it first with functools.partial"
+        )
+    return call.kwargs
+
+
+def _cell(args: Any, source: str, cell: str, ns: dict[str, Any]) -> Any:
+    from ..grad_args import GradError
+    from ..grad_cell import grad_cell
+
+    used = [f"--{name.replace('_', '-')}" for name in _LINE_ONLY if getattr(args, name)]
+    if used or source:
+        what = ", ".join(used) if used else f"`{source}`"
+        raise UsageError(
+            f"%%grad takes --wrt, --check, --jacobian, --mode, --graph and -o, not {what}: "
+            "the cell's last expression is what it differentiates"
+        )
+    try:
+        result = grad_cell(
+            cell,
+            ns,
+            wrt=args.wrt,
+            jacobian=args.jacobian,
+            check=args.check,
+            mode=args.mode,
+            graph=args.graph,
+        )
+    except (GradError, ProgramError) as e:
+        raise UsageError(f"%%grad: {e}") from e
+    except Exception as e:
+        if raised_in_jaxlab(e):
+            raise
+        raise UsageError(_failure("the cell", e)) from e
+    # Only now, with everything computed, does the namespace change.
+    ns.update(result.updates())
+    return result.report
+
+
+def _evaluate(text: str, ns: dict[str, Any], option: str) -> Any:
+    try:
+        node = parse_expression(text)
+        return eval(compile(_expression(node), "<jaxlab option>", "eval"), dict(ns))
+    except ProgramError as e:
+        raise UsageError(f"%grad {option}: {e}") from e
+    except Exception as e:
+        raise UsageError(
+            f"%grad {option} {text}: evaluating it raised {type(e).__name__}: {e}"
+        ) from e
+
+
+def _expression(node: Any) -> Any:
+    import ast
+
+    return ast.fix_missing_locations(ast.Expression(body=node))
+
+
+def _failure(what: str, error: BaseException) -> str:
+    first = (str(error).strip().splitlines() or [""])[0]
+    text = f"%grad: differentiating {what} failed with {type(error).__name__}: {first}"
+    frame = user_frame(error)
+    if frame is not None:
+        code = f": `{frame.line.strip()}`" if frame.line else ""
+        text += f"\n  at line {frame.lineno} of `{frame.name}`{code}"
+    return text
+
+
+MAGICS = (GradMagics,)
