@@ -1,0 +1,193 @@
+"""Real-browser fixtures: one JupyterLab server and one Chromium per test session.
+
+The server listens on 127.0.0.1 with a random token, its own config, runtime, settings
+and workspace folders, news and update checks off. Chromium is Debian's (Playwright
+drives it through ``executable_path``; ``tools/ensure_system.sh chromium`` installs it).
+A failing test leaves a screenshot under ``test-output/browser/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUT = Path(os.environ.get("JAXLAB_TEST_OUTPUT", ROOT / "test-output")) / "browser"
+CHROMIUM = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# User settings that keep JupyterLab from reaching the internet.
+SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    "@jupyterlab/extensionmanager-extension/plugin.jupyterlab-settings": {"enabled": False},
+}
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab: where it serves, its token, the folder it shows."""
+
+    url: str
+    token: str
+    root: Path
+    log: Path
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?token={self.token}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(url: str, token: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"JupyterLab did not answer within 120 s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    base = tmp_path_factory.mktemp("lab")
+    root, config, runtime, settings, workspaces = (
+        base / d for d in ("notebooks", "config", "runtime", "settings", "workspaces")
+    )
+    for d in (root, config, runtime, settings, workspaces):
+        d.mkdir()
+    for name, values in SETTINGS.items():
+        path = settings / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    # No announcements feed: a null news_url is only expressible in a config file.
+    (config / "jupyter_server_config.json").write_text(json.dumps({"LabApp": {"news_url": None}}))
+    token = secrets.token_hex(16)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ)
+    # JUPYTER_DATA_DIR stays: the environment's kernelspec and lab extensions live there.
+    env.update(JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(runtime))
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    args = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={workspaces}",
+        "--LabApp.expose_app_in_browser=True",
+        "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--allow-root")
+    log = base / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
+    try:
+        _wait_ready(url, token, proc, log)
+        yield Lab(url, token, root, log)
+    finally:
+        proc.terminate()  # the server shuts its kernels down on SIGTERM
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _chromium() -> str | None:
+    for path in CHROMIUM:
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("Chromium is missing: `tools/ensure_system.sh chromium` installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Requests:
+    """Every URL the page asked for (requests and web sockets)."""
+
+    urls: list[str] = field(default_factory=list)
+
+    def outside(self, host: str = "127.0.0.1") -> list[str]:
+        from urllib.parse import urlsplit
+
+        local = ("data", "blob", "about")
+        return [
+            u for u in self.urls if urlsplit(u).scheme not in local and urlsplit(u).hostname != host
+        ]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh page; ``page.requests`` records every URL it asked for."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(90_000)
+    requests = Requests()
+    page.on("request", lambda r: requests.urls.append(r.url))
+    page.on("websocket", lambda ws: requests.urls.append(ws.url))
+    page.requests = requests
+    yield page
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        OUTPUT.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(OUTPUT / f"{request.node.name}.png"), full_page=True)
+    context.close()
