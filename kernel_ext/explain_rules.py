@@ -189,6 +189,8 @@ def build_out_of_memory(exc: BaseException, site: ErrorSite) -> Finding:
 
 # --------------------------------------------------------------------------- NaNs
 _NAN = re.compile(r"invalid value \((nan|inf)\) encountered in (\S+)")
+# when the op-by-op re-run of a jit function finds no NaN, JAX names the jit function itself
+_NAN_IN_JIT = re.compile(r"^\('([^']+)', '(nan|inf)'\)\. Because .*debug_nans")
 _NAN_CAUSES = {
     "sqrt": "the square root of a negative number",
     "rsqrt": "1/sqrt of a negative number",
@@ -203,16 +205,21 @@ _NAN_CAUSES = {
 
 def is_nan_check(exc: BaseException) -> bool:
     """JAX's ``jax_debug_nans`` error ("invalid value (nan) encountered in sqrt"), not NumPy's."""
-    return isinstance(exc, FloatingPointError) and _NAN.search(str(exc)) is not None
+    return isinstance(exc, FloatingPointError) and nan_primitive(exc) is not None
 
 
 def nan_primitive(exc: BaseException) -> tuple[str, str] | None:
     """("nan" or "inf", the primitive) from JAX's message."""
-    found = _NAN.search(str(exc))
-    if found is None:
-        return None
-    primitive = re.sub(r"^p?jit\((.+)\)$", r"\1", found.group(2).rstrip(".:,"))
-    return found.group(1), primitive
+    text = str(exc)
+    found = _NAN.search(text)
+    if found is not None:
+        value, where = found.group(1), found.group(2)
+    else:
+        in_jit = _NAN_IN_JIT.search(text)
+        if in_jit is None:
+            return None
+        where, value = in_jit.group(1), in_jit.group(2)
+    return value, re.sub(r"^p?jit\((.+)\)$", r"\1", where.rstrip(".:,"))
 
 
 def build_nan(exc: BaseException, site: ErrorSite) -> Finding | None:

@@ -1,0 +1,213 @@
+"""The `errors` family in a real shell: the explanation above a short traceback, the real
+exception untouched, other errors exactly as IPython shows them, the previous handler put
+back on unload, and ``%jax_nans``."""
+
+import re
+import sys
+import textwrap
+
+import jax
+import pytest
+from IPython.core.error import UsageError
+
+import jaxlab
+from jaxlab.magics import errors
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+IF_ON_TRACER = """
+@jax.jit
+def f(x):
+    if x > 0:
+        return x
+    return -x
+f(1.0)
+"""
+
+
+def run(ip, capsys, cell):
+    """Run ``cell``; return the exception and everything printed, without colours."""
+    ip.run_cell("import jax\nimport jax.numpy as jnp")
+    capsys.readouterr()
+    result = ip.run_cell(textwrap.dedent(cell).lstrip("\n"))
+    captured = capsys.readouterr()
+    return result.error_in_exec, ANSI.sub("", captured.out + captured.err)
+
+
+def without_jaxlab(ip, capsys, cell):
+    """The same cell with the extension unloaded (loaded again afterwards)."""
+    ip.run_line_magic("unload_ext", "jaxlab")
+    try:
+        return run(ip, capsys, cell)
+    finally:
+        ip.run_line_magic("load_ext", "jaxlab")
+
+
+def test_explanation_is_printed_above_a_short_traceback(ip, capsys):
+    exc, out = run(ip, capsys, IF_ON_TRACER)
+    lines = out.splitlines()
+    assert lines[0].startswith("A Python `if` needs True or False")
+    assert lines[0].endswith("(TracerBoolConversionError)")
+    assert re.match(r"  your line  In \[\d+\], line 3, in f:  if x > 0:$", lines[1])
+    assert lines[2] == "  fix        return jax.lax.cond(x > 0, lambda: x, lambda: -x)"
+    docs = next(i for i, line in enumerate(lines) if line.startswith("  docs       https://"))
+    assert out.index("fix") < out.index("Traceback (most recent call last)")
+    assert docs < next(i for i, line in enumerate(lines) if "Traceback" in line)
+    # the real type and message end the output, as they always do
+    assert lines[-3].startswith("TracerBoolConversionError: Attempted boolean conversion")
+    assert str(exc).splitlines()[0] in out
+    # shortened: the user's frames only, where plain IPython shows JAX's too
+    _, plain = without_jaxlab(ip, capsys, IF_ON_TRACER)
+    assert "jax/_src" in plain and "jax/_src" not in out
+    assert "if x > 0:" in out and "f(1.0)" in out
+
+
+def test_the_original_exception_is_kept_for_tb_and_debug(ip, capsys):
+    exc, _ = run(ip, capsys, IF_ON_TRACER)
+    assert isinstance(exc, jax.errors.TracerBoolConversionError)
+    assert sys.last_value is exc and sys.last_type is type(exc)
+    if sys.version_info >= (3, 12):
+        assert sys.last_exc is exc
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    assert any("jax/_src" in f for f in frames)  # its own traceback was not shortened
+    ip.run_line_magic("tb", "")
+    full = ANSI.sub("", capsys.readouterr().out)
+    assert "jax/_src/core.py" in full
+    assert "TracerBoolConversionError: Attempted boolean conversion" in full
+    assert "your line" not in full  # %tb is the plain, full traceback
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "1 / 0",
+        "1 + 'a'",
+        "x = (",
+        "raise TypeError('dot_general requires contracting dimensions')",
+        "import numpy as np\nnp.ones(3) @ np.ones(4)",
+        "%not_a_magic_anywhere",
+    ],
+)
+def test_errors_that_are_not_jax_s_look_exactly_as_without_jaxlab(ip, capsys, cell):
+    _, with_it = run(ip, capsys, cell)
+    _, without_it = without_jaxlab(ip, capsys, cell)
+    assert with_it == without_it
+    assert with_it.strip()  # something was shown
+
+
+def test_an_error_inside_the_explainer_falls_back_to_the_normal_traceback(ip, capsys, monkeypatch):
+    def broken(exc):
+        raise RuntimeError("explainer bug")
+
+    monkeypatch.setattr(errors, "explain", broken)
+    _, out = run(ip, capsys, IF_ON_TRACER)
+    monkeypatch.undo()
+    _, plain = without_jaxlab(ip, capsys, IF_ON_TRACER)
+    assert out == plain
+    assert "explainer bug" not in out and "Custom TB Handler failed" not in out
+    assert ip.custom_exceptions == (BaseException,)  # still installed
+
+
+def test_out_of_memory_is_explained_in_the_shell(ip, capsys):
+    _, out = run(
+        ip,
+        capsys,
+        'raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying '
+        'to allocate 1073741824 bytes.")',
+    )
+    assert "ran out of memory allocating 1.00 GiB" in out
+    assert 'os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"' in out
+    assert "JaxRuntimeError: RESOURCE_EXHAUSTED" in out.splitlines()[-1]
+
+
+def test_unload_restores_the_previous_handler(ip, capsys):
+    ip.run_line_magic("unload_ext", "jaxlab")
+    seen = []
+
+    def mine(shell, etype, value, tb, tb_offset=None):
+        seen.append(etype)
+        return ["mine"]
+
+    ip.set_custom_exc((ZeroDivisionError,), mine)
+    previous_handler = ip.CustomTB
+    try:
+        ip.run_line_magic("load_ext", "jaxlab")
+        assert ip.custom_exceptions == (BaseException,)
+        _, out = run(ip, capsys, "1 / 0")  # still the previous handler's error
+        assert seen == [ZeroDivisionError]
+        _, out = run(ip, capsys, IF_ON_TRACER)  # JAX's: explained
+        assert "your line" in out and seen == [ZeroDivisionError]
+        ip.run_line_magic("unload_ext", "jaxlab")
+        assert ip.custom_exceptions == (ZeroDivisionError,)
+        assert ip.CustomTB is previous_handler
+    finally:
+        ip.set_custom_exc((), None)
+        ip.run_line_magic("load_ext", "jaxlab")
+
+
+def test_unload_leaves_no_handler_when_there_was_none(ip, capsys):
+    ip.run_line_magic("unload_ext", "jaxlab")
+    try:
+        assert ip.custom_exceptions == ()
+        _, out = run(ip, capsys, IF_ON_TRACER)
+        assert "your line" not in out
+    finally:
+        ip.run_line_magic("load_ext", "jaxlab")
+
+
+# --------------------------------------------------------------------------- %jax_nans
+@pytest.fixture
+def nans_off():
+    jax.config.update("jax_debug_nans", False)
+    yield
+    jax.config.update("jax_debug_nans", False)
+
+
+def test_jax_nans_switches_jax_debug_nans(ip, nans_off):
+    state = ip.run_line_magic("jax_nans", "on -o")
+    assert state == jaxlab.NanCheck(enabled=True, previous=False)
+    assert jax.config.jax_debug_nans is True
+    assert ip.run_line_magic("jax_nans", "-o") == jaxlab.NanCheck(enabled=True, previous=True)
+    assert ip.run_line_magic("jax_nans", "OFF -o").enabled is False
+    assert jax.config.jax_debug_nans is False
+    bundle = state._repr_mimebundle_()
+    assert "jax_debug_nans is on (was off)" in bundle["text/plain"]
+    assert bundle["text/html"].startswith("<div>")
+
+
+def test_jax_nans_rejects_other_words_and_changes_nothing(ip, nans_off):
+    with pytest.raises(UsageError, match="takes `on` or `off`, not `maybe`"):
+        ip.run_line_magic("jax_nans", "maybe")
+    assert jax.config.jax_debug_nans is False
+
+
+def test_a_nan_is_explained_with_its_primitive_and_line(ip, capsys, nans_off):
+    ip.run_line_magic("jax_nans", "on")
+    _, out = run(
+        ip,
+        capsys,
+        """
+        def logs(x):
+            y = jnp.log(x) + 1
+            return y
+        jax.jit(logs)(-2.0)
+        """,
+    )
+    ip.run_line_magic("jax_nans", "off")
+    assert "the primitive `log` made it" in out
+    assert re.search(r"your line  In \[\d+\], line 2, in logs:  y = jnp.log\(x\) \+ 1", out)
+    assert "fix        y = jnp.log(jnp.maximum(x, 1e-12)) + 1" in out
+    assert out.rstrip().endswith("FloatingPointError: invalid value (nan) encountered in log")
+
+
+def test_unload_restores_the_nan_setting_found_at_load(ip, nans_off):
+    ip.run_line_magic("jax_nans", "on")
+    ip.run_line_magic("unload_ext", "jaxlab")
+    try:
+        assert jax.config.jax_debug_nans is False
+    finally:
+        ip.run_line_magic("load_ext", "jaxlab")
