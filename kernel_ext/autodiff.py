@@ -293,7 +293,8 @@ def report_for_call(
     extra: dict[str, Any] = {}
     if check:
         extra["check"] = _check(sel, result, has_aux, directions, seed, tolerance)
-    if result.kind == GRADIENT and not all(s.finite for s in report.leaves()):
+    summaries = [*report.value_summary(), *report.leaves()]
+    if result.kind == GRADIENT and not all(s.finite for s in summaries):
         extra["nonfinite"] = _locate(sel, has_aux)
     if graph:
         graph_obj, note = _gradient_graph(sel, has_aux, result.kind)
@@ -325,8 +326,9 @@ def _first_pass(sel: Selection, has_aux: bool) -> _First:
             )
         return out
 
+    vjp_any: Any = jax.vjp  # one call for both arities (its overloads split on has_aux)
     try:
-        res = _traced(lambda: jax.vjp(fun, *sel.diff, has_aux=has_aux))
+        res = _traced(lambda: vjp_any(fun, *sel.diff, has_aux=has_aux))
     except ValueError as e:
         if _WHILE_REVERSE not in str(e):
             raise

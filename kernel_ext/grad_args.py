@@ -36,24 +36,26 @@ def is_float_leaf(x: Any) -> bool:
         return False
     if isinstance(x, float | complex):
         return True
-    dtype = getattr(x, "dtype", None)
-    if dtype is None or not hasattr(x, "shape"):
+    if not _array_like(x):
         return False
+    dtype = x.dtype
     try:
         return bool(jnp.issubdtype(dtype, jnp.inexact))
     except TypeError:  # a PRNG key's extended dtype
         return False
 
 
+def _array_like(x: Any) -> bool:
+    """An array (or tracer): a tuple shape and a dtype (not a module such as jnp)."""
+    return isinstance(getattr(x, "shape", None), tuple) and hasattr(x, "dtype")
+
+
 def describe_leaf(x: Any) -> str:
     """``int``, ``bool``, ``int32[3]``...: what a leaf is, for messages."""
-    if isinstance(x, bool | int | float | complex):
+    if isinstance(x, bool | int | float | complex) or not _array_like(x):
         return type(x).__name__
-    dtype = getattr(x, "dtype", None)
-    shape = getattr(x, "shape", None)
-    if dtype is not None and shape is not None:
-        return f"{np.dtype(dtype).name if _plain(dtype) else dtype}[{','.join(map(str, shape))}]"
-    return type(x).__name__
+    dtype = x.dtype
+    return f"{np.dtype(dtype).name if _plain(dtype) else dtype}[{','.join(map(str, x.shape))}]"
 
 
 def _plain(dtype: Any) -> bool:
@@ -242,7 +244,7 @@ def _choose(name: str, where: int | str, args: Sequence[Any], kwargs: dict[str, 
 def _no_float_message(name: str, value: Any, leaves: list[Any]) -> str:
     if len(leaves) == 1 and leaves[0] is value:
         kind = describe_leaf(value)
-        numeric = isinstance(value, bool | int) or hasattr(value, "dtype")
+        numeric = isinstance(value, bool | int) or _array_like(value)
         if not numeric:
             return (
                 f"`{name}` is a {kind}, not an array: only floating-point arrays, floats "

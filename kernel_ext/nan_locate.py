@@ -139,8 +139,11 @@ def locate_nonfinite(closed: Any, flat_args: Sequence[Any]) -> NonFinite | None:
     """
     adj = adjoints(closed, flat_args)
     ev = adj.evaluation
-    # Forward: the first equation with finite inputs and a non-finite result.
-    for step in ev.steps:
+    # Forward, when the output itself is non-finite: the first equation with finite
+    # inputs and a non-finite result. (A masked -inf, log(0) behind a jnp.where, is not
+    # the story when the output is finite: its gradient is.)
+    output_finite = all(_finite(ev.values[s]) for s in ev.outputs)
+    for step in [] if output_finite else ev.steps:
         ins = _inputs(adj, step)
         outs = [ev.values[s] for s in step.outputs]
         if all(_finite(v) for v in ins) and not all(_finite(v) for v in outs):

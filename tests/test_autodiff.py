@@ -1,0 +1,355 @@
+"""grad_report, its finite-difference check, NaN localisation and the split view,
+against analytic derivatives and against JAX itself."""
+
+import itertools
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxlab
+from jaxlab import autodiff
+from jaxlab.autodiff import GradError, grad_report
+from jaxlab.grad_split import grad_split
+
+G = 9.81
+
+
+def projectile_range(v, theta, g=G):
+    return v**2 * jnp.sin(2 * theta) / g
+
+
+def pendulum_energy(state, m=1.5, length=0.8, g=G):
+    theta, omega = state["theta"], state["omega"]
+    return 0.5 * m * length**2 * omega**2 + m * g * length * (1 - jnp.cos(theta))
+
+
+def mlp_init(sizes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        {"w": jnp.asarray(rng.normal(size=(a, b)) / math.sqrt(a), jnp.float32), "b": jnp.zeros(b)}
+        for a, b in itertools.pairwise(sizes)
+    ]
+
+
+def mlp_loss(params, x, y):
+    h = x
+    for layer in params[:-1]:
+        h = jnp.tanh(h @ layer["w"] + layer["b"])
+    out = h @ params[-1]["w"] + params[-1]["b"]
+    return jnp.mean((out - y) ** 2)
+
+
+# --------------------------------------------------------------------------- analytic
+
+
+def test_projectile_range_matches_analytic_and_passes_check():
+    v, theta = 12.0, 0.4
+    r = grad_report(projectile_range, v, theta, wrt="v,theta", check=True)
+    assert r.names == ("v", "theta")
+    assert r.kind == "gradient" and r.mode == "reverse"
+    assert float(r.value) == pytest.approx(v**2 * math.sin(2 * theta) / G, rel=1e-6)
+    dv, dtheta = r.grad
+    assert float(dv) == pytest.approx(2 * v * math.sin(2 * theta) / G, rel=1e-5)
+    assert float(dtheta) == pytest.approx(2 * v**2 * math.cos(2 * theta) / G, rel=1e-5)
+    assert r.check is not None and r.check.passed
+    assert set(r.check.errors) == {"v", "theta"}
+    assert r.check.tolerance == pytest.approx(1e-3)
+    assert r.check.max_error < 1e-5
+    assert not jax.config.read("jax_enable_x64")  # restored after the float64 check
+
+
+def test_pendulum_energy_pytree_argument():
+    state = {"theta": jnp.float32(0.7), "omega": jnp.float32(-1.3)}
+    r = grad_report(pendulum_energy, state, check=True)
+    m, length = 1.5, 0.8
+    assert set(r.grad) == {"theta", "omega"}
+    assert float(r.grad["theta"]) == pytest.approx(m * G * length * math.sin(0.7), rel=1e-5)
+    assert float(r.grad["omega"]) == pytest.approx(m * length**2 * -1.3, rel=1e-5)
+    assert r.check.passed
+    paths = [leaf.path for leaf in r.leaves()]
+    assert paths == ["state['omega']", "state['theta']"]
+
+
+def test_mlp_loss_equals_jax_grad_and_passes_check():
+    params = mlp_init([4, 8, 8, 2])
+    x = jnp.asarray(np.random.default_rng(1).normal(size=(5, 4)), jnp.float32)
+    y = jnp.ones((5, 2))
+    r = grad_report(mlp_loss, params, x, y, check=True, directions=3)
+    expected = jax.grad(mlp_loss)(params, x, y)
+    for got, want in zip(jax.tree.leaves(r.grad), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert r.check.passed and r.check.directions == 3
+    assert len(r.check.args[0].directional_fd) == 3
+
+
+def test_argnums_tuple_gives_tuple_and_keyword_by_name():
+    def f(x, w, scale=1.0):
+        return scale * jnp.sum(jnp.sin(x) * w)
+
+    x, w = jnp.arange(3.0), jnp.ones(3)
+    r = grad_report(f, x, w, argnums=(0, 1))
+    assert isinstance(r.grad, tuple) and len(r.grad) == 2
+    np.testing.assert_allclose(r.grad[0], jnp.cos(x) * w, rtol=1e-6)
+    r2 = grad_report(f, x, w, scale=2.0, wrt="scale")
+    assert float(r2.grad) == pytest.approx(float(jnp.sum(jnp.sin(x))), rel=1e-6)
+    r3 = grad_report(f, x, w, argnums="1")
+    np.testing.assert_allclose(r3.grad, jnp.sin(x), rtol=1e-6)
+
+
+def test_equinox_module_argument_filters_static_leaves():
+    eqx = pytest.importorskip("equinox")
+    model = eqx.nn.MLP(3, 1, width_size=4, depth=2, key=jax.random.key(0))
+    x = jnp.ones(3)
+
+    def loss(model, x):
+        return jnp.sum(model(x) ** 2)
+
+    r = grad_report(loss, model, x, check=True)
+    expected = eqx.filter_grad(loss)(model, x)
+    got_leaves = jax.tree.leaves(eqx.filter(r.grad, eqx.is_array))
+    want_leaves = jax.tree.leaves(eqx.filter(expected, eqx.is_array))
+    assert len(got_leaves) == len(want_leaves) > 0
+    for got, want in zip(got_leaves, want_leaves, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert r.grad.activation is None  # a static leaf (a function) has no gradient
+    assert r.check.passed
+
+
+def test_python_float_argument():
+    r = grad_report(lambda x: x**3, 2.0)
+    assert float(r.grad) == pytest.approx(12.0)
+
+
+# --------------------------------------------------------------------------- non-scalar
+
+
+def test_jacobian_chooses_rev_when_outputs_are_fewer():
+    def f(x):
+        return jnp.stack([jnp.sum(x**2), jnp.prod(x)])
+
+    x = jnp.array([1.0, 2.0, 3.0])
+    r = grad_report(f, x, check=True)
+    assert r.kind == "jacobian" and r.mode == "reverse"
+    assert "jacrev" in r.why and "2 output" in r.why
+    np.testing.assert_allclose(r.grad, jax.jacrev(f)(x), rtol=1e-6)
+    assert r.check.passed
+
+
+def test_jacobian_chooses_fwd_when_inputs_are_fewer_and_mode_forces():
+    def f(x):
+        return jnp.outer(x, jnp.arange(1.0, 4.0)).reshape(-1)
+
+    x = jnp.array([0.5, -1.0])
+    r = grad_report(f, x)
+    assert r.mode == "forward" and "jacfwd" in r.why
+    np.testing.assert_allclose(r.grad, jax.jacfwd(f)(x))
+    forced = grad_report(f, x, mode="rev")
+    assert forced.mode == "reverse" and "--mode rev" in forced.why
+    np.testing.assert_allclose(forced.grad, r.grad)
+
+
+def test_hessian_and_hvp_match_jax():
+    def f(x):
+        return jnp.sum(jnp.sin(x) * x[0]) + jnp.sum(x**3)
+
+    x = jnp.array([0.3, -0.2, 1.1])
+    v = jnp.array([1.0, 2.0, -1.0])
+    h = grad_report(f, x, hessian=True, check=True)
+    np.testing.assert_allclose(h.grad, jax.hessian(f)(x), rtol=1e-5)
+    assert h.kind == "hessian" and h.check.passed
+    hv = grad_report(f, x, hvp=v, check=True)
+    np.testing.assert_allclose(hv.grad, jax.hessian(f)(x) @ v, rtol=1e-5)
+    assert hv.kind == "hvp" and hv.check.passed
+
+
+def test_while_loop_falls_back_to_forward_mode():
+    def f(x):
+        def body(c):
+            return c[0] * 1.5, c[1] + 1
+
+        out, _ = jax.lax.while_loop(lambda c: c[1] < 3 + (jnp.sum(c[0]) > 1e9), body, (x, 0))
+        return jnp.sum(out**2)
+
+    x = jnp.array([1.0, 2.0])
+    with pytest.raises(ValueError, match="Reverse-mode"):
+        jax.grad(f)(x)
+    r = grad_report(f, x, check=True)
+    np.testing.assert_allclose(r.grad, 2 * 1.5**6 * x, rtol=1e-5)
+    assert r.mode == "forward"
+    assert any("forward mode" in n for n in r.notes)
+    assert r.check.passed
+
+
+def test_while_loop_too_large_for_forward_explains(monkeypatch):
+    monkeypatch.setattr(autodiff, "FORWARD_LIMIT", 1)
+
+    def f(x):
+        out, _ = jax.lax.while_loop(
+            lambda c: c[1] < 2 + (c[0][0] > 1e9), lambda c: (c[0] * 2, c[1] + 1), (x, 0)
+        )
+        return jnp.sum(out)
+
+    with pytest.raises(GradError, match=r"while_loop.*lax.scan"):
+        grad_report(f, jnp.ones(3))
+
+
+# --------------------------------------------------------------------------- NaN
+
+
+def test_nan_from_sqrt_at_zero_names_the_equation_and_line():
+    def norm(x):
+        return jnp.sqrt(jnp.sum(x**2))  # the culprit line
+
+    r = grad_report(norm, jnp.zeros(3))
+    assert not all(leaf.finite for leaf in r.leaves())
+    nf = r.nonfinite
+    assert nf is not None and nf.where == "gradient" and nf.primitive == "sqrt"
+    assert nf.source is not None and "test_autodiff.py" in nf.source and "norm" in nf.source
+    assert "sqrt(x + eps)" in nf.fix or "sqrt(jnp.sum(x**2) + eps)" in nf.fix
+    assert not nf.masked
+
+
+def test_nan_behind_where_suggests_double_where():
+    def f(x):
+        return jnp.sum(jnp.where(x > 0, jnp.log(x), 0.0))
+
+    r = grad_report(f, jnp.array([0.0, 2.0]))
+    assert math.isnan(float(r.grad[0]))
+    nf = r.nonfinite
+    assert nf.primitive == "log" and nf.masked
+    assert "double-where" in nf.fix
+    assert "adjoint 0" in nf.detail
+
+
+def test_nan_in_value_is_found_in_the_forward_pass():
+    r = grad_report(lambda x: jnp.sum(jnp.log(x) * 0.0 + x), jnp.array([-1.0, 1.0]))
+    assert r.nonfinite.where == "value" and r.nonfinite.primitive == "log"
+
+
+def test_finite_gradient_has_no_nonfinite_report():
+    assert grad_report(lambda x: jnp.sum(x**2), jnp.ones(2)).nonfinite is None
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("arg", "needle"),
+    [(2, "`2.0`"), (True, "a float"), (jnp.arange(3), "astype(jnp.float32)")],
+)
+def test_integer_and_boolean_arguments_are_refused_with_a_fix(arg, needle):
+    with pytest.raises(GradError, match="only floating-point") as e:
+        grad_report(lambda x: x * 2.0, arg)
+    assert needle in str(e.value)
+
+
+def test_integer_output_is_refused():
+    with pytest.raises(GradError, match=r"no derivative.*argmax"):
+        grad_report(lambda x: jnp.argmax(x), jnp.ones(3))
+
+
+def test_leaked_tracer_is_explained():
+    saved = []
+
+    def leaky(x):
+        saved.append(x)
+        return jnp.sum(x**2)
+
+    with pytest.raises(GradError, match="leaks a tracer"):
+        grad_report(leaky, jnp.ones(3))
+
+
+def test_wrt_unknown_name_and_missing_argument():
+    with pytest.raises(GradError, match=r"no argument `z`.*v, theta"):
+        grad_report(projectile_range, 1.0, 0.2, wrt="z")
+    with pytest.raises(GradError, match="does not pass it"):
+        grad_report(projectile_range, 1.0, 0.2, wrt="g")
+    with pytest.raises(GradError, match="out of range"):
+        grad_report(projectile_range, 1.0, 0.2, argnums=3)
+
+
+def test_non_scalar_refused_without_jacobian_and_for_hessian():
+    with pytest.raises(GradError, match="not a scalar"):
+        grad_report(jnp.sin, jnp.ones(3), jacobian=False)
+    with pytest.raises(GradError, match="Hessian needs a scalar"):
+        grad_report(jnp.sin, jnp.ones(3), hessian=True)
+
+
+def test_has_aux_needs_a_pair():
+    r = grad_report(lambda x: (jnp.sum(x), {"n": 3}), jnp.ones(2), has_aux=True)
+    assert r.aux == {"n": 3}
+    np.testing.assert_allclose(r.grad, jnp.ones(2))
+    with pytest.raises(GradError, match="pair"):
+        grad_report(lambda x: jnp.sum(x), jnp.ones(2), has_aux=True)
+
+
+def test_hessian_of_custom_vjp_explains():
+    @jax.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (g * jnp.cos(x),))
+    with pytest.raises(GradError, match="custom_vjp"):
+        grad_report(lambda x: jnp.sum(f(x)), jnp.ones(2), hessian=True)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def test_report_is_json_and_escapes_html():
+    def f(x):
+        return jnp.sum(x**2)
+
+    f.__name__ = "<b>evil</b>"
+    r = grad_report(f, jnp.ones(2), check=True)
+    data = json.loads(json.dumps(r.to_dict()))
+    assert data["grad"][0]["shape"] == [2] and data["check"]["passed"]
+    bundle = r._repr_mimebundle_()
+    assert "<b>evil</b>" not in bundle["text/html"]
+    assert "&lt;b&gt;evil" in bundle["text/html"]
+    assert "passed" in bundle["text/plain"]
+
+
+def test_public_api_exports():
+    assert jaxlab.grad_report is grad_report
+    assert jaxlab.grad_split is grad_split
+
+
+# --------------------------------------------------------------------------- split
+
+
+def test_split_is_consistent_transposed_jvp_is_the_gradient():
+    def f(x, w):
+        return jnp.sum(jnp.tanh(x * w) ** 2)
+
+    x, w = jnp.array([0.1, -0.4, 0.9]), jnp.array([1.0, 2.0, 0.5])
+    s = grad_split(f, x, w, argnums=(0, 1))
+    gx, gw = jax.grad(f, argnums=(0, 1))(x, w)
+    tx, tw = s.apply_transposed()
+    np.testing.assert_allclose(tx, gx, rtol=1e-6)
+    np.testing.assert_allclose(tw, gw, rtol=1e-6)
+    # The linearized program is the JVP.
+    dx, dw = jnp.array([1.0, 0.0, -1.0]), jnp.array([0.5, 0.5, 0.5])
+    (lin,) = s.apply_linear([dx, dw])
+    _, jvp = jax.jvp(f, (x, w), (dx, dw))
+    np.testing.assert_allclose(lin, jvp, rtol=1e-6)
+    assert s.n_residuals == len(s.linear.consts) > 0
+    assert [e.primitive.name for e in s.primal.eqns].count("tanh") == 1
+    assert "tanh" not in [e.primitive.name for e in s.transposed.eqns]  # linear: no tanh
+
+
+def test_split_graphs_and_html():
+    s = grad_split(lambda x: jnp.sum(jnp.sin(x) * x), jnp.ones(2))
+    graphs = s.graphs()
+    assert [g.title.split(":")[0] for g in graphs] == [
+        "primal",
+        "linearized (JVP)",
+        "transposed (VJP)",
+    ]
+    assert graphs[0].primitives()["sin"] == 1
+    html = s._repr_mimebundle_()["text/html"]
+    assert html.count("flex:1") == 3

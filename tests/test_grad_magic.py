@@ -1,0 +1,179 @@
+"""%grad and %%grad in a real IPython shell: results, displays, and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+from jaxlab import GradReport, GradSplit
+from jaxlab.magics.grad import split_options
+
+SETUP = """
+import jax, jax.numpy as jnp
+def R(v, theta, g=9.81):
+    return v ** 2 * jnp.sin(2 * theta) / g
+def loss(w, x):
+    return jnp.sum(jnp.tanh(x @ w) ** 2)
+w = jnp.full((3, 2), 0.3)
+x = jnp.ones((4, 3))
+n = 3
+"""
+
+
+@pytest.fixture
+def shell(ip):
+    ip.run_cell(SETUP)
+    return ip
+
+
+def _names(ip):
+    return {k for k in ip.user_ns if not k.startswith("_i") and k not in ("_", "__", "___")}
+
+
+def test_split_options():
+    assert split_options("--wrt x,y -o f(x, -1)") == ("--wrt x,y -o", "f(x, -1)")
+    assert split_options("--hvp v --check f(x)") == ("--hvp v --check", "f(x)")
+    assert split_options("f(x)") == ("", "f(x)")
+
+
+def test_line_magic_returns_report(shell):
+    r = shell.run_line_magic("grad", "-o --wrt v,theta --check R(10.0, 0.3)")
+    assert isinstance(r, GradReport)
+    assert float(r.grad[0]) == pytest.approx(2 * 10.0 * np.sin(0.6) / 9.81, rel=1e-5)
+    assert r.check.passed
+
+
+def test_line_magic_displays_html_table(shell):
+    with capture_output() as captured:
+        out = shell.run_line_magic("grad", "loss(w, x)")
+    assert out is None
+    (shown,) = captured.outputs
+    assert "text/html" in shown.data and "<table>" in shown.data["text/html"]
+    expected = jax.grad(lambda w: jnp.sum(jnp.tanh(jnp.ones((4, 3)) @ w) ** 2))(
+        jnp.full((3, 2), 0.3)
+    )
+    assert f"{float(jnp.linalg.norm(expected)):.4g}" in shown.data["text/plain"]
+
+
+def test_argnums_hessian_hvp_and_jacobian(shell):
+    r = shell.run_line_magic("grad", "-o --argnums 1 loss(w, x)")
+    assert r.names == ("x",)
+    h = shell.run_line_magic("grad", "-o --hessian R(10.0, 0.3)")
+    assert float(h.grad) == pytest.approx(2 * np.sin(0.6) / 9.81, rel=1e-5)
+    hv = shell.run_line_magic(
+        "grad", "-o --hvp jnp.ones(3) (lambda z: jnp.sum(z ** 3))(jnp.arange(3.0))"
+    )
+    np.testing.assert_allclose(hv.grad, 6 * np.arange(3.0))
+    j = shell.run_line_magic("grad", "-o jnp.sin(jnp.arange(3.0))")
+    assert j.kind == "jacobian"
+    np.testing.assert_allclose(j.grad, np.diag(np.cos(np.arange(3.0))), rtol=1e-6)
+
+
+def test_split_view(shell):
+    s = shell.run_line_magic("grad", "-o --split R(10.0, 0.3)")
+    assert isinstance(s, GradSplit)
+    (g,) = s.apply_transposed()
+    assert float(g) == pytest.approx(2 * 10.0 * np.sin(0.6) / 9.81, rel=1e-5)
+
+
+def test_graph_option_attaches_annotated_graph(shell):
+    r = shell.run_line_magic("grad", "-o --graph loss(w, x)")
+    assert r.graph is not None and r.graph.grad
+    assert any(n.adjoint is not None for n in r.graph.nodes)
+    assert (
+        "<svg" in r._repr_mimebundle_()["text/html"]
+        or "graph not drawn" in (r._repr_mimebundle_()["text/html"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("--wrt z R(1.0, 0.2)", "no argument `z`"),
+        ("R(1, 0.2)", "the float `1.0`"),
+        ("--argnums 0 --wrt v R(1.0, 0.2)", "not both"),
+        ("--bogus R(1.0, 0.2)", "unrecognized"),
+        ("undefined(x)", "not defined"),
+        ("(lambda a: jnp.argmax(a))(x)", "no derivative"),
+        ("(lambda a: a.reshape(7).sum())(w)", "reshape"),
+        ("--hessian jnp.sin(jnp.ones(2))", "scalar"),
+        ("--jacobian R(1.0, 0.2)", "%%grad"),
+    ],
+)
+def test_bad_line_input_is_a_usage_error_and_changes_nothing(shell, line, needle):
+    before = _names(shell)
+    with pytest.raises(UsageError, match="%grad") as e:
+        shell.run_line_magic("grad", line)
+    assert needle in str(e.value)
+    assert _names(shell) == before
+
+
+def test_help_lists_options(shell):
+    doc = shell.find_line_magic("grad").__doc__
+    for option in ("--wrt", "--argnums", "--check", "--hessian", "--hvp", "--split", "--graph"):
+        assert option in doc
+
+
+# --------------------------------------------------------------------------- %%grad
+
+
+def test_cell_magic_stores_exactly_the_promised_names(shell):
+    before = _names(shell)
+    r = shell.run_cell_magic(
+        "grad", "-o --wrt w", "h = jnp.tanh(x @ w)\nscale = 2.0\n(h ** 2).sum() * scale"
+    )
+    added = _names(shell) - before
+    assert added == {"h", "scale", "grad_w", "_grad"}
+    assert shell.user_ns["_grad"] is r
+    np.testing.assert_allclose(
+        shell.user_ns["h"], jnp.tanh(jnp.ones((4, 3)) @ jnp.full((3, 2), 0.3))
+    )
+    expected = jax.grad(lambda w: 2.0 * jnp.sum(jnp.tanh(jnp.ones((4, 3)) @ w) ** 2))(
+        jnp.full((3, 2), 0.3)
+    )
+    np.testing.assert_allclose(shell.user_ns["grad_w"], expected, rtol=1e-6)
+
+
+def test_cell_magic_defaults_to_every_float_array_read(shell):
+    shell.run_cell("b = jnp.zeros(2)\nparams = {'w': jnp.ones(2), 'b': jnp.zeros(2)}")
+    r = shell.run_cell_magic("grad", "-o", "y = x @ w + b * n\n(y ** 2).sum() + params['w'].sum()")
+    assert r.names == ("x", "w", "b", "params")  # not n (an int), not jnp (a module)
+    assert {"grad_x", "grad_w", "grad_b", "grad_params", "y"} <= set(shell.user_ns)
+    np.testing.assert_allclose(shell.user_ns["grad_params"]["w"], jnp.ones(2))
+
+
+def test_cell_magic_jacobian_and_check(shell):
+    r = shell.run_cell_magic("grad", "-o --wrt w --jacobian --check", "jnp.sin(w).sum(axis=0)")
+    assert r.kind == "jacobian" and r.grad.shape == (2, 3, 2)
+    assert r.check.passed
+
+
+def test_cell_magic_displays_without_o(shell):
+    with capture_output() as captured:
+        shell.run_cell_magic("grad", "--wrt w", "loss(w, x)")
+    assert "∇ the cell w.r.t. w" in captured.outputs[0].data["text/plain"]
+
+
+@pytest.mark.parametrize(
+    ("options", "cell", "needle"),
+    [
+        ("", "y = loss(w, x)", "no final expression"),
+        ("--wrt w", "jnp.tanh(x @ w)", "not a scalar"),
+        ("--wrt nowhere", "y = 1\nloss(w, x)", "not defined"),
+        ("--wrt jnp", "y = 1\njnp.sum(w)", "not an array"),
+        ("--wrt n", "y = 1\njnp.sum(w) * n", "only floating-point"),
+        ("--wrt w", "w = x[0]\njnp.sum(w)", "assigns `w` before reading"),
+        ("--wrt x", "y = 1\njnp.sum(w)", "does not read `x`"),
+        ("--hessian", "y = 1\njnp.sum(w)", "--hessian"),
+        ("", "y = 1\nundefined_thing(w)", "NameError"),
+    ],
+)
+def test_bad_cell_input_changes_nothing(shell, options, cell, needle):
+    before = _names(shell)
+    with pytest.raises(UsageError, match=r"%%?grad") as e:
+        shell.run_cell_magic("grad", options, cell)
+    assert needle in str(e.value)
+    assert _names(shell) == before
+    assert "y" not in shell.user_ns
