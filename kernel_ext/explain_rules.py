@@ -239,9 +239,12 @@ def build_nan(exc: BaseException, site: ErrorSite) -> Finding | None:
     fix = rw.rewrite_nan_guard(stmt, primitive, jnp_alias) if stmt is not None else None
     if fix:
         return Finding(what, fix, NANS_PAGE, rewritten=True)
+    if primitive == "div":
+        return Finding(what, f"y = a / {jnp_alias}.where(b == 0, 1.0, b)", NANS_PAGE)
+    function = primitive if primitive in ("sqrt", "log") else "log"
     double_where = (
         f"safe = {jnp_alias}.where(x > 0, x, 1.0)  # the 'double where': no NaN in the gradient\n"
-        f"y = {jnp_alias}.where(x > 0, {jnp_alias}.log(safe), 0.0)"
+        f"y = {jnp_alias}.where(x > 0, {jnp_alias}.{function}(safe), 0.0)"
     )
     return Finding(what, double_where, NANS_PAGE)
 

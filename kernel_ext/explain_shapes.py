@@ -38,19 +38,28 @@ def _ints(text: str) -> Shape:
     return tuple(int(n) for n in re.findall(r"\d+", text))
 
 
+def _value_of(node: ast.expr, site: ErrorSite) -> Any:
+    """The value of ``x``, ``self.w``, ``w.T`` or ``batch["x"]`` at the site; nothing is
+    called except attribute access and indexing a dict, list or tuple by a constant."""
+    if isinstance(node, ast.Name):
+        return site.lookup(node.id)
+    if isinstance(node, ast.Attribute):
+        return getattr(_value_of(node.value, site), node.attr)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        container, key = _value_of(node.value, site), node.slice.value
+        if isinstance(container, dict):
+            return container[key]
+        if isinstance(container, list | tuple) and isinstance(key, int):
+            return container[key]
+    raise LookupError(ast.unparse(node))
+
+
 def _shape_of(node: ast.expr, site: ErrorSite) -> Shape | None:
-    """The shape of a plain name or attribute chain (``x``, ``self.w``, ``w.T``) at the site."""
+    """The shape of an operand at the site, or None when it cannot be read safely."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         return ()
-    path = rw.dotted(node)
-    if path is None:
-        return None
-    first, *attrs = path.split(".")
     try:
-        value: Any = site.lookup(first)
-        for attr in attrs:
-            value = getattr(value, attr)
-        shape = value.shape
+        shape = _value_of(node, site).shape
     except Exception:  # a user object's property may raise anything: no shape then
         return None
     return tuple(int(n) for n in shape) if isinstance(shape, tuple) else None

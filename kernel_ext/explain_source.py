@@ -19,6 +19,7 @@ jaxlab, IPython, the standard library and ``site-packages``. Its text comes from
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 import os
 import re
@@ -38,9 +39,18 @@ _LIBRARY_PARTS = ("site-packages", "dist-packages")
 _MAX_SOURCE_LINES = 20_000  # a bigger file is not parsed: the line alone is used
 
 
+_LIBRARIES = ("jax", "jaxlib", "IPython", "ipykernel")
+
+
 def _library_roots() -> tuple[str, ...]:
+    return _roots(tuple(name in sys.modules for name in _LIBRARIES))
+
+
+@functools.lru_cache(maxsize=4)
+def _roots(present: tuple[bool, ...]) -> tuple[str, ...]:
+    """Folders of libraries loaded now (``present`` keys the cache: IPython may load later)."""
     roots = [str(Path(__file__).resolve().parent)]  # jaxlab itself (an editable install too)
-    for module in ("jax", "jaxlib", "IPython", "ipykernel"):
+    for module in _LIBRARIES:
         loaded = sys.modules.get(module)
         path = getattr(loaded, "__file__", None)
         if path:

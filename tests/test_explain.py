@@ -359,6 +359,16 @@ def test_dot_mismatch_keeps_the_call(ip):
     assert found.fix.startswith("y = jnp.dot(xs, w.T)")
 
 
+def test_operands_read_from_dict_entries(ip):
+    found = explained(
+        ip,
+        'batch = {"x": jnp.ones((8, 3))}\nw = jnp.ones((2, 3))\ny = batch["x"] @ w\n',
+        "shape-mismatch",
+    )
+    assert "`batch['x']` has shape (8, 3)" in found.what
+    assert found.fix.startswith("y = batch['x'] @ w.T")
+
+
 def test_broadcast_mismatch_adds_the_missing_axis(ip):
     found = explained(ip, "u = jnp.ones((8, 3))\nv = jnp.ones((8,))\nz = u - v\n", "shape-mismatch")
     assert "(8, 3)" in found.what and "(8,)" in found.what

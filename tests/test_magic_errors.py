@@ -211,3 +211,32 @@ def test_unload_restores_the_nan_setting_found_at_load(ip, nans_off):
         assert jax.config.jax_debug_nans is False
     finally:
         ip.run_line_magic("load_ext", "jaxlab")
+
+
+# --------------------------------------------------------------------------- a real kernel
+@pytest.mark.notebooks
+def test_in_a_kernel_the_error_keeps_its_name_and_value(tmp_path, monkeypatch):
+    """ipykernel sends the real ename/evalue; the explanation rides in the traceback."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    spec = tmp_path / "kernels" / "jaxlab-errors"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec.joinpath("kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext jaxlab\nimport jax.numpy as jnp"),
+        nbformat.v4.new_code_cell("x = jnp.zeros(3)\nx[0] = 1.0"),
+    ]
+    NotebookClient(nb, timeout=120, kernel_name="jaxlab-errors", allow_errors=True).execute()
+    (error,) = [o for o in nb.cells[1].outputs if o.output_type == "error"]
+    assert error.ename == "TypeError"
+    assert error.evalue.startswith("JAX arrays are immutable")
+    text = ANSI.sub("", "\n".join(error.traceback))
+    assert re.search(r"your line  In \[2\], line 2:  x\[0\] = 1\.0", text)
+    assert "fix        x = x.at[0].set(1.0)" in text
