@@ -189,7 +189,9 @@ def error_site(exc: BaseException) -> ErrorSite:
 
 def parse_file(filename: str, module_globals: Mapping[str, Any] | None = None) -> ast.Module | None:
     """The whole cell or file as a syntax tree, or None when it is missing or does not parse."""
-    lines = linecache.getlines(filename, dict(module_globals) if module_globals else None)
+    # linecache reads only the loader entries of the globals (for files inside zips)
+    loader_globals = module_globals if isinstance(module_globals, dict) else None
+    lines = linecache.getlines(filename, loader_globals)
     if not lines or len(lines) > _MAX_SOURCE_LINES:
         return None
     try:
