@@ -99,7 +99,6 @@ class _Variant:
     jitted: Callable[..., Any]
     static: tuple[str, ...]
     dynamic: tuple[str, ...]
-    keys: OrderedDict[tuple[Any, ...], None] = field(default_factory=OrderedDict)
     last_key: tuple[Any, ...] | None = None
 
 
@@ -111,6 +110,8 @@ class _Cell:
     outputs: tuple[str, ...]
     container_methods: tuple[tuple[str, str, int], ...]  # (name, method, line) to check
     variants: dict[tuple[bool, ...], _Variant] = field(default_factory=dict)
+    # Signatures that ran, and the variant each ran with: a hit here compiles nothing.
+    seen: OrderedDict[tuple[Any, ...], _Variant] = field(default_factory=OrderedDict)
 
 
 def _line(node: ast.AST) -> int:
@@ -197,6 +198,7 @@ def _check(program: CellProgram) -> tuple[tuple[str, ...], tuple[tuple[str, str,
 _ARRAY_TYPES: tuple[type, ...] = (np.ndarray, np.generic)
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 _STATIC_TYPES = (*_SCALARS, types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)
+_STATIC_FAST = frozenset(_STATIC_TYPES)  # exact types the hot path takes as static
 
 
 def _array_types() -> tuple[type, ...]:
@@ -223,24 +225,28 @@ class CellJit:
     """The ``%%jit`` cache: analysed and compiled cells by source, bounded."""
 
     def __init__(self, log: CompileLog | None = None) -> None:
-        self._cells: OrderedDict[tuple[str, frozenset[str]], _Cell] = OrderedDict()
+        self._cells: OrderedDict[tuple[str, tuple[str, ...]], _Cell] = OrderedDict()
         self._log = log if log is not None else compile_log()
         self._arrays = _array_types()
         self._fast: set[type] = set()  # concrete jax.Array types seen (the hot path's test)
 
     def __len__(self) -> int:
-        return len(self._cells)
+        return len({id(c) for c in self._cells.values()})
 
     def clear(self) -> None:
         self._cells.clear()
 
     def prepare(self, source: str, static: tuple[str, ...] = ()) -> _Cell:
         """Analyse and check ``source`` once; raises :class:`ProgramError` on bad cells."""
-        source = source.rstrip()  # the same cell typed with or without a final newline
-        key = (source, frozenset(static))
-        cell = self._cells.get(key)
+        cell = self._cells.get((source, static))
         if cell is not None:
-            self._cells.move_to_end(key)
+            return cell
+        typed = (source, static)
+        source = source.rstrip()  # the same cell typed with or without a final newline
+        static = tuple(sorted(set(static)))
+        cell = self._cells.get((source, static))
+        if cell is not None:
+            self._remember(typed, cell)
             return cell
         program = analyse_cell(source)
         unknown = [n for n in static if n not in program.inputs]
@@ -253,10 +259,14 @@ class CellJit:
         digest = hashlib.sha1(source.encode()).hexdigest()[:4]
         name = f"cell_{'_'.join(outputs[:2]) or 'value'}_{digest}"
         cell = _Cell(program, name, frozenset(static), outputs, methods)
-        self._cells[key] = cell
-        if len(self._cells) > MAX_CELLS:
-            self._cells.popitem(last=False)
+        self._remember((source, static), cell)
+        self._remember(typed, cell)
         return cell
+
+    def _remember(self, key: tuple[str, tuple[str, ...]], cell: _Cell) -> None:
+        self._cells[key] = cell
+        while len(self._cells) > 2 * MAX_CELLS:  # each cell may sit under two keys
+            self._cells.popitem(last=False)
 
     def run(
         self,
@@ -288,33 +298,32 @@ class CellJit:
                 "first (or assign it in this cell before reading it)"
             ) from None
         fast = self._fast
-        pattern: list[bool] = []
+        forced = cell.forced_static
         key: list[Any] = []
         for name, value in zip(inputs, values, strict=True):
-            if type(value) in fast and name not in cell.forced_static:
-                pattern.append(False)
+            kind = type(value)
+            if kind in fast and name not in forced:
                 key.append((value.shape, value.dtype, value.weak_type))
+            elif kind in _STATIC_FAST:
+                key.append(("static", kind, value))
             else:
-                is_static, part = self._classify(cell, name, value)
-                pattern.append(is_static)
-                key.append(part)
+                key.append(self._classify(cell, name, value))
         signature_key = tuple(key)
-        variant = cell.variants.get(tuple(pattern))
-        if variant is None:
-            variant = self._compile(cell, tuple(pattern))
-        if record or signature_key not in variant.keys:
-            return self._call_slow(cell, variant, values, signature_key, namespace)
+        variant = cell.seen.get(signature_key)
+        if variant is None or record:
+            return self._call_slow(cell, values, signature_key, namespace)
         count = self._log.count
         outs, value = self._invoke(variant, values)
         namespace.update(outs)
-        if self._log.count != count:  # JAX compiled although the signature was seen
+        if self._log.count != count:  # JAX compiled although the signature ran before
             why = self._logged_reason()
             return value, self._run_record(cell, variant, signature_key, value, 0.0, why, outs)
         return value, None
 
     # ------------------------------------------------------------------ slow paths
-    def _classify(self, cell: _Cell, name: str, value: Any) -> tuple[bool, Any]:
-        """(static?, key part) for one input value that is not a plain jax.Array."""
+    def _classify(self, cell: _Cell, name: str, value: Any) -> Any:
+        """The signature part of one input value that is not a plain jax.Array: a
+        ``("static", type, value)`` triple for static inputs."""
         import jax
 
         for m_name, method, line in cell.container_methods:
@@ -327,15 +336,15 @@ class CellJit:
         if not forced:
             if isinstance(value, jax.Array) and hasattr(value, "weak_type"):
                 self._fast.add(type(value))
-                return False, (value.shape, value.dtype, value.weak_type)
+                return (value.shape, value.dtype, value.weak_type)
             if isinstance(value, self._arrays):
-                return False, (tuple(np.shape(value)), np.asarray(value).dtype, False)
+                return (tuple(np.shape(value)), np.asarray(value).dtype, False)
             if not isinstance(value, _STATIC_TYPES) and not callable(value):
                 leaves, tree = jax.tree_util.tree_flatten(value)
                 if leaves and any(isinstance(v, self._arrays) for v in leaves):
                     bad = [v for v in leaves if not isinstance(v, (*self._arrays, *_SCALARS))]
                     if not bad:
-                        return False, (tree, tuple(short(v) for v in leaves))
+                        return (tree, tuple(short(v) for v in leaves))
         try:
             hash(value)
         except TypeError:
@@ -346,7 +355,7 @@ class CellJit:
                 f"convert it (`{name} = jnp.asarray({name})`) or make it a tuple"
             )
             raise ProgramError(f"input `{name}` is a {type(value).__name__}, {hint}") from None
-        return True, ("static", type(value), value)
+        return ("static", type(value), value)
 
     def _compile(self, cell: _Cell, pattern: tuple[bool, ...]) -> _Variant:
         import jax
@@ -372,7 +381,6 @@ class CellJit:
     def _call_slow(
         self,
         cell: _Cell,
-        variant: _Variant,
         values: list[Any],
         key: tuple[Any, ...],
         namespace: MutableMapping[str, Any],
@@ -383,7 +391,9 @@ class CellJit:
 
         from .compile_capture import explaining
 
-        why = _why(cell, variant, key) if key not in variant.keys else None
+        pattern = tuple(_is_static(part) for part in key)
+        variant = cell.variants.get(pattern) or self._compile(cell, pattern)
+        why = _why(cell, variant, key) if key not in cell.seen else None
         count = self._log.count
         t0 = time.perf_counter()
         if why is not None and why[0] != "first run":
@@ -396,10 +406,10 @@ class CellJit:
         if why is not None:
             jax.block_until_ready((outs, value))  # the time a user waits for a compile
         call_s = time.perf_counter() - t0
-        variant.keys[key] = None
+        cell.seen[key] = variant
         variant.last_key = key
-        if len(variant.keys) > MAX_KEYS:
-            variant.keys.popitem(last=False)
+        if len(cell.seen) > MAX_KEYS:
+            cell.seen.popitem(last=False)
         namespace.update(outs)
         return value, self._run_record(cell, variant, key, value, call_s, why, outs)
 
@@ -431,8 +441,12 @@ class CellJit:
         )
 
 
+def _is_static(part: Any) -> bool:
+    return isinstance(part, tuple) and len(part) == 3 and isinstance(part[0], str)
+
+
 def _describe_part(part: Any) -> str:
-    if isinstance(part, tuple) and len(part) == 3 and part[0] == "static":
+    if _is_static(part):
         return f"{short(part[2])} (static)"
     if isinstance(part, tuple) and len(part) == 3:
         shape, dtype, weak = part
