@@ -97,6 +97,7 @@ class Evaluation:
     inputs: list[int] = field(default_factory=list)  # slots of the flat arguments
     outputs: list[int] = field(default_factory=list)  # slots of the results
     summarised: list[str] = field(default_factory=list)  # node ids bound whole
+    literals: set[int] = field(default_factory=set)  # slots holding a literal constant
 
     def slots_of(self, var: Any) -> list[tuple[str, int]]:
         """Every (block prefix, slot) a Var took (a program called twice has two)."""
@@ -202,7 +203,9 @@ class _Run:
         return slot
 
     def literal_slot(self, lit: Any, prefix: str) -> int:
-        return self.new_slot(lit.val, lit.aval, self.sig(_literal_key(lit)), None)
+        slot = self.new_slot(lit.val, lit.aval, self.sig(_literal_key(lit)), None)
+        self.ev.literals.add(slot)
+        return slot
 
     # ------------------------------------------------------------------ blocks
     def block(self, jaxpr: Any, prefix: str, const_slots: list[int], in_slots: list[int]):
@@ -399,14 +402,18 @@ def adjoints(
     """
     interner = interner or _Interner()
     plan = evaluate(closed, flat_args, policy=DERIVATIVES, interner=interner, compute=False)
-    perturbed = [i for i, aval in enumerate(plan.avals) if _differentiable(aval)]
+    perturbed = [
+        i for i, aval in enumerate(plan.avals) if _differentiable(aval) and i not in plan.literals
+    ]
     index = {slot: k for k, slot in enumerate(perturbed)}
     zeros = [jnp.zeros(plan.avals[s].shape, plan.avals[s].dtype) for s in perturbed]
 
     def run(perturbations: list[Any]) -> tuple[Any, list[Any]]:
         def hook(slot: int, value: Any) -> Any:
             k = index.get(slot)
-            return value if k is None else value + perturbations[k]
+            # lax.add binds the primitive directly: jnp's `+` would dispatch through
+            # a jitted ufunc, several times dearer per slot.
+            return value if k is None else jax.lax.add(value, perturbations[k])
 
         ev = evaluate(closed, flat_args, policy=DERIVATIVES, hook=hook, interner=interner)
         (out,) = [ev.values[s] for s in ev.outputs]
