@@ -11,21 +11,29 @@ from collections.abc import Sequence
 from typing import Any
 
 # --------------------------------------------------------------------------- compile log
-# JAX logs its cache-miss explanations and the argument types of each lowering from
-# private modules' loggers; their names move when JAX reorganises its source.
-_COMPILE_MESSAGE_LOGGERS = ("jax._src.interpreters.partial_eval", "jax._src.interpreters.pxla")
+# JAX logs its cache-miss explanations, the argument types of each lowering and (with
+# the persistent cache on) its cache misses from private modules' loggers; their names
+# move when JAX reorganises its source. The flag says whether their DEBUG records are
+# needed (the argument types are logged at DEBUG).
+_COMPILE_MESSAGE_LOGGERS = {
+    "jax._src.interpreters.partial_eval": False,
+    "jax._src.interpreters.pxla": True,
+    "jax._src.compiler": False,
+    "jax._src.compilation_cache": False,
+}
 
 
-def compile_message_loggers() -> tuple[str, ...]:
-    """Logger names that carry ``TRACING CACHE MISS`` and ``Compiling ... with global
-    shapes and types``; falls back to the ``jax`` logger (explanations only) when the
+def compile_message_loggers() -> dict[str, bool]:
+    """Logger names that carry ``TRACING CACHE MISS``, ``Compiling ... with global
+    shapes and types`` and the persistent cache's misses, each with whether its DEBUG
+    records are wanted; falls back to the ``jax`` logger (explanations only) when the
     modules are gone."""
     import sys
 
     import jax  # noqa: F401  (imports the modules whose loggers we look for)
 
-    found = tuple(n for n in _COMPILE_MESSAGE_LOGGERS if n in sys.modules)
-    return found if len(found) == len(_COMPILE_MESSAGE_LOGGERS) else ("jax",)
+    found = {n: debug for n, debug in _COMPILE_MESSAGE_LOGGERS.items() if n in sys.modules}
+    return found if len(found) == len(_COMPILE_MESSAGE_LOGGERS) else {"jax": False}
 
 
 # --------------------------------------------------------------------------- jit report

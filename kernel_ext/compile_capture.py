@@ -37,6 +37,11 @@ CACHE_REQUEST = "/jax/compilation_cache/compile_requests_use_cache"
 CACHE_HIT = "/jax/compilation_cache/cache_hits"
 
 _WRAPPED = re.compile(r"^[A-Za-z_]\w*\((.*)\)$")  # "jit(f)" -> "f", "pmap(g)" -> "g"
+_PERSISTENT_MESSAGES = (
+    "PERSISTENT COMPILATION CACHE MISS",
+    "Writing %s to persistent compilation cache",
+    "Not writing persistent cache entry",
+)
 MAX_PENDING = 64  # unfinished compilations remembered per thread (traces never lowered)
 
 
@@ -271,7 +276,8 @@ class _Listener:
             self._state()[1]["cache"] = "hit"
 
     def on_record(self, record: logging.LogRecord) -> bool:
-        """Read one log record; True when it exists only because we asked for it."""
+        """Read one log record; True when it is a warning only because we switched
+        ``jax_explain_cache_misses`` on (the user does not see those)."""
         msg = record.msg if isinstance(record.msg, str) else ""
         if (
             msg.startswith("Compiling %s with global shapes and types")
@@ -282,7 +288,9 @@ class _Listener:
             self._pending(base_name(str(module_name))).signature = tuple(
                 short_type(a) for a in avals
             )
-            return record.levelno < logging.WARNING
+            return False  # the user sees it if they asked for DEBUG (or jax_log_compiles)
+        if msg.startswith(_PERSISTENT_MESSAGES):
+            return True  # at WARNING only because jax_explain_cache_misses is on
         if msg.startswith("TRACING CACHE MISS"):
             parsed = parse_explanation(record.getMessage())
             if parsed is None:
@@ -348,7 +356,7 @@ class _Handler(logging.Handler):
         except Exception as e:  # a message format we do not know: keep it visible
             self.listener.note_error(f"{type(e).__name__}: {e}")
             ours = False
-        if ours and not (self.explain_was_on and record.levelno >= logging.WARNING):
+        if ours and not self.explain_was_on:
             return
         owner = self._owner(record.name)
         if owner is not None and record.levelno >= self.thresholds[owner]:
@@ -383,10 +391,11 @@ class _Session:
         }
         thresholds = {n: logging.getLogger(n).getEffectiveLevel() for n in names}
         self.handler = _Handler(self.listener, thresholds, self.explain_before)
-        for n in names:
+        for n, debug in names.items():
             logger = logging.getLogger(n)
             logger.addHandler(self.handler)
-            logger.setLevel(logging.DEBUG)  # the argument types are logged at DEBUG
+            if debug:
+                logger.setLevel(logging.DEBUG)  # the argument types are logged at DEBUG
             logger.propagate = False  # the handler forwards what the user would have seen
         jax.config.update("jax_explain_cache_misses", True)
         monitoring.register_event_duration_secs_listener(self.listener.on_duration)

@@ -2,6 +2,9 @@
 
 import json
 import logging
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -215,6 +218,39 @@ def test_nested_recording_logs_each_compile_once():
     assert len(log.for_function("nested")) == 1
 
 
+PERSISTENT_CACHE_SCRIPT = """
+import json, sys, tempfile
+import jax, jax.numpy as jnp
+from jaxlab.compile_log import CompileLog
+jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp())
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+x = jnp.ones(3)
+def f(x):
+    return jnp.sin(x) * 3
+log = CompileLog()
+with log.recording():
+    jax.jit(f)(x)
+    jax.clear_caches()  # the in-memory caches: the next call asks the persistent cache
+    jax.jit(f)(x)
+print(json.dumps([e.persistent_cache for e in log.for_function("f")]))
+"""
+
+
+def test_persistent_cache_hit_and_miss_quietly():
+    # A process of its own: the persistent cache is configured once per process.
+    done = subprocess.run(
+        [sys.executable, "-c", PERSISTENT_CACHE_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["miss", "hit"]
+    assert "PERSISTENT" not in done.stderr and "TRACING CACHE MISS" not in done.stderr
+
+
 # --------------------------------------------------------------------------- the extension
 
 
@@ -296,12 +332,22 @@ def test_views_escape_and_show_every_function():
 
 
 def test_compat_compile_message_loggers_on_installed_jax():
-    assert _jax_compat.compile_message_loggers() == (
-        "jax._src.interpreters.partial_eval",
-        "jax._src.interpreters.pxla",
-    )
+    assert _jax_compat.compile_message_loggers() == {
+        "jax._src.interpreters.partial_eval": False,
+        "jax._src.interpreters.pxla": True,  # the argument types come at DEBUG
+        "jax._src.compiler": False,
+        "jax._src.compilation_cache": False,
+    }
 
 
 def test_compat_compile_message_loggers_fallback(monkeypatch):
-    monkeypatch.setattr(_jax_compat, "_COMPILE_MESSAGE_LOGGERS", ("jax._src.gone_away",))
-    assert _jax_compat.compile_message_loggers() == ("jax",)
+    monkeypatch.setattr(_jax_compat, "_COMPILE_MESSAGE_LOGGERS", {"jax._src.gone_away": True})
+    assert _jax_compat.compile_message_loggers() == {"jax": False}
+    log = CompileLog()
+    g = jax.jit(fresh("fallback"))
+    with log.recording():  # explanations still arrive through the `jax` logger
+        g(jnp.ones(2))
+        g(jnp.ones(3))
+    first, second = log.for_function("fallback")
+    assert second.changes == (ArgChange("x", "f32[2]", "f32[3]"),)
+    assert first.signature == ()  # no argument types without pxla's DEBUG records
