@@ -62,9 +62,11 @@ class CellRun:
     value: Any = field(repr=False, compare=False, default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "value"
-        }
+        """The record as JSON-ready data (without the value)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del data["value"]
+        data["changes"] = [dataclasses.asdict(c) for c in self.changes]
+        return data
 
     def __str__(self) -> str:
         static = f"; static {', '.join(self.static)}" if self.static else ""

@@ -291,6 +291,11 @@ def test_compile_log_magic(ip):
     (widget_output,) = out.outputs
     assert "application/vnd.jupyter.widget-view+json" in widget_output.data
     assert "text/html" in widget_output.data
+    with capture_output() as again:
+        ip.run_line_magic("compile_log", "")
+    (again_output,) = again.outputs
+    model = "application/vnd.jupyter.widget-view+json"
+    assert again_output.data[model]["model_id"] == widget_output.data[model]["model_id"]
     with capture_output() as out:
         ip.run_line_magic("compile_log", "--static --last 5")
     kinds = [set(o.data) for o in out.outputs]

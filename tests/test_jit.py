@@ -118,6 +118,12 @@ def test_compat_cost_analysis_shapes():
 # --------------------------------------------------------------------------- %jit
 
 
+def test_jit_magic_help_lists_its_options(ip):
+    doc = ip.find_line_magic("jit").__doc__
+    assert all(option in doc for option in ("--static", "--stablehlo", "--hlo", "-o", "--quiet"))
+    assert "--static" in ip.find_cell_magic("jit").__doc__
+
+
 def test_jit_magic_returns_report(ip):
     ip.user_ns.update(layer=layer, x=jnp.ones((2, 3)), w=jnp.ones((3, 4)))
     r = ip.run_line_magic("jit", "-o layer(x, w)")
@@ -192,6 +198,7 @@ def test_cell_results_equal_the_plain_cell():
     for name in ("y", "z"):
         np.testing.assert_allclose(ns[name], expected_ns[name], rtol=1e-6)
     assert isinstance(run, CellRun) and run.compiled and run.explanation == "first run"
+    assert json.loads(json.dumps(run.to_dict()))["outputs"] == ["y", "z"]
     assert run.inputs == ("x", "w", "b") and run.static == ("jnp", "scale")
     assert run.outputs == ("y", "z")
 
@@ -211,6 +218,9 @@ def test_cell_cache_hit_and_new_shape():
         _, new = cells.run(SOURCE, ns)
     assert new is not None and new.compiled
     assert new.changes == (ArgChange("x", "f32[2,3]", "f32[5,3]"),)
+    assert json.loads(json.dumps(new.to_dict()))["changes"] == [
+        {"name": "x", "before": "f32[2,3]", "after": "f32[5,3]"}
+    ]
     events = log.for_function(name)
     assert len(events) == 2 and events[-1].recompile
     assert events[-1].explanation == "x: f32[2,3] → f32[5,3]"

@@ -60,10 +60,21 @@ class CompileLogMagics(Magics):
             display(log)
             display(Image(data=_png(log.plot(last=args.last)), format="png"))
             return None
-        from jaxlab.widgets import CompileMonitor
-
-        display(CompileMonitor(log))
+        display(_monitor(log))
         return None
+
+
+_MONITORS: dict[int, Any] = {}  # id(log) -> its CompileMonitor, shared by every display
+
+
+def _monitor(log: CompileLog) -> Any:
+    """One live widget per log: displaying it again adds a view, not another subscriber."""
+    from jaxlab.widgets import CompileMonitor
+
+    monitor = _MONITORS.get(id(log))
+    if monitor is None or monitor.comm is None:  # never made, or closed by the user
+        monitor = _MONITORS[id(log)] = CompileMonitor(log)
+    return monitor
 
 
 def _png(figure: Any) -> bytes:
