@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 import traitlets
+
 from jaxlab.compile_log import CompileEvent, CompileLog, compile_log
 from jaxlab.compile_log_view import log_html, log_text
 
