@@ -20,6 +20,7 @@ would (``jax.value_and_grad``), but never stops at JAX's refusals:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import core as jcore
 
 from .fd_check import GradCheck, check_derivative
 from .grad_args import GradError, Selection, describe_leaf, leaked_tracer, select_arguments
@@ -293,6 +295,15 @@ def report_for_call(
     extra: dict[str, Any] = {}
     if check:
         extra["check"] = _check(sel, result, has_aux, directions, seed, tolerance)
+        if not extra["check"].passed:
+            custom = _custom_rules(sel, has_aux)
+            if custom:
+                extra["notes"] = (
+                    *report.notes,
+                    f"the function has custom derivative rules ({', '.join(custom)}): "
+                    "a custom rule may differ from the true derivative on purpose "
+                    "(clipping, straight-through estimators), and then the check fails",
+                )
     summaries = [*report.value_summary(), *report.leaves()]
     if result.kind == GRADIENT and not all(s.finite for s in summaries):
         extra["nonfinite"] = _locate(sel, has_aux)
@@ -300,7 +311,7 @@ def report_for_call(
         graph_obj, note = _gradient_graph(sel, has_aux, result.kind)
         extra["graph"] = graph_obj
         if note:
-            extra["notes"] = (*report.notes, note)
+            extra["notes"] = (*extra.get("notes", report.notes), note)
     return dataclasses.replace(report, **extra) if extra else report
 
 
@@ -632,6 +643,40 @@ def _check(
     )
 
 
+def _rule_name(eqn: Any) -> str:
+    """The decorated function's name: custom_jvp_call carries it, custom_vjp_call's
+    program says it in its debug info (``"clip at <string>:3"``)."""
+    if eqn.params.get("name"):
+        return str(eqn.params["name"])
+    program = eqn.params.get("call_jaxpr")
+    info = getattr(getattr(program, "jaxpr", program), "debug_info", None)
+    text = str(getattr(info, "func_src_info", "") or "")
+    return text.split(" at ", 1)[0]
+
+
+def _custom_rules(sel: Selection, has_aux: bool) -> list[str]:
+    """``custom_vjp clip``, ...: the custom derivative rules the function calls."""
+
+    def scalar(*x: Any) -> Any:
+        return _unwrap(sel.function(*x), has_aux)[0]
+
+    found: list[str] = []
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            if name.startswith("custom_"):
+                kind = "custom_vjp" if "vjp" in name else "custom_jvp"
+                label = f"{kind} {_rule_name(eqn)}".strip()
+                if label not in found:
+                    found.append(label)
+            for sub in jcore.jaxprs_in_params(eqn.params):
+                walk(sub)
+
+    walk(jax.make_jaxpr(scalar)(*sel.diff).jaxpr)
+    return found
+
+
 def _locate(sel: Selection, has_aux: bool) -> NonFinite | None:
     def scalar(*x: Any) -> Any:
         return _unwrap(sel.function(*x), has_aux)[0]
@@ -646,8 +691,23 @@ def _gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str 
         return None, "the gradient graph is drawn for scalar outputs only (not for a " + kind + ")"
     from .graph import jaxpr_graph
 
-    def packed(diff: list[list[Any]]) -> Any:
-        return _unwrap(sel.function(*diff), has_aux)[0]
+    (only,) = sel.chosen if len(sel.chosen) == 1 else (None,)
+    if only is not None and all(only.mask):
+        # One argument, all of it differentiated: draw it under its own name and paths
+        # (``params[0]['w']``), as jax.grad(f) would see it.
+        def whole(value: Any) -> Any:
+            return _unwrap(sel.function(only.split(value)), has_aux)[0]
 
+        whole.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(only.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        )
+        packed: Callable[..., Any] = whole
+        arg: Any = only.value
+    else:
+
+        def leaves(wrt: list[list[Any]]) -> Any:
+            return _unwrap(sel.function(*wrt), has_aux)[0]
+
+        packed, arg = leaves, list(sel.diff)
     packed.__name__ = sel.function.__name__
-    return jaxpr_graph(packed, list(sel.diff), grad=True, values=True), None
+    return jaxpr_graph(packed, arg, grad=True, values=True), None

@@ -353,3 +353,27 @@ def test_split_graphs_and_html():
     assert graphs[0].primitives()["sin"] == 1
     html = s._repr_mimebundle_()["text/html"]
     assert html.count("flex:1") == 3
+
+
+def test_failed_check_names_custom_rules():
+    @jax.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -0.1, 0.1),))
+    r = grad_report(lambda x: jnp.sum(clip_gradient(x) ** 2), jnp.array([2.0, 3.0]), check=True)
+    np.testing.assert_allclose(r.grad, [0.1, 0.1])  # the rule, not the true 2x
+    assert not r.check.passed and r.check.max_error > 0.5
+    assert any("custom_vjp clip_gradient" in n for n in r.notes)
+
+
+def test_graph_option_names_inputs_after_the_argument():
+    r = grad_report(
+        lambda params, x: jnp.sum(jnp.tanh(x @ params["w"])),
+        {"w": jnp.ones((3, 2))},
+        jnp.ones((4, 3)),
+        graph=True,
+    )
+    assert r.graph.grad
+    assert [n.label for n in r.graph.nodes if n.kind == "input"] == ["params['w']"]
+    assert r.graph.node("in0").adjoint is not None
