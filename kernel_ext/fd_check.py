@@ -66,7 +66,7 @@ class GradCheck:
     def text(self) -> str:
         verdict = "passed" if self.passed else "FAILED"
         parts = ", ".join(f"{a.name}: {a.rel_error:.1e}" for a in self.args)
-        where = "float64" if self.x64 else "input precision"
+        where = "float64" if self.x64 else "float32 (the function casts to it)"
         return (
             f"finite-difference check {verdict} (relative error {parts}; tolerance "
             f"{self.tolerance:.0e}; {self.directions} random directions, central "
@@ -162,10 +162,17 @@ def check_derivative(
         x = [[_to64(leaf) for leaf in leaves] for leaves in diff]
         f0 = fun(x)
         scale = max(1.0, _norm(f0))
+        # A function that casts to float32 itself computes in float32 even now: the
+        # step that balances truncation and rounding error is then ~eps32^(1/3).
+        x64 = all(
+            np.dtype(leaf.dtype).itemsize * (1 if np.isrealobj(leaf) else 0.5) >= 8
+            for leaf in jax.tree_util.tree_leaves(f0)
+        )
+        relative_step = 1e-5 if x64 else 3e-3
         for i, direction in plan:
             size = sum(int(np.size(leaf)) for leaf in diff[i]) or 1
             rms = _norm(diff[i]) / math.sqrt(size)
-            h = 1e-5 * max(1.0, rms)
+            h = relative_step * max(1.0, rms)
             plus = [
                 [xl + h * jnp.asarray(dl) for xl, dl in zip(xs, ds, strict=True)]
                 for xs, ds in zip(x, direction, strict=True)
@@ -182,7 +189,7 @@ def check_derivative(
             fd_values.append(diffq)
             steps.append(h)
     results: list[ArgCheck] = []
-    floor = 1e-9 * scale
+    floor = (1e-9 if x64 else 1e-5) * scale
     for i, name in enumerate(names):
         idx = [k for k, (j, _) in enumerate(plan) if j == i]
         errors, fds, ads = [], [], []
@@ -202,4 +209,4 @@ def check_derivative(
                 step=steps[idx[0]] if idx else 0.0,
             )
         )
-    return GradCheck(tuple(results), tol, directions, seed, x64=True)
+    return GradCheck(tuple(results), tol, directions, seed, x64=x64)

@@ -377,3 +377,11 @@ def test_graph_option_names_inputs_after_the_argument():
     assert r.graph.grad
     assert [n.label for n in r.graph.nodes if n.kind == "input"] == ["params['w']"]
     assert r.graph.node("in0").adjoint is not None
+
+
+def test_check_of_a_function_that_casts_to_float32_says_so():
+    r = grad_report(
+        lambda x: jnp.sum(jnp.sin(x.astype(jnp.float32)) ** 2), jnp.linspace(0, 1, 5), check=True
+    )
+    assert r.check.passed and not r.check.x64
+    assert "float32 (the function casts to it)" in r.check.text()
