@@ -168,6 +168,56 @@ class Requests:
         ]
 
 
+KERNEL_IDLE = """() => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session
+    && panel.sessionContext.session.kernel;
+  return !!kernel && kernel.status === 'idle';
+}"""
+
+RUN_CELL = """async (index) => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  panel.content.activeCellIndex = index;
+  await app.commands.execute('notebook:run-cell');
+}"""
+
+
+class Notebook:
+    """A notebook open in the page: ``run(i)`` runs cell ``i`` through JupyterLab itself."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+
+    def wait_idle(self) -> None:
+        self.page.wait_for_function(KERNEL_IDLE)
+
+    def run(self, index: int) -> None:
+        self.page.evaluate(RUN_CELL, index)
+
+
+@pytest.fixture
+def open_notebook(lab: Lab, page: Any) -> Any:
+    """``open_notebook("name.ipynb", [source, ...])``: write it, open it, wait for its kernel."""
+    import nbformat
+
+    def open_(name: str, cells: list[str]) -> Notebook:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nbformat.write(nb, str(lab.root / name))
+        page.goto(lab.notebook_url(name))
+        notebook = Notebook(page)
+        notebook.wait_idle()
+        return notebook
+
+    return open_
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield

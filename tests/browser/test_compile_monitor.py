@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import nbformat
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -19,44 +18,16 @@ CELLS = [
     "jax.jit(f)(jnp.ones(4))",
 ]
 
-KERNEL_IDLE = """() => {
-  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-  const kernel = panel && panel.sessionContext && panel.sessionContext.session
-    && panel.sessionContext.session.kernel;
-  return !!kernel && kernel.status === 'idle';
-}"""
-
-RUN_CELL = """async (index) => {
-  const app = window.jupyterapp;
-  const panel = app.shell.currentWidget;
-  panel.content.activeCellIndex = index;
-  await app.commands.execute('notebook:run-cell');
-}"""
-
-
-def write_notebook(path: Any) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(nb, str(path))
-
 
 def row(page: Any, name: str) -> Any:
     return page.locator(f'.jaxlab-cm tr[data-function="{name}"]')
 
 
-def test_compile_monitor_renders_and_follows_recompilation(lab: Any, page: Any) -> None:
-    write_notebook(lab.root / "monitor.ipynb")
-    page.goto(lab.notebook_url("monitor.ipynb"))
-    page.wait_for_function(KERNEL_IDLE)
-
-    page.evaluate(RUN_CELL, 0)
-    page.wait_for_function(KERNEL_IDLE)
-    page.evaluate(RUN_CELL, 1)
+def test_compile_monitor_renders_and_follows_recompilation(open_notebook: Any, page: Any) -> None:
+    notebook = open_notebook("monitor.ipynb", CELLS)
+    notebook.run(0)
+    notebook.wait_idle()
+    notebook.run(1)
     f = row(page, "f")
     f.wait_for()  # the widget rendered (not the static fallback: that has no data-function)
     assert f.locator(".jaxlab-cm-count").inner_text() == "1"
@@ -64,7 +35,7 @@ def test_compile_monitor_renders_and_follows_recompilation(lab: Any, page: Any) 
     assert f.locator(".jaxlab-cm-reason").count() == 0
     assert "compilations of" in page.locator(".jaxlab-cm-summary").inner_text()
 
-    page.evaluate(RUN_CELL, 2)  # a new shape: f compiles again and the widget follows
+    notebook.run(2)  # a new shape: f compiles again and the widget follows
     page.wait_for_function(
         """() => {
           const c = document.querySelector('.jaxlab-cm tr[data-function="f"] .jaxlab-cm-count');
