@@ -5,10 +5,11 @@ import re
 
 import jax
 import jax.numpy as jnp
-import jaxlab
 import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
+
+import jaxlab
 from jaxlab.devices import DeviceInfo, DeviceReport, format_bytes
 
 

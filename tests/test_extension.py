@@ -9,8 +9,9 @@ import subprocess
 import sys
 import warnings
 
-import jaxlab
 import pytest
+
+import jaxlab
 from jaxlab.magics import FAMILIES, is_loaded
 
 

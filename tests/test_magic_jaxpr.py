@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
+
 from jaxlab import Graph, LoweredText, jaxpr_graph
 from jaxlab.graph.model import BACKWARD, COLLAPSED, FORWARD
 from jaxlab.graph.text import JaxprText, highlight

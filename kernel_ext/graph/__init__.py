@@ -1,4 +1,4 @@
-"""jaxpr → Graph model → DOT/SVG or text/HTML (being written)."""
+"""jaxpr → Graph model → DOT/SVG or text/HTML."""
 
-from .model import Graph as Graph
 from .build import jaxpr_graph as jaxpr_graph
+from .model import Graph as Graph
