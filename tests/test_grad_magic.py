@@ -8,7 +8,8 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 from jaxlab import GradReport, GradSplit
-from jaxlab.magics.grad import split_options
+from jaxlab.magics._options import split_options
+from jaxlab.magics.grad import _VALUED
 
 SETUP = """
 import jax, jax.numpy as jnp
@@ -33,9 +34,9 @@ def _names(ip):
 
 
 def test_split_options():
-    assert split_options("--wrt x,y -o f(x, -1)") == ("--wrt x,y -o", "f(x, -1)")
-    assert split_options("--hvp v --check f(x)") == ("--hvp v --check", "f(x)")
-    assert split_options("f(x)") == ("", "f(x)")
+    assert split_options("--wrt x,y -o f(x, -1)", _VALUED) == ("--wrt x,y -o", "f(x, -1)")
+    assert split_options("--hvp v --check f(x)", _VALUED) == ("--hvp v --check", "f(x)")
+    assert split_options("f(x)", _VALUED) == ("", "f(x)")
 
 
 def test_line_magic_returns_report(shell):

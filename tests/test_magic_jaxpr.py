@@ -13,7 +13,8 @@ from IPython.utils.capture import capture_output
 from jaxlab import Graph, LoweredText, jaxpr_graph
 from jaxlab.graph.model import BACKWARD, COLLAPSED, FORWARD
 from jaxlab.graph.text import JaxprText, highlight
-from jaxlab.magics.jaxpr import split_options
+from jaxlab.magics._options import split_options
+from jaxlab.magics.jaxpr import _VALUED
 
 SETUP = """
 import functools
@@ -211,7 +212,7 @@ def test_help_lists_the_options(sh):
     ],
 )
 def test_split_options(line, options, call):
-    assert split_options(line) == (options, call)
+    assert split_options(line, _VALUED) == (options, call)
 
 
 # --------------------------------------------------------------------------- bad input

@@ -21,7 +21,6 @@ The plain-Python twins are ``jaxlab.grad_report``, ``jaxlab.grad_split`` and
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -30,26 +29,11 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..program import Call, ProgramError, parse_call, parse_expression
+from ._options import split_options
 from .jaxpr import raised_in_jaxlab, user_frame
 
-_OPTION = re.compile(r"\s*(-{1,2}[A-Za-z][\w-]*)(=\S*)?")
 _VALUED = frozenset({"--wrt", "--argnums", "--mode", "--hvp"})
 _LINE_ONLY = ("argnums", "has_aux", "hessian", "hvp", "split")
-
-
-def split_options(line: str) -> tuple[str, str]:
-    """``"--wrt x,y -o f(x, -1)" -> ("--wrt x,y -o", "f(x, -1)")``: options, then the call."""
-    pos = 0
-    while True:
-        m = _OPTION.match(line, pos)
-        if m is None or (m.end() < len(line) and not line[m.end()].isspace()):
-            break
-        pos = m.end()
-        if m.group(1) in _VALUED and m.group(2) is None:
-            value = re.compile(r"\s*\S+").match(line, pos)
-            if value is not None:
-                pos = value.end()
-    return line[:pos].strip(), line[pos:].strip()
 
 
 @magics_class
@@ -76,7 +60,7 @@ class GradMagics(Magics):
 
         Example: ``%grad --wrt w --check loss(x, w)``.
         """
-        options, source = split_options(line)
+        options, source = split_options(line, _VALUED)
         magic = "%grad" if cell is None else "%%grad"
         try:
             args = parse_argstring(self.grad, options)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-import re
 import sysconfig
 import traceback
 from collections.abc import Callable
@@ -31,27 +30,12 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..program import Call, ProgramError, parse_call
+from ._options import split_options
 
 # Options that take a value: the call expression starts after the last option (and value).
 _VALUED = frozenset({"--depth", "--budget"})
 # jaxpr_graph's own keywords: a user keyword with one of these names is bound in a closure.
 _RESERVED = frozenset({"fun", "grad", "depth", "values", "budget"})
-_OPTION = re.compile(r"\s*(-{1,2}[A-Za-z][\w-]*)(=\S*)?")
-
-
-def split_options(line: str) -> tuple[str, str]:
-    """``"--depth 2 -o f(x, -1)" -> ("--depth 2 -o", "f(x, -1)")``: options, then the call."""
-    pos = 0
-    while True:
-        m = _OPTION.match(line, pos)
-        if m is None or (m.end() < len(line) and not line[m.end()].isspace()):
-            break
-        pos = m.end()
-        if m.group(1) in _VALUED and m.group(2) is None:
-            value = re.compile(r"\s*\S+").match(line, pos)
-            if value is not None:
-                pos = value.end()
-    return line[:pos].strip(), line[pos:].strip()
 
 
 @magics_class
@@ -85,7 +69,7 @@ class JaxprMagics(Magics):
 
         Example: ``%jaxpr --grad loss(params, batch)``.
         """
-        options, source = split_options(line)
+        options, source = split_options(line, _VALUED)
         try:
             args = parse_argstring(self.jaxpr, options)
         except UsageError as e:

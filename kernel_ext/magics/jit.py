@@ -18,7 +18,6 @@ The plain-Python twins are ``jaxlab.compile_report`` and ``jaxlab.jit_cell``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -28,24 +27,9 @@ from IPython.display import display
 
 from ..cell_jit import cell_jit
 from ..program import ProgramError, parse_call
+from ._options import split_options
 
-_OPTION = re.compile(r"\s*(-{1,2}[A-Za-z][\w-]*)(=\S*)?")
 _VALUED = frozenset({"--static"})
-
-
-def split_options(line: str) -> tuple[str, str]:
-    """``"--static n -o f(x, n=3)" -> ("--static n -o", "f(x, n=3)")``."""
-    pos = 0
-    while True:
-        m = _OPTION.match(line, pos)
-        if m is None or (m.end() < len(line) and not line[m.end()].isspace()):
-            break
-        pos = m.end()
-        if m.group(1) in _VALUED and m.group(2) is None:
-            value = re.compile(r"\s*\S+").match(line, pos)
-            if value is not None:
-                pos = value.end()
-    return line[:pos].strip(), line[pos:].strip()
 
 
 def _static_names(text: str | None) -> tuple[str, ...]:
@@ -85,7 +69,7 @@ class JitMagics(Magics):
 
         Example: ``%jit --static n f(x, n=3)``; a cell starting with ``%%jit --static n``.
         """
-        options, source = split_options(line) if cell is None else (line, "")
+        options, source = split_options(line, _VALUED) if cell is None else (line, "")
         try:
             args = parse_argstring(self.jit, options)
         except UsageError as e:

@@ -1,0 +1,38 @@
+"""Split a magic's line into its options and the call after them.
+
+``%jaxpr --depth 2 -o f(x, -1)``: argparse cannot tell where the options end, because
+the call may hold spaces, dashes and ``=`` (``f(x, -1)``, ``g(b='x y')``). The options
+are read one by one from the left; the first word that is not an option (or an option's
+value) starts the call::
+
+    split_options("--depth 2 -o f(x, -1)", frozenset({"--depth"}))
+    # ("--depth 2 -o", "f(x, -1)")
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Set
+
+_OPTION = re.compile(r"\s*(-{1,2}[A-Za-z][\w-]*)(=\S*)?")
+_VALUE = re.compile(r"\s*\S+")
+
+
+def split_options(line: str, valued: Set[str]) -> tuple[str, str]:
+    """``line`` as ``(options, call)``; ``valued`` names the options that take a value.
+
+    >>> split_options("--wrt x,y -o f(x, -1)", {"--wrt"})
+    ('--wrt x,y -o', 'f(x, -1)')
+    """
+    pos = 0
+    while True:
+        m = _OPTION.match(line, pos)
+        # "-f(x)" (a negated call) is the call, not an option "-f"
+        if m is None or (m.end() < len(line) and not line[m.end()].isspace()):
+            break
+        pos = m.end()
+        if m.group(1) in valued and m.group(2) is None:  # "--depth 2", not "--depth=2"
+            value = _VALUE.match(line, pos)
+            if value is not None:
+                pos = value.end()
+    return line[:pos].strip(), line[pos:].strip()
