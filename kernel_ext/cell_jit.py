@@ -30,6 +30,7 @@ import numpy as np
 
 from .compile_log import ArgChange, CompileLog, compile_log
 from .program import CellProgram, ProgramError, analyse_cell
+from .trace_failure import first_line, needs_concrete_value, returns_non_array
 
 MAX_CELLS = 256  # compiled cells kept (one per source and static pattern)
 MAX_KEYS = 64  # signatures remembered per cell, to tell a cache hit from a compile
@@ -485,24 +486,15 @@ def _describe(error: BaseException) -> ProgramError:
     """A compiled cell failed: say where in the cell, and how to fix the common cases."""
     import traceback
 
-    import jax
-
     line = 0
     for frame in traceback.extract_tb(error.__traceback__):
         if frame.filename == CELL_FILE:
             line = frame.lineno or 0
-    first = (str(error).strip().splitlines() or [""])[0]
     where = f" at line {line} of the cell" if line else ""
-    text = f"the cell failed{where}: {type(error).__name__}: {first}"
-    control_flow = (
-        jax.errors.ConcretizationTypeError,
-        jax.errors.TracerBoolConversionError,
-        jax.errors.TracerIntegerConversionError,
-        jax.errors.TracerArrayConversionError,
-    )
-    if isinstance(error, control_flow):
+    text = f"the cell failed{where}: {type(error).__name__}: {first_line(error)}"
+    if needs_concrete_value(error):
         text += "\n" + _CONTROL_FLOW_HINT
-    elif isinstance(error, TypeError) and "not a valid JAX type" in str(error):
+    elif returns_non_array(error):
         text += (
             "\nEvery name a %%jit cell assigns is returned as an array: keep strings and "
             "other Python objects out of it (compute them in a normal cell)."

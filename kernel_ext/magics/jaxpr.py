@@ -30,6 +30,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..program import Call, ProgramError, parse_call
+from ..trace_failure import needs_concrete_value
 from ._options import split_options
 
 # Options that take a value: the call expression starts after the last option (and value).
@@ -153,8 +154,6 @@ def _concrete_hint(fun_source: str) -> str:
 
 def describe_trace_failure(call: Call, error: BaseException) -> str:
     """A short explanation of why tracing ``call`` failed: the error, where, and the fix."""
-    import jax
-
     bad = non_array_argument(call)
     if bad is not None:
         arg_name, where, value = bad
@@ -171,9 +170,7 @@ def describe_trace_failure(call: Call, error: BaseException) -> str:
     if frame is not None:
         code = f": `{frame.line.strip()}`" if frame.line else ""
         text += f"\n  at line {frame.lineno} of `{frame.name}`{code}"
-    if isinstance(
-        error, jax.errors.ConcretizationTypeError | jax.errors.TracerArrayConversionError
-    ):
+    if needs_concrete_value(error):
         text += "\n" + _concrete_hint(call.fun_source)
     return text
 

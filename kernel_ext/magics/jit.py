@@ -27,6 +27,7 @@ from IPython.display import display
 
 from ..cell_jit import cell_jit
 from ..program import ProgramError, parse_call
+from ..trace_failure import needs_concrete_value, returns_non_array
 from ._options import split_options
 
 _VALUED = frozenset({"--static"})
@@ -138,8 +139,6 @@ class JitMagics(Magics):
 
 def _describe_failure(call: Any, error: BaseException) -> str:
     """Why compiling ``call`` failed: the error, the user's line, and the usual fix."""
-    import jax
-
     from .jaxpr import user_frame
 
     first = (str(error).strip().splitlines() or [""])[0]
@@ -148,19 +147,13 @@ def _describe_failure(call: Any, error: BaseException) -> str:
     if frame is not None:
         code = f": `{frame.line.strip()}`" if frame.line else ""
         text += f"\n  at line {frame.lineno} of `{frame.name}`{code}"
-    control_flow = (
-        jax.errors.ConcretizationTypeError,
-        jax.errors.TracerBoolConversionError,
-        jax.errors.TracerIntegerConversionError,
-        jax.errors.TracerArrayConversionError,
-    )
-    if isinstance(error, control_flow):
+    if needs_concrete_value(error):
         text += (
             "\nJAX traces with abstract values, so Python cannot branch or loop on them. Use "
             "`jax.lax.cond` / `jnp.where` for a branch, `jax.lax.fori_loop` for a loop, or "
             "mark the argument static: `%jit --static n f(x, n=3)`."
         )
-    elif isinstance(error, TypeError) and "not a valid JAX type" in str(error):
+    elif returns_non_array(error):
         text += "\nA non-array argument must be static: `%jit --static NAME ...`."
     return text
 
