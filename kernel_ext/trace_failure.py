@@ -40,3 +40,10 @@ def returns_non_array(error: BaseException) -> bool:
     # "function f at ... traced for jit returned a value of type <class 'str'>, which is
     # not a valid JAX type"
     return isinstance(error, TypeError) and "not a valid JAX type" in str(error)
+
+
+def is_non_array_argument(error: BaseException) -> bool:
+    """Whether JAX refused an argument that is not an array (a string, an object)."""
+    # "Error interpreting argument to <function f> as an abstract array. The problematic
+    # value is of type <class 'str'> ..."
+    return isinstance(error, TypeError) and "as an abstract array" in str(error)

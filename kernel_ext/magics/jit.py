@@ -27,7 +27,7 @@ from IPython.display import display
 
 from ..cell_jit import cell_jit
 from ..program import ProgramError, parse_call
-from ..trace_failure import needs_concrete_value, returns_non_array
+from ..trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ._options import split_options
 
 _VALUED = frozenset({"--static"})
@@ -153,8 +153,10 @@ def _describe_failure(call: Any, error: BaseException) -> str:
             "`jax.lax.cond` / `jnp.where` for a branch, `jax.lax.fori_loop` for a loop, or "
             "mark the argument static: `%jit --static n f(x, n=3)`."
         )
-    elif returns_non_array(error):
+    elif is_non_array_argument(error):
         text += "\nA non-array argument must be static: `%jit --static NAME ...`."
+    elif returns_non_array(error):
+        text += "\nA jitted function returns arrays only: keep strings and other objects out."
     return text
 
 
