@@ -1,0 +1,69 @@
+"""`%jaxpr` in JupyterLab: the welcome notebook draws the graph the model describes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+import pytest
+
+import jaxlab
+
+pytestmark = pytest.mark.browser
+
+WELCOME = Path(__file__).resolve().parents[2] / "notebooks" / "00_welcome.ipynb"
+
+# JupyterLab shows an SVG output as an <img> with a data URI (or inline when trusted):
+# parse each one back into a document and list its node ids, in document order.
+DRAWN_IDS = """() => Array.from(document.querySelectorAll('.jp-RenderedSVG')).map(box => {
+  const img = box.querySelector('img');
+  const text = img ? decodeURIComponent(img.src.slice(img.src.indexOf(',') + 1))
+                   : box.innerHTML;
+  const svg = new DOMParser().parseFromString(text, 'image/svg+xml');
+  return Array.from(svg.querySelectorAll('g.node')).map(g => g.id);
+})"""
+
+CELLS_RUN = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  return panel.content.widgets.filter(c => c.model.type === 'code')
+    .every(c => c.model.executionCount !== null);
+}"""
+
+
+def test_welcome_notebook_draws_the_jaxpr_graph(lab: Any, page: Any) -> None:
+    shutil.copy(WELCOME, lab.root / WELCOME.name)
+    page.goto(lab.notebook_url(WELCOME.name))
+    page.wait_for_function(
+        "() => { const p = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+        " return p && p.sessionContext && p.sessionContext.session"
+        " && p.sessionContext.session.kernel"
+        " && p.sessionContext.session.kernel.status === 'idle'; }"
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(CELLS_RUN)
+    page.wait_for_function("() => document.querySelectorAll('.jp-RenderedSVG').length >= 2")
+    assert (
+        page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        ).count()
+        == 0
+    )
+
+    # The first drawing is `%jaxpr f(x, w)`, the second `%jaxpr --grad f(x, w)`: the same
+    # node ids as the models built here from the same function and shapes.
+    def f(x, w):
+        return jnp.tanh(x @ w).sum()
+
+    x, w = jnp.ones((4, 3)), jnp.ones((3, 2))
+    plain = jaxlab.jaxpr_graph(f, x, w)
+    grad = jaxlab.jaxpr_graph(f, x, w, grad=True)
+    drawn = page.evaluate(DRAWN_IDS)
+    assert sorted(drawn[0]) == sorted(f"node_{n.id}" for n in plain.nodes)
+    assert sorted(drawn[1]) == sorted(f"node_{n.id}" for n in grad.nodes)
+    assert {"dot_general", "tanh", "reduce_sum"} <= set(plain.primitives())
+
+    text = page.locator(".jaxlab-jaxpr").first.inner_text()  # the --text cell, coloured
+    assert "dot_general" in text and "tanh" in text
+    assert page.requests.outside() == []
