@@ -1,4 +1,4 @@
-"""How a :class:`~jaxlab.autodiff.GradReport` looks: a compact table, in text and HTML.
+"""How a :class:`~jaxlab.grad_record.GradReport` looks: a compact table, in text and HTML.
 
 One row for the value, one per derivative leaf (shape, norm, min, max, first entries),
 then how the derivative was taken, the finite-difference check, where a NaN was born,
@@ -15,7 +15,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .autodiff import GradReport, LeafSummary
+    from .grad_record import GradReport, LeafSummary
 
 _MAX_ROWS = 40  # leaves beyond this are counted, not listed
 

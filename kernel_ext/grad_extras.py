@@ -1,0 +1,125 @@
+"""What a report adds beyond the derivative: its finite-difference check, the custom
+derivative rules behind a failed check, where a NaN is born, and the gradient graph.
+
+>>> check_report(sel, derivative, False, directions=2, seed=0, tolerance=None)  # doctest: +SKIP
+GradCheck(...)
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.extend import core as jcore
+
+from .fd_check import GradCheck, check_derivative
+from .grad_args import Selection
+from .grad_compute import GRADIENT, HESSIAN, HVP, Derivative, unwrap
+from .nan_locate import NonFinite, locate_nonfinite
+
+
+def check_report(
+    sel: Selection,
+    result: Derivative,
+    has_aux: bool,
+    directions: int,
+    seed: int,
+    tolerance: float | None,
+) -> GradCheck:
+    def primal(x: list[list[Any]]) -> Any:
+        return unwrap(sel.function(*x), has_aux)[0]
+
+    if result.kind in (HESSIAN, HVP):
+        argnums = tuple(range(len(sel.chosen)))
+        fun = lambda x: jax.grad(primal_star, argnums=argnums)(*x)  # noqa: E731
+
+        def primal_star(*x: Any) -> Any:
+            return primal(list(x))
+    else:
+        fun = primal
+    leaves = [leaf for per in result.per_arg for leaf in jax.tree_util.tree_leaves(per)]
+    dtype = jnp.result_type(*leaves) if leaves else jnp.float32
+    assert result.apply is not None
+    return check_derivative(
+        names=sel.names,
+        diff=sel.diff,
+        fun=fun,
+        apply=result.apply,
+        dtype=dtype,
+        directions=directions,
+        seed=seed,
+        tolerance=tolerance,
+    )
+
+
+def _rule_name(eqn: Any) -> str:
+    """The decorated function's name: custom_jvp_call carries it, custom_vjp_call's
+    program says it in its debug info (``"clip at <string>:3"``)."""
+    if eqn.params.get("name"):
+        return str(eqn.params["name"])
+    program = eqn.params.get("call_jaxpr")
+    info = getattr(getattr(program, "jaxpr", program), "debug_info", None)
+    text = str(getattr(info, "func_src_info", "") or "")
+    return text.split(" at ", 1)[0]
+
+
+def custom_rules(sel: Selection, has_aux: bool) -> list[str]:
+    """``custom_vjp clip``, ...: the custom derivative rules the function calls."""
+
+    def scalar(*x: Any) -> Any:
+        return unwrap(sel.function(*x), has_aux)[0]
+
+    found: list[str] = []
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            if name.startswith("custom_"):
+                kind = "custom_vjp" if "vjp" in name else "custom_jvp"
+                label = f"{kind} {_rule_name(eqn)}".strip()
+                if label not in found:
+                    found.append(label)
+            for sub in jcore.jaxprs_in_params(eqn.params):
+                walk(sub)
+
+    walk(jax.make_jaxpr(scalar)(*sel.diff).jaxpr)
+    return found
+
+
+def locate(sel: Selection, has_aux: bool) -> NonFinite | None:
+    def scalar(*x: Any) -> Any:
+        return unwrap(sel.function(*x), has_aux)[0]
+
+    closed = jax.make_jaxpr(scalar)(*sel.diff)
+    flat = jax.tree_util.tree_leaves(sel.diff)
+    return locate_nonfinite(closed, flat)
+
+
+def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str | None]:
+    if kind != GRADIENT:
+        return None, "the gradient graph is drawn for scalar outputs only (not for a " + kind + ")"
+    from .graph import jaxpr_graph
+
+    (only,) = sel.chosen if len(sel.chosen) == 1 else (None,)
+    if only is not None and all(only.mask):
+        # One argument, all of it differentiated: draw it under its own name and paths
+        # (``params[0]['w']``), as jax.grad(f) would see it.
+        def whole(value: Any) -> Any:
+            return unwrap(sel.function(only.split(value)), has_aux)[0]
+
+        whole.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(only.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        )
+        packed: Callable[..., Any] = whole
+        arg: Any = only.value
+    else:
+
+        def leaves(wrt: list[list[Any]]) -> Any:
+            return unwrap(sel.function(*wrt), has_aux)[0]
+
+        packed, arg = leaves, list(sel.diff)
+    packed.__name__ = sel.function.__name__
+    return jaxpr_graph(packed, arg, grad=True, values=True), None
