@@ -29,8 +29,8 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..program import Call, ProgramError, parse_call, parse_expression
+from ._failures import failure_text, raised_in_jaxlab
 from ._options import split_options
-from .jaxpr import raised_in_jaxlab, user_frame
 
 _VALUED = frozenset({"--wrt", "--argnums", "--mode", "--hvp"})
 _LINE_ONLY = ("argnums", "has_aux", "hessian", "hvp", "split")
@@ -112,7 +112,7 @@ def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
     except Exception as e:
         if raised_in_jaxlab(e):
             raise
-        raise UsageError(_failure(f"`{call.source}`", e)) from e
+        raise UsageError(failure_text(f"%grad: differentiating `{call.source}`", e)) from e
 
 
 def _no_clash(call: Call) -> dict[str, Any]:
@@ -151,7 +151,7 @@ def _cell(args: Any, source: str, cell: str, ns: dict[str, Any]) -> Any:
     except Exception as e:
         if raised_in_jaxlab(e):
             raise
-        raise UsageError(_failure("the cell", e)) from e
+        raise UsageError(failure_text("%grad: differentiating the cell", e)) from e
     # Only now, with everything computed, does the namespace change.
     ns.update(result.updates())
     return result.report
@@ -173,16 +173,6 @@ def _expression(node: Any) -> Any:
     import ast
 
     return ast.fix_missing_locations(ast.Expression(body=node))
-
-
-def _failure(what: str, error: BaseException) -> str:
-    first = (str(error).strip().splitlines() or [""])[0]
-    text = f"%grad: differentiating {what} failed with {type(error).__name__}: {first}"
-    frame = user_frame(error)
-    if frame is not None:
-        code = f": `{frame.line.strip()}`" if frame.line else ""
-        text += f"\n  at line {frame.lineno} of `{frame.name}`{code}"
-    return text
 
 
 MAGICS = (GradMagics,)

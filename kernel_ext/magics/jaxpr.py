@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
-import sysconfig
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +28,7 @@ from IPython.display import display
 
 from ..program import Call, ProgramError, parse_call
 from ..trace_failure import needs_concrete_value
+from ._failures import failure_text, raised_in_jaxlab
 from ._options import split_options
 
 # Options that take a value: the call expression starts after the last option (and value).
@@ -164,12 +162,7 @@ def describe_trace_failure(call: Call, error: BaseException) -> str:
             f"({shown}); JAX traces arrays and numbers only.\nBind it before tracing, e.g. "
             f"`%jaxpr functools.partial({call.fun_source}, {arg_name}=...)(...)`, or pass an array."
         )
-    first = (str(error).strip().splitlines() or [""])[0]
-    text = f"%jaxpr: tracing `{call.source}` failed with {type(error).__name__}: {first}"
-    frame = user_frame(error)
-    if frame is not None:
-        code = f": `{frame.line.strip()}`" if frame.line else ""
-        text += f"\n  at line {frame.lineno} of `{frame.name}`{code}"
+    text = failure_text(f"%jaxpr: tracing `{call.source}`", error)
     if needs_concrete_value(error):
         text += "\n" + _concrete_hint(call.fun_source)
     return text
@@ -199,37 +192,6 @@ def non_array_argument(call: Call) -> tuple[str, str, Any] | None:
             if not _is_array_like(leaf):
                 return arg_name, arg_name + jax.tree_util.keystr(path), leaf
     return None
-
-
-def _library_dirs() -> tuple[str, ...]:
-    import jax
-    import jaxlib
-
-    dirs = [os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__), _jaxlab_dir()]
-    dirs.append(sysconfig.get_paths()["stdlib"])
-    return tuple(os.path.abspath(d) + os.sep for d in dirs)
-
-
-def _jaxlab_dir() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def raised_in_jaxlab(error: BaseException) -> bool:
-    """Whether ``error`` was raised by jaxlab's own code (its innermost frame is ours)."""
-    frames = traceback.extract_tb(error.__traceback__)
-    return bool(frames) and os.path.abspath(frames[-1].filename).startswith(_jaxlab_dir())
-
-
-def user_frame(error: BaseException) -> traceback.FrameSummary | None:
-    """The innermost frame of the user's own code in ``error``'s traceback."""
-    skip = _library_dirs()
-    found = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        path = os.path.abspath(frame.filename) if not frame.filename.startswith("<") else ""
-        if frame.filename.startswith("<frozen") or (path and path.startswith(skip)):
-            continue
-        found = frame
-    return found
 
 
 MAGICS = (JaxprMagics,)

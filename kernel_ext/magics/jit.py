@@ -28,6 +28,7 @@ from IPython.display import display
 from ..cell_jit import cell_jit
 from ..program import ProgramError, parse_call
 from ..trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
+from ._failures import failure_text
 from ._options import split_options
 
 _VALUED = frozenset({"--static"})
@@ -139,14 +140,7 @@ class JitMagics(Magics):
 
 def _describe_failure(call: Any, error: BaseException) -> str:
     """Why compiling ``call`` failed: the error, the user's line, and the usual fix."""
-    from .jaxpr import user_frame
-
-    first = (str(error).strip().splitlines() or [""])[0]
-    text = f"%jit: compiling `{call.source}` failed with {type(error).__name__}: {first}"
-    frame = user_frame(error)
-    if frame is not None:
-        code = f": `{frame.line.strip()}`" if frame.line else ""
-        text += f"\n  at line {frame.lineno} of `{frame.name}`{code}"
+    text = failure_text(f"%jit: compiling `{call.source}`", error)
     if needs_concrete_value(error):
         text += (
             "\nJAX traces with abstract values, so Python cannot branch or loop on them. Use "
