@@ -18,9 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .code_html import highlight
+
 STABLEHLO = "stablehlo"
 HLO = "hlo"
 
+# One alternative per role; a group `op` is the CSS class `hx-op`.
 _TOKEN = re.compile(
     r"""
     (?P<comment>//[^\n]*)
@@ -32,14 +35,6 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
-_CLASS = {
-    "comment": "hx-comment",
-    "str": "hx-str",
-    "type": "hx-type",
-    "op": "hx-op",
-    "var": "hx-var",
-}
-
 _STYLE = """<style>
 .jaxlab-lowered pre{margin:0;line-height:1.35;font-size:12px}
 .jaxlab-lowered .hx-op{color:var(--jp-mirror-editor-def-color,#0550ae);font-weight:bold}
@@ -48,19 +43,6 @@ _STYLE = """<style>
 .jaxlab-lowered .hx-str{color:var(--jp-mirror-editor-string-color,#0a3069)}
 .jaxlab-lowered .hx-comment{color:var(--jp-mirror-editor-comment-color,#6e7781)}
 </style>"""
-
-
-def highlight(text: str) -> str:
-    """StableHLO / HLO text as escaped HTML with ``<span class="hx-...">`` per token."""
-    out: list[str] = []
-    pos = 0
-    for m in _TOKEN.finditer(text):
-        out.append(html.escape(text[pos : m.start()]))
-        role = m.lastgroup or "var"
-        out.append(f'<span class="{_CLASS[role]}">{html.escape(m.group())}</span>')
-        pos = m.end()
-    out.append(html.escape(text[pos:]))
-    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -74,7 +56,7 @@ class LoweredText:
     def html(self) -> str:
         what = "StableHLO" if self.stage == STABLEHLO else "compiled HLO"
         caption = f"<div><b>{html.escape(self.title)}</b> ({what})</div>"
-        body = highlight(self.text)
+        body = highlight(self.text, _TOKEN, prefix="hx-")
         return f'<div class="jaxlab-lowered">{_STYLE}{caption}<pre>{body}</pre></div>'
 
     def __str__(self) -> str:

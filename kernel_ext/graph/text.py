@@ -20,7 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-# One alternative per role, tried left to right at each position.
+from .. import code_html
+
+# One alternative per role, tried left to right at each position; a group `kw` is the
+# CSS class `jx-kw`.
 _TOKEN = re.compile(
     r"""
     (?P<type>(?<=:)[A-Za-z_][\w<>]*\[[^\]\n]*\])             # f32[3,4] after a binder's colon
@@ -33,16 +36,6 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
-
-_CLASS = {
-    "type": "jx-type",
-    "lit": "jx-lit",
-    "kw": "jx-kw",
-    "def": "jx-def",
-    "prim": "jx-prim",
-    "param": "jx-param",
-    "var": "jx-var",
-}
 
 # JupyterLab's editor colours where they exist (light and dark themes), fixed ones elsewhere.
 _STYLE = """<style>
@@ -59,15 +52,7 @@ _STYLE = """<style>
 
 def highlight(text: str) -> str:
     """The jaxpr text as escaped HTML with ``<span class="jx-...">`` around each token."""
-    out: list[str] = []
-    pos = 0
-    for m in _TOKEN.finditer(text):
-        out.append(html.escape(text[pos : m.start()]))
-        role = m.lastgroup or "var"
-        out.append(f'<span class="{_CLASS[role]}">{html.escape(m.group())}</span>')
-        pos = m.end()
-    out.append(html.escape(text[pos:]))
-    return "".join(out)
+    return code_html.highlight(text, _TOKEN, prefix="jx-")
 
 
 @dataclass(frozen=True)
