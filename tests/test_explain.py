@@ -301,9 +301,8 @@ def test_grad_of_an_integer_name_converts_it(ip):
 
 @pytest.fixture
 def key_reuse_checks():
-    jax.config.update("jax_debug_key_reuse", True)
-    yield
-    jax.config.update("jax_debug_key_reuse", False)
+    with jax.debug_key_reuse(True):  # the planted cells run on this thread
+        yield
 
 
 def test_key_reuse_splits_the_key(ip, key_reuse_checks):
@@ -408,9 +407,8 @@ def test_other_runtime_errors_are_not_explained():
 
 @pytest.fixture
 def nan_checks():
-    jax.config.update("jax_debug_nans", True)
-    yield
-    jax.config.update("jax_debug_nans", False)
+    with jax.debug_nans(True):
+        yield
 
 
 def test_nan_names_the_primitive_and_the_line(ip, nan_checks):

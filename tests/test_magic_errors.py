@@ -162,6 +162,8 @@ def test_unload_leaves_no_handler_when_there_was_none(ip, capsys):
 # --------------------------------------------------------------------------- %jax_nans
 @pytest.fixture
 def nans_off():
+    # The global setting, not `with jax.debug_nans(False)`: a context value would hide
+    # what %jax_nans writes, which is the global one.
     jax.config.update("jax_debug_nans", False)
     yield
     jax.config.update("jax_debug_nans", False)
