@@ -10,7 +10,7 @@ from jax.sharding import PartitionSpec as P
 
 import jaxlab
 from jaxlab.graph import model as m
-from jaxlab.graph.render import DotMissing, graph_mimebundle
+from jaxlab.graph.render import DotMissing, DotTimeout, graph_mimebundle
 
 
 def mlp_loss(params, x):
@@ -254,6 +254,15 @@ def test_without_dot_the_text_view_is_shown_with_the_install_command(monkeypatch
     assert "image/svg+xml" not in bundle
     assert "apt-get install graphviz" in bundle["text/plain"]
     assert "sin" in bundle["text/plain"] and "sin" in bundle["text/html"]
+
+
+def test_a_layout_past_its_time_limit_falls_back_to_the_text_view():
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
+    with pytest.raises(DotTimeout, match="longer than"):
+        g.to_svg(timeout=1e-4)  # no real layout finishes in 0.1 ms
+    bundle = graph_mimebundle(g, timeout=1e-4)
+    assert "image/svg+xml" not in bundle
+    assert "took longer than" in bundle["text/plain"] and "scan" in bundle["text/plain"]
 
 
 def test_model_round_trips_to_json():

@@ -168,10 +168,10 @@ def graph_to_svg(graph: m.Graph, timeout: float | None = None) -> str:
     return svg[start:] if start >= 0 else svg
 
 
-def graph_mimebundle(graph: m.Graph) -> dict[str, Any]:
+def graph_mimebundle(graph: m.Graph, timeout: float | None = None) -> dict[str, Any]:
     """SVG with a text/plain summary; the text view with the reason when dot cannot draw."""
     try:
-        return {"image/svg+xml": graph_to_svg(graph), "text/plain": graph.describe()}
+        return {"image/svg+xml": graph_to_svg(graph, timeout), "text/plain": graph.describe()}
     except RenderError as e:
         from .text import jaxpr_text
 
