@@ -78,7 +78,7 @@ def test_nested_programs_become_clusters():
     # Equations inside a cluster point at it; branch clusters sit inside the cond cluster.
     cond = next(c for c in g.clusters if c.label.startswith("cond"))
     branches = [c for c in g.clusters if c.parent == cond.id]
-    assert len(branches) == 2 and all(c.depth == 2 for c in branches)
+    assert len(branches) == 2 and all(c.depth == cond.depth == 1 for c in branches)
     inner = {n.primitive for n in g.equations if n.cluster in {b.id for b in branches}}
     assert inner == {"add", "sub"}
     # Data flows from the jit's result into both branches' parameters.

@@ -378,7 +378,7 @@ class _Emitter:
                         item.primitive,
                         _role_label(item.primitive, sub.role),
                         item.id,
-                        item.depth + 1,
+                        item.depth,  # the branches are programs at the depth of their equation
                         sub.n_equations,
                     )
                 )
