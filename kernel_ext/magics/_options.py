@@ -1,4 +1,4 @@
-"""Split a magic's line into its options and the call after them.
+"""A magic's options: split from the call after them, and parsed with the magic's help.
 
 ``%jaxpr --depth 2 -o f(x, -1)``: argparse cannot tell where the options end, because
 the call may hold spaces, dashes and ``=`` (``f(x, -1)``, ``g(b='x y')``). The options
@@ -7,12 +7,19 @@ value) starts the call::
 
     split_options("--depth 2 -o f(x, -1)", frozenset({"--depth"}))
     # ("--depth 2 -o", "f(x, -1)")
+
+``parse_options`` is ``IPython.core.magic_arguments.parse_argstring`` whose errors name
+the magic and point at its help (``%jaxpr: unrecognized arguments: --x (see %jaxpr?)``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Set
+from collections.abc import Callable, Set
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import parse_argstring
 
 _OPTION = re.compile(r"\s*(-{1,2}[A-Za-z][\w-]*)(=\S*)?")
 _VALUE = re.compile(r"\s*\S+")
@@ -36,3 +43,16 @@ def split_options(line: str, valued: Set[str]) -> tuple[str, str]:
             if value is not None:
                 pos = value.end()
     return line[:pos].strip(), line[pos:].strip()
+
+
+def parse_options(magic: Callable[..., Any], options: str, *, cell: bool = False) -> Any:
+    """``options`` parsed by ``magic``'s ``@argument`` declarations (a bound magic method).
+
+    A bad option is a ``UsageError`` naming the magic (``%%name`` for a cell magic's
+    first line) and its help, ``%name?``.
+    """
+    name = magic.__name__
+    try:
+        return parse_argstring(magic, options)
+    except UsageError as e:
+        raise UsageError(f"{'%%' if cell else '%'}{name}: {e} (see %{name}?)") from e

@@ -22,11 +22,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import Image, display
 
 from ..compile_capture import WHERE, start
 from ..compile_log import CompileLog, compile_log
+from ._options import parse_options
 
 
 @magics_class
@@ -44,10 +45,7 @@ class CompileLogMagics(Magics):
 
         Example: ``%compile_log`` (live widget) or ``%compile_log --static``.
         """
-        try:
-            args = parse_argstring(self.compile_log, line)
-        except UsageError as e:
-            raise UsageError(f"%compile_log: {e} (see %compile_log?)") from e
+        args = parse_options(self.compile_log, line)
         if args.last < 1:
             raise UsageError(f"%compile_log: --last must be a positive number, not {args.last}")
         log = compile_log()

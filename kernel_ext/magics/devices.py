@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
+
+from ._options import parse_options
 
 
 @magics_class
@@ -32,10 +33,7 @@ class DeviceMagics(Magics):
         """Show JAX's backend (platform and version), its devices with their memory, and how
         many arrays are alive. Example: ``%jax_devices``.
         """
-        try:
-            args = parse_argstring(self.jax_devices, line)
-        except UsageError as e:
-            raise UsageError(f"%jax_devices: {e} (see %jax_devices?)") from e
+        args = parse_options(self.jax_devices, line)
         from ..devices import devices
 
         report = devices()

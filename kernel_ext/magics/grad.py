@@ -25,12 +25,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..program import Call, ProgramError, parse_call, parse_expression
 from ._failures import failure_text, raised_in_jaxlab
-from ._options import split_options
+from ._options import parse_options, split_options
 
 _VALUED = frozenset({"--wrt", "--argnums", "--mode", "--hvp"})
 _LINE_ONLY = ("argnums", "has_aux", "hessian", "hvp", "split")
@@ -61,11 +61,7 @@ class GradMagics(Magics):
         Example: ``%grad --wrt w --check loss(x, w)``.
         """
         options, source = split_options(line, _VALUED)
-        magic = "%grad" if cell is None else "%%grad"
-        try:
-            args = parse_argstring(self.grad, options)
-        except UsageError as e:
-            raise UsageError(f"{magic}: {e} (see %grad?)") from e
+        args = parse_options(self.grad, options, cell=cell is not None)
         ns = self.shell.user_ns if self.shell is not None else {}
         result = _cell(args, source, cell, ns) if cell is not None else _line(args, source, ns)
         if args.output:

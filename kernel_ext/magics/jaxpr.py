@@ -23,13 +23,13 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..program import Call, ProgramError, parse_call
 from ..trace_failure import needs_concrete_value
 from ._failures import failure_text, raised_in_jaxlab
-from ._options import split_options
+from ._options import parse_options, split_options
 
 # Options that take a value: the call expression starts after the last option (and value).
 _VALUED = frozenset({"--depth", "--budget"})
@@ -69,10 +69,7 @@ class JaxprMagics(Magics):
         Example: ``%jaxpr --grad loss(params, batch)``.
         """
         options, source = split_options(line, _VALUED)
-        try:
-            args = parse_argstring(self.jaxpr, options)
-        except UsageError as e:
-            raise UsageError(f"%jaxpr: {e} (see %jaxpr?)") from e
+        args = parse_options(self.jaxpr, options)
         views = [name for name in ("text", "stablehlo", "hlo") if getattr(args, name)]
         if len(views) > 1:
             raise UsageError(f"%jaxpr: choose one of --{' / --'.join(views)}, not several")

@@ -22,14 +22,14 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..cell_jit import cell_jit
 from ..program import ProgramError, parse_call
 from ..trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ._failures import failure_text
-from ._options import split_options
+from ._options import parse_options, split_options
 
 _VALUED = frozenset({"--static"})
 
@@ -72,10 +72,7 @@ class JitMagics(Magics):
         Example: ``%jit --static n f(x, n=3)``; a cell starting with ``%%jit --static n``.
         """
         options, source = split_options(line, _VALUED) if cell is None else (line, "")
-        try:
-            args = parse_argstring(self.jit, options)
-        except UsageError as e:
-            raise UsageError(f"%jit: {e} (see %jit?)") from e
+        args = parse_options(self.jit, options, cell=cell is not None)
         static = _static_names(args.static)
         if cell is None:
             return self._report(source, args, static)
