@@ -105,12 +105,18 @@ def graph_from_jaxpr(
         if len(edges) <= EDGE_BUDGET or node_budget <= MIN_BUDGET:
             break
         node_budget = max(MIN_BUDGET, int(node_budget * EDGE_BUDGET / len(edges)))
+    notes = tuple(plan.notes)
+    if node_budget < budget:
+        notes += (
+            f"drawn with at most {node_budget} nodes rather than {budget}, to keep the "
+            f"layout quick ({EDGE_BUDGET} edges at most)",
+        )
     return m.Graph(
         title=title,
         nodes=tuple(emitter.nodes),
         edges=edges,
         clusters=tuple(emitter.clusters),
-        notes=tuple(plan.notes),
+        notes=notes,
         n_equations=tree.n_equations,
         grad=grad,
         jaxpr=closed_jaxpr,
@@ -137,7 +143,7 @@ class _Plan:
         self, tree: Block, *, depth: int | None, budget: int, input_names: list[str]
     ) -> None:
         self.collapsed: set[str] = set()
-        self.io_groups: list[tuple[str, list[int]]] | None = None  # see _group_io
+        self.io_groups: list[tuple[str, list[int]]] | None = None  # see _group_inputs
         self.segment_length: dict[str, int] = {}  # block prefix -> equations per segment
         self.notes: list[str] = []
         nested = [item for item in _all_items(tree) if item.blocks]
