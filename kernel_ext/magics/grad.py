@@ -63,7 +63,17 @@ class GradMagics(Magics):
         options, source = split_options(line, _VALUED)
         args = parse_options(self.grad, options, cell=cell is not None)
         ns = self.shell.user_ns if self.shell is not None else {}
-        result = _cell(args, source, cell, ns) if cell is not None else _line(args, source, ns)
+        magic, what = ("%grad", f"`{source}`") if cell is None else ("%%grad", "the cell")
+        try:
+            result = _line(args, source, ns) if cell is None else _cell(args, source, cell, ns)
+        except UsageError:
+            raise
+        except ProgramError as e:  # GradError too: the user's input, already explained
+            raise UsageError(f"{magic}: {e}") from e
+        except Exception as e:
+            if raised_in_jaxlab(e):
+                raise  # a bug of ours: show it whole rather than blame the user's program
+            raise UsageError(failure_text(f"{magic}: differentiating {what}", e)) from e
         if args.output:
             return result
         display(result)
@@ -71,8 +81,8 @@ class GradMagics(Magics):
 
 
 def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
+    """``%grad f(x)``: the report (or the split) for one call. Raises what ``grad`` words."""
     from ..autodiff import report_for_call
-    from ..grad_args import GradError
     from ..grad_split import grad_split
 
     if args.jacobian:
@@ -82,33 +92,23 @@ def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
         )
     if args.wrt and args.argnums:
         raise UsageError("%grad: choose arguments by --wrt or by --argnums, not both")
-    try:
-        call = parse_call(source, ns)
-    except ProgramError as e:
-        raise UsageError(f"%grad: {e}") from e
+    call = parse_call(source, ns)
     hvp = _evaluate(args.hvp, ns, "--hvp") if args.hvp else None
     choose = {"wrt": args.wrt} if args.wrt else {"argnums": args.argnums or 0}
-    try:
-        if args.split:
-            return grad_split(call.fun, *call.args, **choose, **_no_clash(call))
-        return report_for_call(
-            call.fun,
-            call.args,
-            call.kwargs,
-            **choose,
-            has_aux=args.has_aux,
-            check=args.check,
-            mode=args.mode,
-            hessian=args.hessian,
-            hvp=hvp,
-            graph=args.graph,
-        )
-    except (GradError, ProgramError) as e:
-        raise UsageError(f"%grad: {e}") from e
-    except Exception as e:
-        if raised_in_jaxlab(e):
-            raise
-        raise UsageError(failure_text(f"%grad: differentiating `{call.source}`", e)) from e
+    if args.split:
+        return grad_split(call.fun, *call.args, **choose, **_no_clash(call))
+    return report_for_call(
+        call.fun,
+        call.args,
+        call.kwargs,
+        **choose,
+        has_aux=args.has_aux,
+        check=args.check,
+        mode=args.mode,
+        hessian=args.hessian,
+        hvp=hvp,
+        graph=args.graph,
+    )
 
 
 def _no_clash(call: Call) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def _no_clash(call: Call) -> dict[str, Any]:
 
 
 def _cell(args: Any, source: str, cell: str, ns: dict[str, Any]) -> Any:
-    from ..grad_args import GradError
+    """``%%grad``: the cell's report; stores the gradients in ``ns`` once all is computed."""
     from ..grad_cell import grad_cell
 
     used = [f"--{name.replace('_', '-')}" for name in _LINE_ONLY if getattr(args, name)]
@@ -132,22 +132,15 @@ def _cell(args: Any, source: str, cell: str, ns: dict[str, Any]) -> Any:
             f"%%grad takes --wrt, --check, --jacobian, --mode, --graph and -o, not {what}: "
             "the cell's last expression is what it differentiates"
         )
-    try:
-        result = grad_cell(
-            cell,
-            ns,
-            wrt=args.wrt,
-            jacobian=args.jacobian,
-            check=args.check,
-            mode=args.mode,
-            graph=args.graph,
-        )
-    except (GradError, ProgramError) as e:
-        raise UsageError(f"%%grad: {e}") from e
-    except Exception as e:
-        if raised_in_jaxlab(e):
-            raise
-        raise UsageError(failure_text("%grad: differentiating the cell", e)) from e
+    result = grad_cell(
+        cell,
+        ns,
+        wrt=args.wrt,
+        jacobian=args.jacobian,
+        check=args.check,
+        mode=args.mode,
+        graph=args.graph,
+    )
     # Only now, with everything computed, does the namespace change.
     ns.update(result.updates())
     return result.report
