@@ -13,7 +13,6 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import jaxlab
-from jaxlab import _jax_compat
 from jaxlab.compile_capture import _Handler, base_name, is_listening, parse_explanation, short_type
 from jaxlab.compile_log import ArgChange, CompileLog
 from jaxlab.compile_log_view import log_figure, log_html, log_text
@@ -331,28 +330,3 @@ def test_views_escape_and_show_every_function():
     assert len(ax.containers) == 3  # trace, lower, compile
     assert [len(c) for c in ax.containers] == [3, 3, 3]
     assert ax.containers[2][2].get_width() == pytest.approx(3.0)  # ms
-
-
-# --------------------------------------------------------------------------- _jax_compat
-
-
-def test_compat_compile_message_loggers_on_installed_jax():
-    assert _jax_compat.compile_message_loggers() == {
-        "jax._src.interpreters.partial_eval": False,
-        "jax._src.interpreters.pxla": True,  # the argument types come at DEBUG
-        "jax._src.compiler": False,
-        "jax._src.compilation_cache": False,
-    }
-
-
-def test_compat_compile_message_loggers_fallback(monkeypatch):
-    monkeypatch.setattr(_jax_compat, "_COMPILE_MESSAGE_LOGGERS", {"jax._src.gone_away": True})
-    assert _jax_compat.compile_message_loggers() == {"jax": False}
-    log = CompileLog()
-    g = jax.jit(fresh("fallback"))
-    with log.recording():  # explanations still arrive through the `jax` logger
-        g(jnp.ones(2))
-        g(jnp.ones(3))
-    first, second = log.for_function("fallback")
-    assert second.changes == (ArgChange("x", "f32[2]", "f32[3]"),)
-    assert first.signature == ()  # no argument types without pxla's DEBUG records

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import jaxlab
-from jaxlab import _jax_compat
 from jaxlab.explain_rewrite import (
     rewrite_for_range,
     rewrite_if,
@@ -498,21 +497,3 @@ def test_rewrites_leave_shapes_they_do_not_understand():
 def test_nested_item_assignment_becomes_one_index():
     assert rewrite_item_assignment(_stmt("x[i][j] = v")) == "x = x.at[i, j].set(v)"
     assert rewrite_item_assignment(_stmt("self.w[0] *= 2")) == "self.w = self.w.at[0].multiply(2)"
-
-
-# --------------------------------------------------------------------------- _jax_compat
-def test_compat_finds_the_stack_before_transformation(ip, nan_checks):
-    exc = plant(ip, "jax.grad(lambda x: jnp.sqrt(jnp.abs(x)) * x)(0.0)")
-    tb = _jax_compat.transformation_source_traceback(exc)
-    assert tb is not None  # this JAX still chains it (the guard returns None otherwise)
-    assert _jax_compat.transformation_source_traceback(ValueError("plain")) is None
-
-
-def test_compat_recognises_xla_runtime_errors_by_name():
-    assert _jax_compat.is_xla_runtime_error(jax.errors.JaxRuntimeError("x"))
-
-    class XlaRuntimeError(RuntimeError):  # the name older jaxlib releases used
-        pass
-
-    assert _jax_compat.is_xla_runtime_error(XlaRuntimeError("x"))
-    assert not _jax_compat.is_xla_runtime_error(RuntimeError("x"))
