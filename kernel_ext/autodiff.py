@@ -25,7 +25,6 @@ report record) and :mod:`~jaxlab.grad_display` (how it looks).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -127,8 +126,6 @@ def report_for_call(
     out_leaves = jax.tree_util.tree_leaves(first.out)
     _check_output(sel, out_leaves)
     scalar = len(out_leaves) == 1 and out_leaves[0].shape == ()
-    known = first.out if first.vjp is not None else None
-
     if hessian or hvp is not None:
         if not scalar:
             what = "Hessian" if hessian else "Hessian-vector product"
@@ -136,66 +133,69 @@ def report_for_call(
                 f"the {what} needs a scalar output, but {sel.function.__name__} returns "
                 f"{_shapes(out_leaves)}: reduce it to a number first (e.g. `.sum()`)"
             )
-        result = second_order(sel, has_aux, hvp if not hessian else None, known, first.aux)
+        result = second_order(sel, has_aux, None if hessian else hvp)
     elif scalar and mode != "fwd" and first.vjp is not None:
         try:
             result = compute.gradient(sel, first)
         except ValueError as e:  # JAX finds the while_loop when it transposes
             if compute.WHILE_REVERSE not in str(e):
                 raise
-            result = compute.forward_fallback(sel, has_aux, e)
+            result = compute.forward_fallback(sel, has_aux, first.out, e)
     elif scalar and mode != "fwd":
-        result = compute.forward_fallback(sel, has_aux, first.reverse_error)
+        result = compute.forward_fallback(sel, has_aux, first.out, first.reverse_error)
     elif scalar:
-        result = compute.jacobian(sel, has_aux, "fwd", forced=True, n_out=1, value=known)
-    else:
-        if not jacobian:
-            raise GradError(
-                f"{sel.function.__name__} returns {_shapes(out_leaves)}, not a scalar: "
-                "reduce it to one number (e.g. `.sum()` or `.mean()`) or ask for its "
-                "Jacobian (--jacobian)"
-            )
-        n_out = sum(int(np.prod(leaf.shape)) for leaf in out_leaves)
-        result = compute.jacobian(
-            sel, has_aux, mode, forced=mode is not None, n_out=n_out, value=known
+        result = compute.jacobian(sel, has_aux, first.out, "fwd", forced=True)
+    elif not jacobian:
+        raise GradError(
+            f"{sel.function.__name__} returns {_shapes(out_leaves)}, not a scalar: "
+            "reduce it to one number (e.g. `.sum()` or `.mean()`) or ask for its "
+            "Jacobian (--jacobian)"
         )
-    if first.vjp is not None:  # the first pass's value and aux: the function ran once
-        result.value, result.aux = first.out, first.aux
+    else:
+        result = compute.jacobian(sel, has_aux, first.out, mode, forced=mode is not None)
 
-    grads = sel.rebuild(result.per_arg)
-    report = GradReport(
+    if first.vjp is not None:  # the first pass's value and aux: the function ran once
+        value, aux = first.out, first.aux
+    else:  # reverse mode failed there, so it gave only shapes: run the function itself
+        value, aux = compute.unwrap(sel.function(*sel.diff), has_aux)
+    notes = list(result.notes)
+    checked = None
+    if check:
+        checked = extras.check_report(sel, result, has_aux, directions, seed, tolerance)
+        custom = [] if checked.passed else extras.custom_rules(sel, has_aux)
+        if custom:
+            notes.append(
+                f"the function has custom derivative rules ({', '.join(custom)}): "
+                "a custom rule may differ from the true derivative on purpose "
+                "(clipping, straight-through estimators), and then the check fails"
+            )
+    nonfinite = None
+    if result.kind == GRADIENT and not _all_finite((value, result.per_arg)):
+        nonfinite = extras.locate(sel, has_aux)
+    drawn = None
+    if graph:
+        drawn, note = extras.gradient_graph(sel, has_aux, result.kind)
+        if note:
+            notes.append(note)
+    return GradReport(
         fun_name=sel.function.__name__,
         names=sel.names,
         kind=result.kind,
         mode=result.mode,
-        value=result.value,
-        grads=grads,
+        value=value,
+        grads=sel.rebuild(result.per_arg),
         single=sel.single,
-        aux=result.aux,
+        aux=aux,
         why=result.why,
-        notes=tuple(result.notes),
+        notes=tuple(notes),
+        check=checked,
+        nonfinite=nonfinite,
+        graph=drawn,
     )
-    extra: dict[str, Any] = {}
-    if check:
-        extra["check"] = extras.check_report(sel, result, has_aux, directions, seed, tolerance)
-        if not extra["check"].passed:
-            custom = extras.custom_rules(sel, has_aux)
-            if custom:
-                extra["notes"] = (
-                    *report.notes,
-                    f"the function has custom derivative rules ({', '.join(custom)}): "
-                    "a custom rule may differ from the true derivative on purpose "
-                    "(clipping, straight-through estimators), and then the check fails",
-                )
-    summaries = [*report.value_summary(), *report.leaves()]
-    if result.kind == GRADIENT and not all(s.finite for s in summaries):
-        extra["nonfinite"] = extras.locate(sel, has_aux)
-    if graph:
-        graph_obj, note = extras.gradient_graph(sel, has_aux, result.kind)
-        extra["graph"] = graph_obj
-        if note:
-            extra["notes"] = (*extra.get("notes", report.notes), note)
-    return dataclasses.replace(report, **extra) if extra else report
+
+
+def _all_finite(tree: Any) -> bool:
+    return all(bool(np.all(np.isfinite(leaf))) for leaf in jax.tree_util.tree_leaves(tree))
 
 
 def _shapes(leaves: Sequence[Any]) -> str:

@@ -15,12 +15,14 @@ the derivative per chosen argument, how it was taken, and the derivative as a li
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .grad_args import GradError, Selection
 
@@ -31,7 +33,7 @@ WHILE_REVERSE = "Reverse-mode differentiation does not work for lax.while_loop"
 CUSTOM_VJP_FORWARD = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
 
 
-@dataclass
+@dataclass(frozen=True)
 class FirstPass:
     """The first run: value, aux and the VJP (None where reverse mode cannot go)."""
 
@@ -68,16 +70,17 @@ def first_pass(sel: Selection, has_aux: bool) -> FirstPass:
     return FirstPass(out, None, vjp)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Derivative:
+    """A derivative per chosen argument, how it was taken, and the derivative as a linear
+    map (``apply``: tangents shaped like ``sel.diff`` → the output's tangent)."""
+
     kind: str
     mode: str
-    value: Any
     per_arg: list[list[Any]]  # per chosen argument, its float leaves' derivatives
-    aux: Any = None
+    apply: Callable[[list[list[Any]]], Any]
     why: str = ""
-    notes: list[str] = field(default_factory=list)
-    apply: Callable[[list[list[Any]]], Any] | None = None  # derivative applied to d
+    notes: tuple[str, ...] = ()
 
 
 def traced(call: Callable[[], Any]) -> Any:
@@ -108,6 +111,19 @@ def unwrap(value_aux: Any, has_aux: bool) -> tuple[Any, Any]:
     return (value_aux[0], value_aux[1]) if has_aux else (value_aux, None)
 
 
+def primary(sel: Selection, has_aux: bool) -> Callable[..., Any]:
+    """``f(*diff)``: the output differentiated, as a function of the chosen float leaves
+    (with ``has_aux``, the aux is dropped)."""
+    if not has_aux:
+        return sel.function
+
+    def value_only(*diff: Any) -> Any:
+        return sel.function(*diff)[0]
+
+    value_only.__name__ = sel.function.__name__
+    return value_only
+
+
 def gradient(sel: Selection, first: FirstPass) -> Derivative:
     assert first.vjp is not None
     grads = first.vjp(jnp.ones_like(first.out))
@@ -122,15 +138,16 @@ def gradient(sel: Selection, first: FirstPass) -> Derivative:
     return Derivative(
         GRADIENT,
         "reverse",
-        first.out,
         [list(g) for g in grads],
-        first.aux,
+        apply,
         why="reverse mode (jax.vjp): one backward pass for a scalar output",
-        apply=apply,
     )
 
 
-def forward_fallback(sel: Selection, has_aux: bool, error: Exception | None) -> Derivative:
+def forward_fallback(
+    sel: Selection, has_aux: bool, out: Any, error: Exception | None
+) -> Derivative:
+    """The gradient in forward mode, where reverse mode met a dynamic ``while_loop``."""
     n = sel.size
     if n > FORWARD_LIMIT:
         raise GradError(
@@ -141,29 +158,26 @@ def forward_fallback(sel: Selection, has_aux: bool, error: Exception | None) -> 
             "`lax.fori_loop` with Python-int bounds or `lax.scan` with a fixed length "
             "(masking finished iterations)"
         ) from error
-    result = jacobian(sel, has_aux, "fwd", forced=True, n_out=1)
-    result.kind = GRADIENT
-    result.why = (
-        f"forward mode (jax.jacfwd, {n} JVP{'s' if n != 1 else ''}): reverse mode cannot go "
-        "through a while_loop with a dynamic trip count"
+    result = jacobian(sel, has_aux, out, "fwd", forced=True)
+    return dataclasses.replace(
+        result,
+        why=f"forward mode (jax.jacfwd, {n} JVP{'s' if n != 1 else ''}): reverse mode cannot "
+        "go through a while_loop with a dynamic trip count",
+        notes=(
+            *result.notes,
+            "reverse mode failed on a `while_loop` with a data-dependent trip count; the "
+            f"gradient was computed in forward mode instead ({n} JVPs, one per input element)",
+        ),
     )
-    result.notes.append(
-        "reverse mode failed on a `while_loop` with a data-dependent trip count; the "
-        f"gradient was computed in forward mode instead ({n} JVPs, one per input element)"
-    )
-    return result
 
 
 def jacobian(
-    sel: Selection,
-    has_aux: bool,
-    mode: str | None,
-    *,
-    forced: bool,
-    n_out: int,
-    value: Any = None,
+    sel: Selection, has_aux: bool, out: Any, mode: str | None, *, forced: bool
 ) -> Derivative:
-    n_in = sel.size
+    """The Jacobian of the output ``out`` (arrays or ShapeDtypeStructs: only its structure
+    and sizes are read), a gradient when ``out`` is one scalar."""
+    out_leaves = jax.tree_util.tree_leaves(out)
+    n_in, n_out = sel.size, sum(int(np.prod(leaf.shape)) for leaf in out_leaves)
     argnums = tuple(range(len(sel.chosen)))
     if mode is None:
         mode = "fwd" if n_in <= n_out else "rev"
@@ -176,50 +190,44 @@ def jacobian(
         )
     else:
         why = f"jac{mode}, as asked (--mode {mode})" if forced else f"jac{mode}"
-    notes: list[str] = []
-    transform = jax.jacfwd if mode == "fwd" else jax.jacrev
+    fun = primary(sel, has_aux)
+
+    def take(transform: Callable[..., Any]) -> Any:
+        return traced(lambda: transform(fun, argnums=argnums)(*sel.diff))
+
+    notes: tuple[str, ...] = ()
     try:
-        jac = traced(lambda: transform(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff))
+        jac = take(jax.jacfwd if mode == "fwd" else jax.jacrev)
     except ValueError as e:
         if WHILE_REVERSE not in str(e) or n_in > FORWARD_LIMIT:
             raise
-        mode, transform = "fwd", jax.jacfwd
-        notes.append("reverse mode failed on a dynamic while_loop; used jacfwd instead")
-        jac = traced(lambda: jax.jacfwd(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff))
+        mode, jac = "fwd", take(jax.jacfwd)
+        notes = ("reverse mode failed on a dynamic while_loop; used jacfwd instead",)
     except TypeError as e:
         if CUSTOM_VJP_FORWARD not in str(e):
             raise
-        mode = "rev"
-        notes.append("a custom_vjp function has no forward-mode rule; used jacrev instead")
-        jac = traced(lambda: jax.jacrev(sel.function, argnums=argnums, has_aux=has_aux)(*sel.diff))
-    jac, aux = unwrap(jac, has_aux)
-    if value is None:
-        value, _ = unwrap(sel.function(*sel.diff), has_aux)
+        mode, jac = "rev", take(jax.jacrev)
+        notes = ("a custom_vjp function has no forward-mode rule; used jacrev instead",)
     # jac: the output's structure, each leaf a tuple (per argument) of leaf lists.
-    out_tree: Any = jax.tree_util.tree_structure(value)
+    out_tree: Any = jax.tree_util.tree_structure(out)
     per_out = out_tree.flatten_up_to(jac)
     per_arg: list[list[Any]] = []
-    for i in range(len(sel.chosen)):
+    for i, chosen in enumerate(sel.chosen):
         leaves_i = []
-        for k in range(len(sel.chosen[i].diff_leaves)):
+        for k in range(len(chosen.diff_leaves)):
             parts = [po[i][k] for po in per_out]
-            leaves_i.append(
-                parts[0] if len(parts) == 1 else jax.tree_util.tree_unflatten(out_tree, parts)
-            )
+            leaves_i.append(parts[0] if len(parts) == 1 else out_tree.unflatten(parts))
         per_arg.append(leaves_i)
 
     def apply(d: list[list[Any]]) -> Any:
-        _, tangent = jax.jvp(lambda *x: unwrap(sel.function(*x), has_aux)[0], sel.diff, d)
-        return tangent
+        return jax.jvp(fun, sel.diff, d)[1]
 
-    scalar = n_out == 1 and jax.tree_util.tree_leaves(value)[0].shape == ()
+    scalar = len(out_leaves) == 1 and out_leaves[0].shape == ()
     return Derivative(
         GRADIENT if scalar else JACOBIAN,
         "forward" if mode == "fwd" else "reverse",
-        value,
         per_arg,
-        aux,
+        apply,
         why=why,
         notes=notes,
-        apply=apply,
     )

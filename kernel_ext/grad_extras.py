@@ -17,7 +17,7 @@ from jax.extend import core as jcore
 
 from .fd_check import GradCheck, check_derivative
 from .grad_args import Selection
-from .grad_compute import GRADIENT, HESSIAN, HVP, Derivative, unwrap
+from .grad_compute import GRADIENT, HESSIAN, HVP, Derivative, primary
 from .nan_locate import NonFinite, locate_nonfinite
 
 
@@ -29,24 +29,20 @@ def check_report(
     seed: int,
     tolerance: float | None,
 ) -> GradCheck:
-    def primal(x: list[list[Any]]) -> Any:
-        return unwrap(sel.function(*x), has_aux)[0]
-
+    """The finite-difference check of ``result``: of the output for first derivatives, of
+    the gradient for second ones."""
+    fun = primary(sel, has_aux)
     if result.kind in (HESSIAN, HVP):
-        argnums = tuple(range(len(sel.chosen)))
-        fun = lambda x: jax.grad(primal_star, argnums=argnums)(*x)  # noqa: E731
-
-        def primal_star(*x: Any) -> Any:
-            return primal(list(x))
+        grad_fn = jax.grad(fun, argnums=tuple(range(len(sel.chosen))))
+        checked = lambda x: grad_fn(*x)  # noqa: E731
     else:
-        fun = primal
+        checked = lambda x: fun(*x)  # noqa: E731
     leaves = [leaf for per in result.per_arg for leaf in jax.tree_util.tree_leaves(per)]
     dtype = jnp.result_type(*leaves) if leaves else jnp.float32
-    assert result.apply is not None
     return check_derivative(
         names=sel.names,
         diff=sel.diff,
-        fun=fun,
+        fun=checked,
         apply=result.apply,
         dtype=dtype,
         directions=directions,
@@ -68,10 +64,6 @@ def _rule_name(eqn: Any) -> str:
 
 def custom_rules(sel: Selection, has_aux: bool) -> list[str]:
     """``custom_vjp clip``, ...: the custom derivative rules the function calls."""
-
-    def scalar(*x: Any) -> Any:
-        return unwrap(sel.function(*x), has_aux)[0]
-
     found: list[str] = []
 
     def walk(jaxpr: Any) -> None:
@@ -85,30 +77,30 @@ def custom_rules(sel: Selection, has_aux: bool) -> list[str]:
             for sub in jcore.jaxprs_in_params(eqn.params):
                 walk(sub)
 
-    walk(jax.make_jaxpr(scalar)(*sel.diff).jaxpr)
+    walk(jax.make_jaxpr(primary(sel, has_aux))(*sel.diff).jaxpr)
     return found
 
 
 def locate(sel: Selection, has_aux: bool) -> NonFinite | None:
-    def scalar(*x: Any) -> Any:
-        return unwrap(sel.function(*x), has_aux)[0]
-
-    closed = jax.make_jaxpr(scalar)(*sel.diff)
+    """Where the value or gradient turns non-finite (see :mod:`jaxlab.nan_locate`)."""
+    closed = jax.make_jaxpr(primary(sel, has_aux))(*sel.diff)
     flat = jax.tree_util.tree_leaves(sel.diff)
     return locate_nonfinite(closed, flat)
 
 
 def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str | None]:
+    """The annotated graph of ``jax.grad`` of the function, or None and why not."""
     if kind != GRADIENT:
         return None, "the gradient graph is drawn for scalar outputs only (not for a " + kind + ")"
     from .graph import jaxpr_graph
 
+    fun = primary(sel, has_aux)
     (only,) = sel.chosen if len(sel.chosen) == 1 else (None,)
     if only is not None and all(only.mask):
         # One argument, all of it differentiated: draw it under its own name and paths
         # (``params[0]['w']``), as jax.grad(f) would see it.
         def whole(value: Any) -> Any:
-            return unwrap(sel.function(only.split(value)), has_aux)[0]
+            return fun(only.split(value))
 
         whole.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(only.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
@@ -118,7 +110,7 @@ def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str |
     else:
 
         def leaves(wrt: list[list[Any]]) -> Any:
-            return unwrap(sel.function(*wrt), has_aux)[0]
+            return fun(*wrt)
 
         packed, arg = leaves, list(sel.diff)
     packed.__name__ = sel.function.__name__

@@ -18,43 +18,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from .grad_args import GradError, Selection
-from .grad_compute import CUSTOM_VJP_FORWARD, HESSIAN, HVP, Derivative, traced, unwrap
+from .grad_compute import CUSTOM_VJP_FORWARD, HESSIAN, HVP, Derivative, primary, traced
 
 
-def second_order(
-    sel: Selection, has_aux: bool, v: Any, value: Any = None, aux: Any = None
-) -> Derivative:
+def second_order(sel: Selection, has_aux: bool, v: Any) -> Derivative:
+    """The Hessian (``v`` None) or the Hessian-vector product with ``v``."""
     argnums = tuple(range(len(sel.chosen)))
-
-    def scalar(*x: Any) -> Any:
-        return unwrap(sel.function(*x), has_aux)[0]
-
-    grad_fn = jax.grad(scalar, argnums=argnums)
-    if value is None:
-        value, aux = unwrap(sel.function(*sel.diff), has_aux)
+    fun = primary(sel, has_aux)
+    grad_fn = jax.grad(fun, argnums=argnums)
     try:
         if v is None:
-            hess = traced(lambda: jax.hessian(scalar, argnums=argnums)(*sel.diff))
-            # hess[i][a][j][b]: argument i leaf a, argument j leaf b. The row of leaf a is
-            # shaped like the arguments (like one argument when only one was chosen).
-            per_arg = [
-                [_hessian_row(sel, hess[i][a]) for a in range(len(sel.chosen[i].diff_leaves))]
-                for i in range(len(sel.chosen))
-            ]
-            kind = HESSIAN
-            why = (
-                "forward-over-reverse (jax.hessian = jacfwd(jacrev)): one JVP of the "
-                "gradient per input element"
+            return _hessian(
+                sel, has_aux, traced(lambda: jax.hessian(fun, argnums=argnums)(*sel.diff))
             )
-        else:
-            tangents = _hvp_tangents(sel, v)
-            _, hv = traced(lambda: jax.jvp(grad_fn, sel.diff, tangents))
-            per_arg = [list(h) for h in hv]
-            kind = HVP
-            why = (
-                "forward-over-reverse (jax.jvp of jax.grad): one JVP of the gradient, no "
-                "Hessian built"
-            )
+        tangents = _hvp_tangents(sel, v)
+        _, hv = traced(lambda: jax.jvp(grad_fn, sel.diff, tangents))
     except TypeError as e:
         if CUSTOM_VJP_FORWARD not in str(e):
             raise
@@ -67,7 +45,27 @@ def second_order(
     def apply(d: list[list[Any]]) -> Any:
         return jax.jvp(grad_fn, sel.diff, d)[1]
 
-    return Derivative(kind, "forward-over-reverse", value, per_arg, aux, why=why, apply=apply)
+    why = "forward-over-reverse (jax.jvp of jax.grad): one JVP of the gradient, no Hessian built"
+    return Derivative(HVP, "forward-over-reverse", [list(h) for h in hv], apply, why=why)
+
+
+def _hessian(sel: Selection, has_aux: bool, hess: Any) -> Derivative:
+    # hess[i][a][j][b]: argument i leaf a, argument j leaf b. The row of leaf a is shaped
+    # like the arguments (like one argument when only one was chosen).
+    per_arg = [
+        [_hessian_row(sel, hess[i][a]) for a in range(len(c.diff_leaves))]
+        for i, c in enumerate(sel.chosen)
+    ]
+
+    def apply(d: list[list[Any]]) -> Any:
+        grad_fn = jax.grad(primary(sel, has_aux), argnums=tuple(range(len(sel.chosen))))
+        return jax.jvp(grad_fn, sel.diff, d)[1]
+
+    why = (
+        "forward-over-reverse (jax.hessian = jacfwd(jacrev)): one JVP of the gradient per "
+        "input element"
+    )
+    return Derivative(HESSIAN, "forward-over-reverse", per_arg, apply, why=why)
 
 
 def _hessian_row(sel: Selection, row: Sequence[Sequence[Any]]) -> Any:
