@@ -385,3 +385,36 @@ def test_check_of_a_function_that_casts_to_float32_says_so():
     )
     assert r.check.passed and not r.check.x64
     assert "float32 (the function casts to it)" in r.check.text()
+
+
+def test_check_of_a_jacobian_tests_the_reported_numbers():
+    # jacrev follows the custom rule (a clipped cotangent), finite differences do not:
+    # the check must compare the Jacobian reported, not a fresh forward-mode one.
+    @jax.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -0.1, 0.1),))
+
+    def f(x):
+        return jnp.stack([jnp.sum(clip_gradient(x) ** 2), jnp.sum(x)])
+
+    x = jnp.array([2.0, 3.0, 1.0])
+    r = grad_report(f, x, check=True)
+    assert r.kind == "jacobian"
+    np.testing.assert_allclose(r.grad, [[0.1, 0.1, 0.1], [1.0, 1.0, 1.0]])
+    assert not r.check.passed and r.check.max_error > 0.5
+    assert any("custom_vjp clip_gradient" in n for n in r.notes)
+
+
+def test_jacobian_of_a_pytree_output_in_two_arguments_matches_jax_and_passes_check():
+    def f(x, w):
+        return {"a": jnp.sin(x) * w, "b": jnp.sum(x * w) ** 2}
+
+    x, w = jnp.array([0.3, -1.2]), jnp.array([2.0, 0.5])
+    r = grad_report(f, x, w, argnums=(0, 1), check=True)
+    want = jax.jacrev(f, argnums=(0, 1))(x, w)
+    for i in range(2):
+        for key in ("a", "b"):
+            np.testing.assert_allclose(r.grad[i][key], want[key][i], rtol=1e-6)
+    assert r.kind == "jacobian" and r.check.passed
