@@ -103,12 +103,14 @@ def format_bytes(n: int | None) -> str:
     """``1536 -> '1.5 KiB'``; None (not reported) -> ``'-'``."""
     if n is None:
         return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+    if n < 1024:
+        return f"{n} B"
+    value = n / 1024
+    for unit in ("KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
         value /= 1024
-    raise AssertionError("unreachable")
+    return f"{value:.1f} TiB"
 
 
 def _row(d: DeviceInfo) -> tuple[str, ...]:
