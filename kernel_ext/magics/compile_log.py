@@ -62,17 +62,18 @@ class CompileLogMagics(Magics):
         return None
 
 
-_MONITORS: dict[int, Any] = {}  # id(log) -> its CompileMonitor, shared by every display
+_MONITOR: Any = None  # the session log's CompileMonitor, shared by every display
 
 
 def _monitor(log: CompileLog) -> Any:
-    """One live widget per log: displaying it again adds a view, not another subscriber."""
+    """One live widget for the log: displaying it again adds a view, not another subscriber."""
     from jaxlab.widgets import CompileMonitor
 
-    monitor = _MONITORS.get(id(log))
-    if monitor is None or monitor.comm is None:  # never made, or closed by the user
-        monitor = _MONITORS[id(log)] = CompileMonitor(log)
-    return monitor
+    global _MONITOR
+    # made anew when never made, closed by the user, or watching another log
+    if _MONITOR is None or _MONITOR.comm is None or _MONITOR.log is not log:
+        _MONITOR = CompileMonitor(log)
+    return _MONITOR
 
 
 def _png(figure: Any) -> bytes:
