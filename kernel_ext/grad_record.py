@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import jax
@@ -103,14 +103,15 @@ class GradReport:
         return [LeafSummary.of("value" + jax.tree_util.keystr(p), v) for p, v in flat]
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the summaries of the value and derivative, not the arrays."""
         return {
             "fun": self.fun_name,
             "names": list(self.names),
             "kind": self.kind,
             "mode": self.mode,
             "why": self.why,
-            "value": [_leaf_dict(s) for s in self.value_summary()],
-            "grad": [_leaf_dict(s) for s in self.leaves()],
+            "value": [asdict(s) for s in self.value_summary()],
+            "grad": [asdict(s) for s in self.leaves()],
             "notes": list(self.notes),
             "check": self.check.to_dict() if self.check else None,
             "nonfinite": self.nonfinite.to_dict() if self.nonfinite else None,
@@ -128,16 +129,3 @@ class GradReport:
         from .grad_display import report_html
 
         return {"text/plain": self.text(), "text/html": report_html(self)}
-
-
-def _leaf_dict(s: LeafSummary) -> dict[str, Any]:
-    return {
-        "path": s.path,
-        "shape": list(s.shape),
-        "dtype": s.dtype,
-        "norm": s.norm,
-        "min": s.min,
-        "max": s.max,
-        "first": list(s.first),
-        "finite": s.finite,
-    }

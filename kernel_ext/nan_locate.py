@@ -16,7 +16,7 @@ one that broke it, with its source line and the usual fix.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import jax
@@ -72,15 +72,7 @@ class NonFinite:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "where": self.where,
-            "primitive": self.primitive,
-            "source": self.source,
-            "node_id": self.node_id,
-            "detail": self.detail,
-            "fix": self.fix,
-            "masked": self.masked,
-        }
+        return asdict(self)
 
 
 def _finite(value: Any) -> bool:

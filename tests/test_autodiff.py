@@ -211,6 +211,9 @@ def test_nan_from_sqrt_at_zero_names_the_equation_and_line():
     assert nf.source is not None and "test_autodiff.py" in nf.source and "norm" in nf.source
     assert "sqrt(x + eps)" in nf.fix or "sqrt(jnp.sum(x**2) + eps)" in nf.fix
     assert not nf.masked
+    data = json.loads(json.dumps(r.to_dict()))
+    assert data["nonfinite"]["primitive"] == "sqrt" and data["nonfinite"]["masked"] is False
+    assert data["grad"][0]["finite"] is False and data["grad"][0]["shape"] == [3]
 
 
 def test_nan_behind_where_suggests_double_where():
