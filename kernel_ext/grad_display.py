@@ -115,13 +115,13 @@ def report_html(report: GradReport) -> str:
             cls += " bad"
         parts.append(f'<p class="{cls}">{esc(line)}</p>')
     if report.graph is not None:
-        parts.append(_graph_html(report.graph))
+        parts.append(graph_html(report.graph))
     parts.append("</div>")
     return "".join(parts)
 
 
-def _graph_html(graph: Any) -> str:
-    """The graph's own rendering (SVG), or its text when Graphviz cannot lay it out."""
+def graph_html(graph: Any) -> str:
+    """A Graph's own rendering (SVG), or its text when Graphviz cannot lay it out."""
     try:
         bundle = graph._repr_mimebundle_()
     except Exception as e:  # no Graphviz: the table still stands

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from .grad_args import GradError, select_arguments
+from .grad_display import graph_html
 
 _TITLES = ("primal", "linearized (JVP)", "transposed (VJP)")
 _EXPLAIN = (
@@ -102,7 +103,7 @@ class GradSplit:
         for title, explain, program, graph in zip(
             _TITLES, _EXPLAIN, self.programs, graphs, strict=True
         ):
-            body = _graph_html(graph) if graph is not None else f"<pre>{esc(str(program))}</pre>"
+            body = graph_html(graph) if graph is not None else f"<pre>{esc(str(program))}</pre>"
             columns.append(
                 '<div style="flex:1;min-width:0;overflow:auto;border:1px solid #ddd;'
                 f'padding:4px"><b>{esc(title)}</b><br/><small>{esc(explain)}</small>'
@@ -117,15 +118,6 @@ class GradSplit:
             f'<div class="jaxlab-grad-split">{head}<div style="display:flex;gap:8px;'
             f'align-items:flex-start">{"".join(columns)}</div></div>'
         )
-
-
-def _graph_html(graph: Any) -> str:
-    bundle = graph._repr_mimebundle_()
-    if "image/svg+xml" in bundle:
-        return str(bundle["image/svg+xml"])
-    if "text/html" in bundle:
-        return str(bundle["text/html"])
-    return f"<pre>{html.escape(str(bundle.get('text/plain', '')))}</pre>"
 
 
 def grad_split(
