@@ -151,11 +151,12 @@ def _positional_names(fun: Any, n: int) -> list[str]:
     return [names[i] if i < len(names) else f"arg{i}" for i in range(n)]
 
 
-def _parse_names(wrt: str | Sequence[str]) -> list[str]:
+def parse_names(wrt: str | Sequence[str], noun: str = "argument") -> list[str]:
+    """``"x, y"`` or ``["x", "y"]`` -> ``["x", "y"]``; naming nothing is a GradError."""
     items = wrt.split(",") if isinstance(wrt, str) else list(wrt)
     names = [w.strip() for w in items if w.strip()]
     if not names:
-        raise GradError("`--wrt` names no argument: write e.g. `--wrt x,y`")
+        raise GradError(f"`--wrt` names no {noun}: write e.g. `--wrt x,y`")
     return names
 
 
@@ -184,7 +185,7 @@ def select_arguments(
     positional = _positional_names(fun, len(args))
     places: list[tuple[str, int | str]] = []
     if wrt is not None:
-        names = _parse_names(wrt)
+        names = parse_names(wrt)
         single = len(names) == 1
         known = [*positional, *kwargs]
         for name in names:

@@ -23,7 +23,7 @@ from typing import Any
 import jax
 
 from .autodiff import GradReport, report_for_call
-from .grad_args import GradError, is_float_leaf
+from .grad_args import GradError, is_float_leaf, parse_names
 from .program import analyse_cell
 
 
@@ -59,10 +59,7 @@ def _float_array_tree(value: Any) -> bool:
 def _names(wrt: str | Sequence[str] | None) -> list[str] | None:
     if wrt is None:
         return None
-    items = wrt.split(",") if isinstance(wrt, str) else list(wrt)
-    names = [w.strip() for w in items if w.strip()]
-    if not names:
-        raise GradError("`--wrt` names no variable: write e.g. `--wrt w,b`")
+    names = parse_names(wrt, noun="variable")
     for name in names:
         if not name.isidentifier():
             raise GradError(f"`--wrt {name}`: `{name}` is not a variable name")

@@ -273,6 +273,8 @@ def test_wrt_unknown_name_and_missing_argument():
         grad_report(projectile_range, 1.0, 0.2, wrt="g")
     with pytest.raises(GradError, match="out of range"):
         grad_report(projectile_range, 1.0, 0.2, argnums=3)
+    with pytest.raises(GradError, match="names no argument"):
+        grad_report(projectile_range, 1.0, 0.2, wrt=" , ")
 
 
 def test_non_scalar_refused_without_jacobian_and_for_hessian():

@@ -163,6 +163,7 @@ def test_cell_magic_displays_without_o(shell):
         ("", "y = loss(w, x)", "no final expression"),
         ("--wrt w", "jnp.tanh(x @ w)", "not a scalar"),
         ("--wrt nowhere", "y = 1\nloss(w, x)", "not defined"),
+        ("--wrt ,", "y = 1\nloss(w, x)", "names no variable"),
         ("--wrt jnp", "y = 1\njnp.sum(w)", "not an array"),
         ("--wrt n", "y = 1\njnp.sum(w) * n", "only floating-point"),
         ("--wrt w", "w = x[0]\njnp.sum(w)", "assigns `w` before reading"),
