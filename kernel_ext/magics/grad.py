@@ -21,6 +21,7 @@ The plain-Python twins are ``jaxlab.grad_report``, ``jaxlab.grad_split`` and
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -149,19 +150,13 @@ def _cell(args: Any, source: str, cell: str, ns: dict[str, Any]) -> Any:
 def _evaluate(text: str, ns: dict[str, Any], option: str) -> Any:
     try:
         node = parse_expression(text)
-        return eval(compile(_expression(node), "<jaxlab option>", "eval"), dict(ns))
+        return eval(compile(ast.Expression(body=node), "<jaxlab option>", "eval"), dict(ns))
     except ProgramError as e:
         raise UsageError(f"%grad {option}: {e}") from e
     except Exception as e:
         raise UsageError(
             f"%grad {option} {text}: evaluating it raised {type(e).__name__}: {e}"
         ) from e
-
-
-def _expression(node: Any) -> Any:
-    import ast
-
-    return ast.fix_missing_locations(ast.Expression(body=node))
 
 
 MAGICS = (GradMagics,)

@@ -73,9 +73,8 @@ class JaxprMagics(Magics):
         views = [name for name in ("text", "stablehlo", "hlo") if getattr(args, name)]
         if len(views) > 1:
             raise UsageError(f"%jaxpr: choose one of --{' / --'.join(views)}, not several")
-        for name in ("depth", "budget"):
+        for name, least in (("depth", 0), ("budget", 1)):
             value = getattr(args, name)
-            least = 0 if name == "depth" else 1
             if value is not None and value < least:
                 raise UsageError(f"%jaxpr: --{name} must be {least} or more, not {value}")
         try:

@@ -26,7 +26,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..cell_jit import cell_jit
-from ..program import ProgramError, parse_call
+from ..program import Call, ProgramError, parse_call
 from ..trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ._failures import failure_text
 from ._options import parse_options, split_options
@@ -34,14 +34,18 @@ from ._options import parse_options, split_options
 _VALUED = frozenset({"--static"})
 
 
-def _static_names(text: str | None) -> tuple[str, ...]:
+def _static_names(text: str | None, magic: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in (text or "").split(",") if n.strip())
-    bad = [n for n in names if not (n.isidentifier() or n.lstrip("-").isdigit())]
+    bad = [n for n in names if not (n.isidentifier() or _is_position(n))]
     if bad:
         raise UsageError(
-            f"--static takes names separated by commas (`--static n,mode`), not {bad[0]!r}"
+            f"{magic}: --static takes names separated by commas (`--static n,mode`), not {bad[0]!r}"
         )
     return names
+
+
+def _is_position(name: str) -> bool:
+    return name.lstrip("-").isdigit()
 
 
 @magics_class
@@ -73,7 +77,7 @@ class JitMagics(Magics):
         """
         options, source = split_options(line, _VALUED) if cell is None else (line, "")
         args = parse_options(self.jit, options, cell=cell is not None)
-        static = _static_names(args.static)
+        static = _static_names(args.static, "%jit" if cell is None else "%%jit")
         if cell is None:
             return self._report(source, args, static)
         if args.call:
@@ -98,8 +102,8 @@ class JitMagics(Magics):
             call = parse_call(source, namespace)
         except ProgramError as e:
             raise UsageError(f"%jit: {e}") from e
-        nums = tuple(int(n) for n in static if n.lstrip("-").isdigit())
-        names = tuple(n for n in static if not n.lstrip("-").isdigit())
+        nums = tuple(int(n) for n in static if _is_position(n))
+        names = tuple(n for n in static if not _is_position(n))
         show = tuple(v for v in ("stablehlo", "hlo") if getattr(args, v))
         if hasattr(call.fun, "lower") and static:
             raise UsageError(
@@ -135,7 +139,7 @@ class JitMagics(Magics):
         return value
 
 
-def _describe_failure(call: Any, error: BaseException) -> str:
+def _describe_failure(call: Call, error: BaseException) -> str:
     """Why compiling ``call`` failed: the error, the user's line, and the usual fix."""
     text = failure_text(f"%jit: compiling `{call.source}`", error)
     if needs_concrete_value(error):
