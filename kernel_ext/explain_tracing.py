@@ -4,19 +4,19 @@ a shape depend on values, or a traced value leaked out of its trace.
 
 Each ``build_*`` takes the exception and its :class:`ErrorSite` and returns a Finding whose
 fix is the user's statement rewritten (``lax.cond``, ``lax.while_loop``,
-``lax.fori_loop``, ``jnp``), with ``static_argnums`` as the alternative when the traced
-value is a setting rather than data.
+``lax.fori_loop``, ``jnp``: :mod:`jaxlab.explain_control_flow`), with ``static_argnums``
+as the alternative when the traced value is a setting rather than data.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
 import re
 
 import jax.numpy as jnp
 import numpy as np
 
+from . import explain_control_flow as cf
 from . import explain_rewrite as rw
 from .explain_finding import (
     ERRORS_PAGE,
@@ -104,7 +104,7 @@ def build_tracer_bool(exc: BaseException, site: ErrorSite) -> Finding:
             f"A Python `if` needs True or False now, but `{cond}` is a traced value{where}: "
             "it has no value until the compiled code runs. lax.cond picks a branch at run time."
         )
-        fix = rw.rewrite_if(stmt, _following(site, stmt), lax, bound)
+        fix = cf.rewrite_if(stmt, _following(site, stmt), lax, bound)
         if fix is None:
             generic = f"{lax}.cond({cond}, true_fun, false_fun, *operands)  # same shapes out"
             return Finding(what, _with(generic, static), docs)
@@ -120,12 +120,12 @@ def build_tracer_bool(exc: BaseException, site: ErrorSite) -> Finding:
             f"A Python `while` asks `{cond}` for True or False on every turn, but it is a "
             f"traced value{where}. lax.while_loop runs the loop inside the compiled code."
         )
-        fix = rw.rewrite_while(stmt, lax, bound)
+        fix = cf.rewrite_while(stmt, lax, bound)
         if fix is None:
             generic = f"state = {lax}.while_loop(cond_fun, body_fun, state)"
             return Finding(what, _with(generic, static), docs)
         return Finding(what, _with(fix, static), docs, rewritten=True)
-    logical = rewrite_logical(stmt, jnp_name(site)) if stmt is not None else None
+    logical = cf.rewrite_logical(stmt, jnp_name(site)) if stmt is not None else None
     if logical:
         what = (
             f"`and`, `or` and `not` ask Python for True or False, but their operands are "
@@ -144,35 +144,6 @@ def _following(site: ErrorSite, stmt: ast.stmt) -> ast.stmt | None:
     body = parent_body(site.module, stmt) or []
     index = next((i for i, s in enumerate(body) if s is stmt), -1)
     return body[index + 1] if 0 <= index < len(body) - 1 else None
-
-
-def rewrite_logical(stmt: ast.stmt, jnp_alias: str) -> str | None:
-    """``a and b`` → ``jnp.logical_and(a, b)``; ``not a`` → ``jnp.logical_not(a)``."""
-    if isinstance(stmt, ast.If | ast.While):  # the control-flow rewrites' job
-        return None
-
-    class Logical(ast.NodeTransformer):
-        changed = False
-
-        def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
-            self.generic_visit(node)
-            self.changed = True
-            name = "logical_and" if isinstance(node.op, ast.And) else "logical_or"
-            result = node.values[0]
-            for value in node.values[1:]:
-                result = ast.Call(rw.expr(f"{jnp_alias}.{name}"), [result, value], [])
-            return result
-
-        def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
-            self.generic_visit(node)
-            if not isinstance(node.op, ast.Not):
-                return node
-            self.changed = True
-            return ast.Call(rw.expr(f"{jnp_alias}.logical_not"), [node.operand], [])
-
-    transformer = Logical()
-    new = transformer.visit(copy.deepcopy(stmt))
-    return rw.unparse_statement(new) if transformer.changed else None
 
 
 # --------------------------------------------------------------------------- concrete values
@@ -241,7 +212,7 @@ def build_tracer_integer(exc: BaseException, site: ErrorSite) -> Finding:
             f"`{ast.unparse(stmt.iter)}` needs a concrete Python integer to count the turns, but "
             f"it is traced{where}. lax.fori_loop runs the loop inside the compiled code."
         )
-        fix = rw.rewrite_for_range(stmt, lax_name(site), set(site.local_ns))
+        fix = cf.rewrite_for_range(stmt, lax_name(site), set(site.local_ns))
         if fix:
             return Finding(what, _with(fix, static), docs, rewritten=True)
         if static:
