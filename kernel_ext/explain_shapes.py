@@ -114,32 +114,36 @@ def broadcast_fix(b: str, sa: Shape, sb: Shape) -> tuple[str, str] | None:
     return None
 
 
-def _shape_text(shape: Shape) -> str:
-    return str(shape)
-
-
 def shape_finding(exc: BaseException, site: ErrorSite) -> Finding:
     message = str(exc)
     products = _CONTRACT.search(message) is not None or _MATMUL_TYPES.search(message) is not None
     stmt = site.statement
-    candidates = _operands(stmt, products) if stmt is not None else []
-    for left, right, node in candidates:
+    if stmt is None:
+        return _from_message(message, products, site)
+    for left, right, node in _operands(stmt, products):
         sa, sb = _shape_of(left, site), _shape_of(right, site)
         if sa is None or sb is None:
             continue
-        a, b = ast.unparse(left), ast.unparse(right)
         if products:
-            found = _product_finding(site, stmt, node, a, b, sa, sb, message)
+            found = _product_finding(site, stmt, node, left, right, sa, sb, message)
         else:
-            found = _broadcast_finding(site, stmt, node, left, right, a, b, sa, sb)
+            found = _broadcast_finding(stmt, left, right, sa, sb)
         if found is not None:
             return found
     return _from_message(message, products, site)
 
 
 def _product_finding(
-    site: ErrorSite, stmt: Any, node: ast.AST, a: str, b: str, sa: Shape, sb: Shape, message: str
+    site: ErrorSite,
+    stmt: ast.stmt,
+    node: ast.AST,
+    left: ast.expr,
+    right: ast.expr,
+    sa: Shape,
+    sb: Shape,
+    message: str,
 ) -> Finding | None:
+    a, b = ast.unparse(left), ast.unparse(right)
     batch = _MATMUL_TYPES.search(message)
     if batch:
         what = (
@@ -175,18 +179,11 @@ def _product_finding(
 
 
 def _broadcast_finding(
-    site: ErrorSite,
-    stmt: Any,
-    node: ast.AST,
-    left: ast.expr,
-    right: ast.expr,
-    a: str,
-    b: str,
-    sa: Shape,
-    sb: Shape,
+    stmt: ast.stmt, left: ast.expr, right: ast.expr, sa: Shape, sb: Shape
 ) -> Finding | None:
     if _broadcastable(sa, sb):
         return None
+    a, b = ast.unparse(left), ast.unparse(right)
     what = (
         f"`{a}` has shape {sa} and `{b}` has shape {sb}: broadcasting lines shapes up from the "
         "right, and each pair of sizes must be equal or 1."
