@@ -84,13 +84,13 @@ class GradCheck:
 
 
 @contextlib.contextmanager
-def float64_enabled() -> Iterator[bool]:
+def float64_enabled() -> Iterator[None]:
     """Enable ``jax_enable_x64`` for the block and restore the previous setting after."""
     before = bool(jax.config.read("jax_enable_x64"))
     try:
         if not before:
             jax.config.update("jax_enable_x64", True)
-        yield True
+        yield
     finally:
         if not before:
             jax.config.update("jax_enable_x64", False)
@@ -138,30 +138,13 @@ def check_derivative(
     """
     rng = np.random.default_rng(seed)
     tol = tolerance if tolerance is not None else tolerance_for(dtype)
-    plan: list[tuple[int, list[list[np.ndarray]]]] = []
-    for i, leaves in enumerate(diff):
-        for _ in range(directions):
-            d = [rng.standard_normal(np.shape(x)) for x in leaves]
-            norm = math.sqrt(sum(float(np.sum(x**2)) for x in d)) or 1.0
-            direction = [[np.zeros(np.shape(x)) for x in other] for other in diff]
-            direction[i] = [x / norm for x in d]
-            plan.append((i, direction))
+    # Per argument, `directions` random unit directions (zero in the other arguments).
+    plan = [[_unit_direction(rng, diff, i) for _ in range(directions)] for i in range(len(diff))]
     # The reported derivative is applied in its own precision, before x64 is enabled.
-    ad_values = [
-        apply(
-            [
-                [jnp.asarray(t, dtype=jnp.result_type(x)) for t, x in zip(ts, xs, strict=True)]
-                for ts, xs in zip(direction, diff, strict=True)
-            ]
-        )
-        for _, direction in plan
-    ]
-    fd_values: list[Any] = []
-    steps: list[float] = []
+    ad_values = [[apply(_cast_like(d, diff)) for d in per_arg] for per_arg in plan]
     with float64_enabled():
         x = [[_to64(leaf) for leaf in leaves] for leaves in diff]
         f0 = fun(x)
-        scale = max(1.0, _norm(f0))
         # A function that casts to float32 itself computes in float32 even now: the
         # step that balances truncation and rounding error is then ~eps32^(1/3).
         x64 = all(
@@ -169,44 +152,71 @@ def check_derivative(
             for leaf in jax.tree_util.tree_leaves(f0)
         )
         relative_step = 1e-5 if x64 else 3e-3
-        for i, direction in plan:
-            size = sum(int(np.size(leaf)) for leaf in diff[i]) or 1
-            rms = _norm(diff[i]) / math.sqrt(size)
-            h = relative_step * max(1.0, rms)
-            plus = [
-                [xl + h * jnp.asarray(dl) for xl, dl in zip(xs, ds, strict=True)]
-                for xs, ds in zip(x, direction, strict=True)
-            ]
-            minus = [
-                [xl - h * jnp.asarray(dl) for xl, dl in zip(xs, ds, strict=True)]
-                for xs, ds in zip(x, direction, strict=True)
-            ]
-            diffq = jax.tree_util.tree_map(
-                lambda a, b, h=h: (np.asarray(a) - np.asarray(b)) / (2 * h),
-                fun(plus),
-                fun(minus),
-            )
-            fd_values.append(diffq)
-            steps.append(h)
-    results: list[ArgCheck] = []
-    floor = (1e-9 if x64 else 1e-5) * scale
-    for i, name in enumerate(names):
-        idx = [k for k, (j, _) in enumerate(plan) if j == i]
-        errors, fds, ads = [], [], []
-        for k in idx:
-            err_abs = _norm(_sub(fd_values[k], ad_values[k]))
-            fd_n, ad_n = _norm(fd_values[k]), _norm(ad_values[k])
-            big = max(fd_n, ad_n)
-            errors.append(0.0 if big < floor else err_abs / big)
-            fds.append(fd_n)
-            ads.append(ad_n)
-        results.append(
-            ArgCheck(
-                name=name,
-                rel_error=max(errors, default=0.0),
-                directional_fd=tuple(fds),
-                directional_ad=tuple(ads),
-                step=steps[idx[0]] if idx else 0.0,
-            )
-        )
+        steps = [
+            relative_step * max(1.0, _norm(leaves) / math.sqrt(_size(leaves))) for leaves in diff
+        ]
+        fd_values = [
+            [_central_difference(fun, x, d, h) for d in per_arg]
+            for per_arg, h in zip(plan, steps, strict=True)
+        ]
+    floor = (1e-9 if x64 else 1e-5) * max(1.0, _norm(f0))
+    results = [
+        _arg_check(name, fds, ads, floor, h)
+        for name, fds, ads, h in zip(names, fd_values, ad_values, steps, strict=True)
+    ]
     return GradCheck(tuple(results), tol, directions, seed, x64=x64)
+
+
+def _size(leaves: Sequence[Any]) -> int:
+    return sum(int(np.size(leaf)) for leaf in leaves) or 1
+
+
+def _unit_direction(
+    rng: np.random.Generator, diff: Sequence[Sequence[Any]], i: int
+) -> list[list[np.ndarray]]:
+    d = [rng.standard_normal(np.shape(x)) for x in diff[i]]
+    norm = math.sqrt(sum(float(np.sum(x**2)) for x in d)) or 1.0
+    direction = [[np.zeros(np.shape(x)) for x in other] for other in diff]
+    direction[i] = [x / norm for x in d]
+    return direction
+
+
+def _cast_like(direction: list[list[np.ndarray]], diff: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    return [
+        [jnp.asarray(t, dtype=jnp.result_type(x)) for t, x in zip(ts, xs, strict=True)]
+        for ts, xs in zip(direction, diff, strict=True)
+    ]
+
+
+def _central_difference(
+    fun: Callable[[list[list[Any]]], Any], x: list[list[Any]], d: list[list[Any]], h: float
+) -> Any:
+    """``(F(x + h d) - F(x - h d)) / 2h``, leaf by leaf of the output."""
+
+    def shifted(sign: float) -> Any:
+        return fun(
+            [
+                [xl + sign * h * jnp.asarray(dl) for xl, dl in zip(xs, ds, strict=True)]
+                for xs, ds in zip(x, d, strict=True)
+            ]
+        )
+
+    return jax.tree_util.tree_map(
+        lambda a, b: (np.asarray(a) - np.asarray(b)) / (2 * h), shifted(1.0), shifted(-1.0)
+    )
+
+
+def _arg_check(name: str, fds: list[Any], ads: list[Any], floor: float, step: float) -> ArgCheck:
+    """Relative errors along each direction; 0 where both sides are below the noise floor."""
+    fd_norms, ad_norms = [_norm(fd) for fd in fds], [_norm(ad) for ad in ads]
+    errors = [
+        0.0 if max(f, a) < floor else _norm(_sub(fd, ad)) / max(f, a)
+        for fd, ad, f, a in zip(fds, ads, fd_norms, ad_norms, strict=True)
+    ]
+    return ArgCheck(
+        name=name,
+        rel_error=max(errors, default=0.0),
+        directional_fd=tuple(fd_norms),
+        directional_ad=tuple(ad_norms),
+        step=step,
+    )
