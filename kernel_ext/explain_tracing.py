@@ -153,12 +153,13 @@ _CONVERSION = re.compile(r"The problem arose with the `(\w+)` function")
 def build_concretization(exc: BaseException, site: ErrorSite) -> Finding:
     message = str(exc)
     docs = docs_in_message(exc, f"{ERRORS_PAGE}#jax.errors.ConcretizationTypeError")
-    static = static_alternative(exc, site, only_integers=False)
     where = in_trace(exc)
     stmt = site.statement
     conversion = _CONVERSION.search(message)
+    # int(x)/float(x) may be handed data, so static_argnums only for a setting-like scalar
+    converts = conversion is not None and stmt is not None
+    static = static_alternative(exc, site, only_integers=converts)
     if conversion and stmt is not None:
-        static = static_alternative(exc, site, only_integers=True)
         builtin = conversion.group(1)
         swaps: dict[ast.AST, ast.AST] = {
             node: ast.Call(
