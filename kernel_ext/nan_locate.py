@@ -198,12 +198,8 @@ def _gradient_culprit(
 
 def _backward_step(adj: Adjoints, step: Step, slot: int) -> tuple[Any, list[Any]]:
     """One equation's VJP, evaluated alone: its contribution to ``slot``'s adjoint."""
-    ev = adj.evaluation
     eqn = step.eqn
-    values = [
-        atom.val if s is None else ev.values[s]
-        for atom, s in zip(eqn.invars, step.inputs, strict=True)
-    ]
+    values = _inputs(adj, step)
     positions = [k for k, s in enumerate(step.inputs) if s == slot]
     if not positions or not jnp.issubdtype(jnp.result_type(values[positions[0]]), jnp.inexact):
         return None, []
