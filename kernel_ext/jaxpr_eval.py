@@ -202,13 +202,15 @@ class _Run:
         self.ev.producer.append(producer)
         return slot
 
-    def literal_slot(self, lit: Any, prefix: str) -> int:
+    def literal_slot(self, lit: Any) -> int:
         slot = self.new_slot(lit.val, lit.aval, self.sig(_literal_key(lit)), None)
         self.ev.literals.add(slot)
         return slot
 
     # ------------------------------------------------------------------ blocks
-    def block(self, jaxpr: Any, prefix: str, const_slots: list[int], in_slots: list[int]):
+    def block(
+        self, jaxpr: Any, prefix: str, const_slots: list[int], in_slots: list[int]
+    ) -> list[int]:
         env: dict[Any, int] = {}
         for k, (var, slot) in enumerate(zip(jaxpr.constvars, const_slots, strict=True)):
             env[var] = slot
@@ -223,7 +225,7 @@ class _Run:
         out: list[int] = []
         for atom in jaxpr.outvars:
             if isinstance(atom, jcore.Literal):
-                out.append(self.literal_slot(atom, prefix))
+                out.append(self.literal_slot(atom))
             else:
                 out.append(env[atom])
         return out
@@ -253,7 +255,7 @@ class _Run:
             jaxpr, consts = sub
             const_slots = self.consts(consts, [v.aval for v in jaxpr.constvars])
             args = [
-                s if s is not None else self._literal_input(eqn, k, prefix)
+                s if s is not None else self.literal_slot(eqn.invars[k])
                 for k, s in enumerate(in_slots)
             ]
             outs = self.block(jaxpr, f"{node_id}/", const_slots, args)
@@ -275,7 +277,7 @@ class _Run:
             ]
             branch = self._taken_branch(eqn, invals)
             if branch is not None:
-                outvals = self._run_branch(eqn, node_id, branch, in_slots, prefix)
+                outvals = self._run_branch(eqn, node_id, branch, in_slots)
             else:
                 outvals = bind_equation(eqn, invals)
         else:
@@ -300,9 +302,6 @@ class _Run:
         if outs:
             self.ev.node_slots.setdefault(node_id, outs[0])
 
-    def _literal_input(self, eqn: Any, k: int, prefix: str) -> int:
-        return self.literal_slot(eqn.invars[k], prefix)
-
     # ------------------------------------------------------------------ cond
     def _taken_branch(self, eqn: Any, invals: Sequence[Any]) -> int | None:
         if eqn.primitive.name != "cond" or not self.policy.cond:
@@ -315,12 +314,12 @@ class _Run:
         return min(max(index, 0), n - 1)  # cond clamps its index the same way
 
     def _run_branch(
-        self, eqn: Any, node_id: str, branch: int, in_slots: list[int | None], prefix: str
+        self, eqn: Any, node_id: str, branch: int, in_slots: list[int | None]
     ) -> list[Any]:
         closed = eqn.params["branches"][branch]
         const_slots = self.consts(closed.consts, [v.aval for v in closed.jaxpr.constvars])
         args = [
-            s if s is not None else self._literal_input(eqn, k + 1, prefix)
+            s if s is not None else self.literal_slot(eqn.invars[k + 1])
             for k, s in enumerate(in_slots[1:])
         ]
         outs = self.block(closed.jaxpr, f"{node_id}/{branch}/", const_slots, args)
