@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 import jax.numpy as jnp
 import numpy as np
@@ -310,34 +311,53 @@ def side_effect(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[ast.s
     """The first statement of ``function`` that stores a value outside it, and that value."""
     args = function.args
     params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    declared: set[str] = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Global | ast.Nonlocal):
-            declared.update(node.names)
+    declared = {
+        name
+        for node in ast.walk(function)
+        if isinstance(node, ast.Global | ast.Nonlocal)
+        for name in node.names
+    }
     local = (set(rw.assigned_names(function.body) or ()) | params) - declared
-    for stmt in ast.walk(function):
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            call = stmt.value
-            owner = call.func.value if isinstance(call.func, ast.Attribute) else None
-            if (
-                isinstance(call.func, ast.Attribute)
-                and call.func.attr in _STORING
-                and isinstance(owner, ast.Name)
-                and (owner.id not in local or owner.id == "self")
-                and call.args
-            ):
-                return stmt, ast.unparse(call.args[-1])
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                root = target
-                while isinstance(root, ast.Subscript | ast.Attribute):
-                    root = root.value
-                if not isinstance(root, ast.Name):
-                    continue
-                into_outside = target is not root and (root.id not in local or root.id == "self")
-                if root.id in declared or into_outside:
-                    return stmt, ast.unparse(stmt.value)
+
+    def outside(name: str) -> bool:
+        return name not in local or name == "self"
+
+    for stmt in (node for node in ast.walk(function) if isinstance(node, ast.stmt)):
+        stored = _stored_value(stmt, outside, declared)
+        if stored is not None:
+            return stmt, stored
     return None
+
+
+def _stored_value(stmt: ast.stmt, outside: Callable[[str], bool], declared: set[str]) -> str | None:
+    """What ``stmt`` stores outside the function (``leak.append(y)``, ``self.y = y``,
+    ``cache[k] = y``, an assignment to a ``global`` name), or None."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _STORING
+            and isinstance(func.value, ast.Name)
+            and outside(func.value.id)
+            and call.args
+        ):
+            return ast.unparse(call.args[-1])
+    if isinstance(stmt, ast.Assign):
+        for target in stmt.targets:
+            root = _root(target)
+            if root is not None and (
+                root.id in declared or (target is not root and outside(root.id))
+            ):
+                return ast.unparse(stmt.value)
+    return None
+
+
+def _root(target: ast.expr) -> ast.Name | None:
+    """The name ``x.a[0].b`` starts from (``x``), or None when it starts elsewhere."""
+    while isinstance(target, ast.Subscript | ast.Attribute):
+        target = target.value
+    return target if isinstance(target, ast.Name) else None
 
 
 def _last_return(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
