@@ -158,6 +158,9 @@ def test_jit_magic_bad_input_leaves_namespace(ip):
         ip.run_line_magic("jit", "--static 0 jitted(x)")
     with pytest.raises(UsageError, match="give a call"):
         ip.run_line_magic("jit", "")
+    # A string argument: JAX names its path, and the hint marks that argument static.
+    with pytest.raises(UsageError, match=r"must be static: `%jit --static x branchy\(\"abc\"\)`"):
+        ip.run_line_magic("jit", 'branchy("abc")')
     assert {k: v for k, v in ip.user_ns.items() if not k.startswith("_")} == {
         k: v for k, v in before.items() if not k.startswith("_")
     }

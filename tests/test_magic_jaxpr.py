@@ -36,6 +36,11 @@ def branchy(x):
         return x
     return -x
 
+def power(x, n):
+    for _ in range(n):
+        x = x * x
+    return x
+
 def keyed(x, depth=2.0):
     return x * depth
 
@@ -227,6 +232,11 @@ BAD = [
     ("f(x, w", "brackets are unbalanced"),
     ("f(x, w))", "not a Python expression"),
     ("branchy(x)", r"TracerBoolConversionError.*\n.*`if x.sum\(\) > 0:`.*\n.*jax\.lax\.cond"),
+    (
+        "power(x, 3)",
+        r"TracerIntegerConversionError.*\n.*`for _ in range\(n\):`.*\n.*fori_loop.*"
+        r"functools\.partial\(power, n=3\)",
+    ),
     ("f(x, 'abc')", r"(?s)argument `w` of `f\(x, 'abc'\)` is a str.*functools\.partial"),
     (
         "f(x, x)",

@@ -18,6 +18,7 @@ The plain-Python twins are ``jaxlab.compile_report`` and ``jaxlab.jit_cell``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -146,10 +147,13 @@ def _describe_failure(call: Call, error: BaseException) -> str:
         text += (
             "\nJAX traces with abstract values, so Python cannot branch or loop on them. Use "
             "`jax.lax.cond` / `jnp.where` for a branch, `jax.lax.fori_loop` for a loop, or "
-            "mark the argument static: `%jit --static n f(x, n=3)`."
+            f"mark the argument static: `%jit --static NAME {call.source}` (NAME: the "
+            "argument that line reads; each new value compiles again)."
         )
     elif is_non_array_argument(error):
-        text += "\nA non-array argument must be static: `%jit --static NAME ...`."
+        path = re.search(r"at path (\w+)", str(error))
+        name = path.group(1) if path else "NAME"
+        text += f"\nA non-array argument must be static: `%jit --static {name} {call.source}`."
     elif returns_non_array(error):
         text += "\nA jitted function returns arrays only: keep strings and other objects out."
     return text
