@@ -95,12 +95,16 @@ class ErrorSite:
             return self.local_ns[name]
         return self.global_ns[name]
 
+    def tree(self, filename: str) -> ast.Module | None:
+        """``filename`` parsed (see :func:`parse_file`); the site's own file is not parsed again."""
+        if self.line is not None and filename == self.line.filename:
+            return self.module
+        return parse_file(filename, self.global_ns)
+
 
 def is_cell(filename: str) -> bool:
     """Whether ``filename`` names a notebook or IPython cell rather than a file."""
-    if _CELL_NAME.match(filename) or _KERNEL_CELL.search(filename):
-        return True
-    return _cell_number(filename) is not None
+    return bool(_KERNEL_CELL.search(filename)) or _cell_number(filename) is not None
 
 
 def is_user_file(filename: str) -> bool:
@@ -132,7 +136,7 @@ def label(filename: str, lineno: int) -> str:
     number = _cell_number(filename)
     if number is not None:
         return f"In [{number}], line {lineno}"
-    if is_cell(filename):
+    if _KERNEL_CELL.search(filename):  # a cell whose number IPython did not record
         return f"cell, line {lineno}"
     return f"{os.path.basename(filename)}, line {lineno}"
 

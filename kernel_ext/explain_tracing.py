@@ -34,7 +34,6 @@ from .explain_source import (
     enclosing_function,
     label,
     parent_body,
-    parse_file,
     parse_statement,
 )
 
@@ -51,7 +50,7 @@ def static_alternative(exc: BaseException, site: ErrorSite, *, only_integers: bo
     if t is None or t.transform not in ("jit", "pjit") or len(t.arguments) != 1:
         return None
     argname = t.arguments[0]
-    function = enclosing_function(parse_file(t.filename, site.global_ns), t.lineno, t.function)
+    function = enclosing_function(site.tree(t.filename), t.lineno, t.function)
     if function is None:
         return None
     params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
@@ -287,7 +286,7 @@ def build_leaked_tracer(exc: BaseException, site: ErrorSite) -> Finding:
     name = found.group(1) if found else "the transformed function"
     if found:
         filename, lineno = found.group(2), int(found.group(3))
-        function = enclosing_function(parse_file(filename, site.global_ns), lineno, name)
+        function = enclosing_function(site.tree(filename), lineno, name)
         leak = side_effect(function) if function is not None else None
         if function is not None and leak is not None:
             stmt, stored = leak
