@@ -25,7 +25,7 @@ import logging
 import sys
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,17 +56,24 @@ _sessions: weakref.WeakKeyDictionary[Any, _Session] = weakref.WeakKeyDictionary(
 
 
 # --------------------------------------------------------------------------- the handler
+def _entries(tb: types.TracebackType | None) -> Iterator[types.TracebackType]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _is_user(tb: types.TracebackType) -> bool:
+    return is_user_file(tb.tb_frame.f_code.co_filename)
+
+
 def short_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
     """The traceback without library frames after the first user frame.
 
     Frames before it (IPython's own ``run_code``) stay, so IPython's offsets still apply.
     New traceback objects are made: the exception's own ``__traceback__`` is untouched.
     """
-    frames = []
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
-    users = [i for i, t in enumerate(frames) if is_user_file(t.tb_frame.f_code.co_filename)]
+    frames = list(_entries(tb))
+    users = [i for i, t in enumerate(frames) if _is_user(t)]
     if not users:
         return frames[0] if frames else None
     first = users[0]
@@ -97,14 +104,8 @@ def _normal(
     if previous_types and issubclass(etype, previous_types):
         previous_handler(etype, value, tb, tb_offset)
         return None
-    running = True
-    if issubclass(etype, SyntaxError):  # a cell that does not parse has no frames of its own
-        frame_files = []
-        t = tb
-        while t is not None:
-            frame_files.append(t.tb_frame.f_code.co_filename)
-            t = t.tb_next
-        running = any(is_user_file(f) for f in frame_files)
+    # a cell that does not parse has no frames of its own
+    running = not issubclass(etype, SyntaxError) or any(map(_is_user, _entries(tb)))
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=running)
     return None
 
