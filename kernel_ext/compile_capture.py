@@ -28,6 +28,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import jax
+import jax.monitoring as monitoring
+import jaxlib
+
+from . import _jax_compat
 from .compile_log import ArgChange, CompileLog
 
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
@@ -151,9 +156,6 @@ class _Where:
 
     def _skip_dirs(self) -> tuple[str, ...]:
         if self._skip is None:
-            import jax
-            import jaxlib
-
             here = os.path.dirname(os.path.abspath(__file__))
             paths = sysconfig.get_paths()
             dirs = {
@@ -312,8 +314,6 @@ class _Listener:
         )
         misc["explanation"] = None
         cache, misc["cache"] = misc["cache"], None
-        import jax
-
         if cache is None or not jax.config.jax_compilation_cache_dir:
             cache = "off"
         where, filename, lineno = WHERE.find()
@@ -378,11 +378,6 @@ class _Session:
     """What listening changes in JAX and in logging, and how to put it back."""
 
     def __init__(self) -> None:
-        import jax
-        import jax.monitoring as monitoring
-
-        from . import _jax_compat
-
         self.listener = _Listener()
         self.explain_before = bool(jax.config.jax_explain_cache_misses)
         names = _jax_compat.compile_message_loggers()
@@ -402,9 +397,6 @@ class _Session:
         monitoring.register_event_listener(self.listener.on_event)
 
     def stop(self) -> None:
-        import jax
-        import jax.monitoring as monitoring
-
         monitoring.unregister_event_duration_listener(self.listener.on_duration)
         monitoring.unregister_event_listener(self.listener.on_event)
         jax.config.update("jax_explain_cache_misses", self.explain_before)
