@@ -232,26 +232,28 @@ class _Pending:
         self.explanation: Explanation | None = None
 
 
+class _ThreadState(threading.local):
+    """What one thread has heard about the compilations in flight on it."""
+
+    def __init__(self) -> None:  # runs once in each thread that touches it
+        self.pending: dict[str, _Pending] = {}
+        self.cache: str | None = None  # the persistent cache's answer, since the last compile
+        self.explanation: Explanation | None = None  # the last one, whatever it named
+
+
 class _Listener:
     """Collects the pieces of each compilation per thread and records it when it ends."""
 
     def __init__(self) -> None:
         self.logs: tuple[CompileLog, ...] = ()
-        self.local = threading.local()
+        self.local = _ThreadState()
 
     def note_error(self, text: str) -> None:
         for log in self.logs:
             log.note_capture_error(text)
 
-    def _state(self) -> tuple[dict[str, _Pending], dict[str, Any]]:
-        local = self.local
-        if not hasattr(local, "pending"):
-            local.pending = {}
-            local.misc = {"cache": None, "explanation": None}
-        return local.pending, local.misc
-
     def _pending(self, name: str) -> _Pending:
-        pending, _ = self._state()
+        pending = self.local.pending
         entry = pending.get(name)
         if entry is None:
             if len(pending) >= MAX_PENDING:
@@ -273,9 +275,9 @@ class _Listener:
 
     def on_event(self, event: str, **kwargs: str | int) -> None:
         if event == CACHE_REQUEST:
-            self._state()[1]["cache"] = "miss"
+            self.local.cache = "miss"
         elif event == CACHE_HIT:
-            self._state()[1]["cache"] = "hit"
+            self.local.cache = "hit"
 
     def on_record(self, record: logging.LogRecord) -> bool:
         """Read one log record; True when it is a warning only because we switched
@@ -294,26 +296,27 @@ class _Listener:
         if msg.startswith(_PERSISTENT_MESSAGES):
             return True  # at WARNING only because jax_explain_cache_misses is on
         if msg.startswith("TRACING CACHE MISS"):
-            parsed = parse_explanation(record.getMessage())
+            text = record.getMessage()
+            parsed = parse_explanation(text)
             if parsed is None:
-                self.note_error(record.getMessage()[:500])
+                self.note_error(text[:500])
             else:
                 self._pending(parsed.fun_name).explanation = parsed
-                self._state()[1]["explanation"] = parsed
+                self.local.explanation = parsed
             return True
         return False
 
     def _finish(self, name: str, compile_s: float) -> None:
-        pending, misc = self._state()
-        entry = pending.pop(name, None) or _Pending()
+        state = self.local
+        entry = state.pending.pop(name, None) or _Pending()
         forced = getattr(WHERE.override, "explain", None)
         explanation = (
             forced
             if forced is not None and forced.fun_name == name
-            else entry.explanation or _matching(misc["explanation"], name)
+            else entry.explanation or _matching(state.explanation, name)
         )
-        misc["explanation"] = None
-        cache, misc["cache"] = misc["cache"], None
+        state.explanation = None
+        cache, state.cache = state.cache, None
         if cache is None or not jax.config.jax_compilation_cache_dir:
             cache = "off"
         where, filename, lineno = WHERE.find()
