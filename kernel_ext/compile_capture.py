@@ -412,7 +412,7 @@ class _Session:
 
 _lock = threading.Lock()
 _session: _Session | None = None
-_users: dict[int, tuple[CompileLog, int]] = {}  # id(log) -> (log, how many started it)
+_starts: dict[CompileLog, int] = {}  # each log listened for, and how many started it
 
 
 def start(log: CompileLog) -> Callable[[], None]:
@@ -422,13 +422,11 @@ def start(log: CompileLog) -> Callable[[], None]:
     register every listener once and record each compilation once per log.
     """
     global _session
-    key = id(log)
     with _lock:
         if _session is None:
             _session = _Session()
-        _, users = _users.get(key, (log, 0))
-        _users[key] = (log, users + 1)
-        _session.listener.logs = tuple(entry[0] for entry in _users.values())
+        _starts[log] = _starts.get(log, 0) + 1
+        _session.listener.logs = tuple(_starts)
     done = False
 
     def stop() -> None:
@@ -438,14 +436,12 @@ def start(log: CompileLog) -> Callable[[], None]:
             return
         done = True
         with _lock:
-            _, users = _users[key]
-            if users > 1:
-                _users[key] = (log, users - 1)
-            else:
-                del _users[key]
+            _starts[log] -= 1
+            if not _starts[log]:
+                del _starts[log]
             if _session is not None:
-                _session.listener.logs = tuple(entry[0] for entry in _users.values())
-                if not _users:
+                _session.listener.logs = tuple(_starts)
+                if not _starts:
                     _session.stop()
                     _session = None
 
@@ -454,4 +450,4 @@ def start(log: CompileLog) -> Callable[[], None]:
 
 def is_listening(log: CompileLog | None = None) -> bool:
     """Whether JAX is being listened to (for ``log``, when given)."""
-    return _session is not None and (log is None or id(log) in _users)
+    return _session is not None and (log is None or log in _starts)
