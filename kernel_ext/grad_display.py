@@ -12,6 +12,7 @@ that reaches HTML is escaped.
 from __future__ import annotations
 
 import html
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,10 +28,7 @@ def _num(x: float) -> str:
 def _first(s: LeafSummary) -> str:
     if not s.first:
         return ""
-    n = 1
-    for d in s.shape:
-        n *= d
-    more = ", …" if n > len(s.first) else ""
+    more = ", …" if math.prod(s.shape) > len(s.first) else ""
     return "[" + ", ".join(_num(v) for v in s.first) + more + "]"
 
 
@@ -68,8 +66,17 @@ def _lines(report: GradReport) -> list[str]:
     return lines
 
 
-def report_text(report: GradReport) -> str:
+def report_bundle(report: GradReport) -> dict[str, str]:
+    """text/plain and text/html, from one pass over the report's leaves."""
     rows = _rows(report)
+    return {"text/plain": _text(report, rows), "text/html": _html(report, rows)}
+
+
+def report_text(report: GradReport) -> str:
+    return _text(report, _rows(report))
+
+
+def _text(report: GradReport, rows: list[_Row]) -> str:
     shown = rows[:_MAX_ROWS]
     header: _Row = ("", "shape", "value / norm", "min", "max", "first entries", True)
     table = [header, *shown]
@@ -93,9 +100,8 @@ _STYLE = (
 )
 
 
-def report_html(report: GradReport) -> str:
+def _html(report: GradReport, rows: list[_Row]) -> str:
     esc = html.escape
-    rows = _rows(report)
     parts = [_STYLE, '<div class="jaxlab-grad">', f"<b>{esc(_heading(report))}</b>", "<table>"]
     parts.append(
         "<tr><th></th><th>shape</th><th>value / norm</th><th>min</th><th>max</th>"

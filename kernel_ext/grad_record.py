@@ -126,6 +126,6 @@ class GradReport:
         return self.text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .grad_display import report_html
+        from .grad_display import report_bundle
 
-        return {"text/plain": self.text(), "text/html": report_html(self)}
+        return report_bundle(self)
