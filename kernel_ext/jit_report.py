@@ -24,7 +24,7 @@ from typing import Any
 
 from ._jax_compat import cost_analysis
 from .compile_capture import COMPILE, LOWER, TRACE, short_type
-from .compile_log_view import seconds
+from .compile_log_view import PHASES, seconds
 
 STEADY_RUNS = (3, 100)  # at least / at most this many steady-state runs ...
 STEADY_BUDGET_S = 0.25  # ... within about this much time
@@ -121,14 +121,11 @@ class CompileReport:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         total = self.compile_total_s or 1.0
+        values = (self.trace_s, self.lower_s, self.compile_s)
         bar = "".join(
             f'<span title="{n} {html.escape(seconds(v))}" style="display:inline-block;height:10px;'
             f'width:{300 * v / total:.1f}px;background:{c}"></span>'
-            for n, v, c in (
-                ("trace", self.trace_s, "#4e79a7"),
-                ("lower", self.lower_s, "#f28e2b"),
-                ("compile", self.compile_s, "#59a14f"),
-            )
+            for (n, c), v in zip(PHASES, values, strict=True)
         )
         rows = "".join(
             f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
