@@ -133,8 +133,7 @@ def grad_split(
     """
     sel = select_arguments(fun, args, kwargs, argnums=argnums, wrt=wrt)
     diff = sel.diff
-    primal = jax.make_jaxpr(sel.function)(*diff)
-    out_shape = jax.eval_shape(sel.function, *diff)
+    primal, out_shape = jax.make_jaxpr(sel.function, return_shape=True)(*diff)
     out_leaves = jax.tree_util.tree_leaves(out_shape)
     if not all(jnp.issubdtype(s.dtype, jnp.inexact) for s in out_leaves):
         raise GradError(
