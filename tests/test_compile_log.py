@@ -13,9 +13,10 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import jaxlab
-from jaxlab.compile_capture import _Handler, base_name, is_listening, parse_explanation, short_type
+from jaxlab.compile_capture import _Handler, is_listening
 from jaxlab.compile_log import ArgChange, CompileLog
 from jaxlab.compile_log_view import log_figure, log_html, log_text
+from jaxlab.compile_messages import base_name, parse_explanation, short_type
 
 PE_LOGGER = "jax._src.interpreters.partial_eval"
 
