@@ -183,37 +183,14 @@ def select_arguments(
     """Choose the arguments to differentiate, by name (``wrt``) or position (``argnums``)."""
     fun_name = getattr(fun, "__name__", type(fun).__name__)
     positional = _positional_names(fun, len(args))
-    places: list[tuple[str, int | str]] = []
+    places: list[tuple[str, int | str]]
     if wrt is not None:
         names = parse_names(wrt)
         single = len(names) == 1
-        known = [*positional, *kwargs]
-        for name in names:
-            if name in kwargs:
-                places.append((name, name))
-            elif name in positional:
-                places.append((name, positional.index(name)))
-            else:
-                params = _parameters(fun) or []
-                if any(p.name == name for p in params):
-                    raise GradError(
-                        f"`{name}` is a parameter of {fun_name} but the call does not pass "
-                        f"it: pass it explicitly, e.g. `{fun_name}(..., {name}=...)`"
-                    )
-                raise GradError(
-                    f"`--wrt {name}`: {fun_name} has no argument `{name}` in this call "
-                    f"(its arguments: {', '.join(known) or 'none'})"
-                )
+        places = [_place_by_name(fun, fun_name, n, positional, kwargs) for n in names]
     else:
         nums, single = _parse_argnums(argnums)
-        for i in nums:
-            if not -len(args) <= i < len(args):
-                raise GradError(
-                    f"argnums {i} is out of range: the call passes {len(args)} positional "
-                    f"argument{'s' if len(args) != 1 else ''}"
-                )
-            i %= len(args)
-            places.append((positional[i], i))
+        places = [_place_by_number(i, positional) for i in nums]
     if len({w for _, w in places}) != len(places):
         raise GradError("an argument is named twice in `--wrt` / `--argnums`")
 
@@ -231,6 +208,37 @@ def select_arguments(
 
     function.__name__ = fun_name
     return Selection(tuple(c.name for c in chosen), chosen, function, single, fun)
+
+
+def _place_by_name(
+    fun: Any, fun_name: str, name: str, positional: list[str], kwargs: dict[str, Any]
+) -> tuple[str, int | str]:
+    """Where the call passes the argument ``name``: a keyword or a position."""
+    if name in kwargs:
+        return name, name
+    if name in positional:
+        return name, positional.index(name)
+    if any(p.name == name for p in _parameters(fun) or []):
+        raise GradError(
+            f"`{name}` is a parameter of {fun_name} but the call does not pass "
+            f"it: pass it explicitly, e.g. `{fun_name}(..., {name}=...)`"
+        )
+    known = [*positional, *kwargs]
+    raise GradError(
+        f"`--wrt {name}`: {fun_name} has no argument `{name}` in this call "
+        f"(its arguments: {', '.join(known) or 'none'})"
+    )
+
+
+def _place_by_number(i: int, positional: list[str]) -> tuple[str, int]:
+    """The positional argument ``i`` (negative counts from the end), with its name."""
+    n = len(positional)
+    if not -n <= i < n:
+        raise GradError(
+            f"argnums {i} is out of range: the call passes {n} positional "
+            f"argument{'s' if n != 1 else ''}"
+        )
+    return positional[i % n], i % n
 
 
 def _choose(name: str, where: int | str, args: Sequence[Any], kwargs: dict[str, Any]) -> Chosen:
