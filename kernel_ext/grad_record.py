@@ -30,7 +30,7 @@ __all__ = ["GradReport", "LeafSummary"]
 class LeafSummary:
     """One derivative leaf, small enough to print."""
 
-    path: str  # e.g. "w", "params['b']", "x → out[1]"
+    path: str  # e.g. "w", "params['b']"; a Jacobian leaf adds the output's path
     shape: tuple[int, ...]
     dtype: str
     norm: float
