@@ -65,6 +65,20 @@ def _single_return(stmts: Sequence[ast.stmt] | None) -> ast.expr | None:
     return None
 
 
+def _returned(node: ast.If, following: ast.stmt | None) -> tuple[str, str] | None:
+    """The two values an ``if`` returns (``return a`` in its body, ``return b`` in its
+    ``else`` or as the statement after it), or None."""
+    yes = _single_return(node.body)
+    no = (
+        _single_return(node.orelse)
+        if node.orelse
+        else _single_return([following] if following else None)
+    )
+    if yes is None or no is None:
+        return None
+    return ast.unparse(yes), ast.unparse(no)
+
+
 def rewrite_if(
     node: ast.If, following: ast.stmt | None, lax: str, bound: Iterable[str]
 ) -> str | None:
@@ -74,14 +88,10 @@ def rewrite_if(
     return); ``bound`` are the names that already hold values at the ``if``.
     """
     cond = ast.unparse(node.test)
-    yes = _single_return(node.body)
-    no = (
-        _single_return(node.orelse)
-        if node.orelse
-        else _single_return([following] if following else None)
-    )
-    if yes is not None and no is not None:
-        return f"return {lax}.cond({cond}, lambda: {ast.unparse(yes)}, lambda: {ast.unparse(no)})"
+    returned = _returned(node, following)
+    if returned is not None:
+        yes, no = returned
+        return f"return {lax}.cond({cond}, lambda: {yes}, lambda: {no})"
     if _has_exit(node.body) or _has_exit(node.orelse):
         return None
     outs = assigned_names([*node.body, *node.orelse])
@@ -114,6 +124,16 @@ def rewrite_if(
             + ")",
         ]
     )
+
+
+def rewrite_if_as_where(node: ast.If, following: ast.stmt | None, jnp: str) -> str | None:
+    """An ``if`` that returns one of two values as ``jnp.where`` (both sides computed, the
+    result picked element-wise), or None for any other ``if``."""
+    returned = _returned(node, following)
+    if returned is None:
+        return None
+    yes, no = returned
+    return f"return {jnp}.where({ast.unparse(node.test)}, {yes}, {no})"
 
 
 def rewrite_while(node: ast.While, lax: str, bound: Iterable[str]) -> str | None:

@@ -104,15 +104,14 @@ def build_tracer_bool(exc: BaseException, site: ErrorSite) -> Finding:
             f"A Python `if` needs True or False now, but `{cond}` is a traced value{where}: "
             "it has no value until the compiled code runs. lax.cond picks a branch at run time."
         )
-        fix = cf.rewrite_if(stmt, _following(site, stmt), lax, bound)
+        following = _following(site, stmt)
+        fix = cf.rewrite_if(stmt, following, lax, bound)
         if fix is None:
             generic = f"{lax}.cond({cond}, true_fun, false_fun, *operands)  # same shapes out"
             return Finding(what, _with(generic, static), docs)
-        if fix.startswith("return ") and "lambda:" in fix:
-            pick = fix.replace(f"{lax}.cond(", f"{jnp_name(site)}.where(", 1)
-            fix += "\n# or compute both sides and pick element-wise: " + pick.replace(
-                "lambda: ", ""
-            )
+        pick = cf.rewrite_if_as_where(stmt, following, jnp_name(site))
+        if pick is not None:
+            fix += f"\n# or compute both sides and pick element-wise: {pick}"
         return Finding(what, _with(fix, static), docs, rewritten=True)
     if isinstance(stmt, ast.While):
         cond = ast.unparse(stmt.test)
