@@ -57,7 +57,6 @@ class _Where:
 
     def __init__(self) -> None:
         self.cell_namer: Callable[[str], str | None] | None = None
-        self.override = threading.local()
         self._skip: tuple[str, ...] | None = None
 
     def _skip_dirs(self) -> tuple[str, ...]:
@@ -78,9 +77,6 @@ class _Where:
 
     def find(self) -> tuple[str, str, int]:
         """``(where, filename, lineno)`` of the innermost frame of user code."""
-        forced = getattr(self.override, "where", None)
-        if forced is not None:
-            return forced
         skip = self._skip_dirs()
         frame = sys._getframe(1)
         while frame is not None:
@@ -102,27 +98,24 @@ class _Where:
 WHERE = _Where()
 
 
-@contextlib.contextmanager
-def called_from(where: str, filename: str = "", lineno: int = 0) -> Iterator[None]:
-    """Attribute compilations in this block to ``where`` (``%%jit`` names its cell)."""
-    previous = getattr(WHERE.override, "where", None)
-    WHERE.override.where = (where, filename, lineno)
-    try:
-        yield
-    finally:
-        WHERE.override.where = previous
+# --------------------------------------------------------------------------- why, when told
+class _Told(threading.local):
+    explanation: Explanation | None = None
+
+
+_TOLD = _Told()  # per thread: the reason explaining() was given, while its block runs
 
 
 @contextlib.contextmanager
 def explaining(fun_name: str, text: str, changes: tuple[ArgChange, ...] = ()) -> Iterator[None]:
     """Give compilations of ``fun_name`` in this block a reason known better than JAX's
     (``%%jit`` knows which input of a cell changed, static values included)."""
-    previous = getattr(WHERE.override, "explain", None)
-    WHERE.override.explain = Explanation(fun_name, text, changes, False)
+    previous = _TOLD.explanation
+    _TOLD.explanation = Explanation(fun_name, text, changes, False)
     try:
         yield
     finally:
-        WHERE.override.explain = previous
+        _TOLD.explanation = previous
 
 
 # --------------------------------------------------------------------------- the listener
@@ -215,7 +208,7 @@ class _Listener:
     def _finish(self, name: str, compile_s: float) -> None:
         state = self.local
         entry = state.pending.pop(name, None) or _Pending()
-        forced = getattr(WHERE.override, "explain", None)
+        forced = _TOLD.explanation
         explanation = (
             forced
             if forced is not None and forced.fun_name == name
