@@ -85,7 +85,6 @@ class ErrorSite:
     module: ast.Module | None = None  # the whole parsed cell or file, when it parses
     local_ns: Mapping[str, Any] = field(default_factory=dict)
     global_ns: Mapping[str, Any] = field(default_factory=dict)
-    code_argnames: tuple[str, ...] = ()  # the enclosing function's parameters
     outer: tuple[UserLine, ...] = ()  # the user's call sites outside the line, outermost first
     transformed: bool = False  # the line came from JAX's pre-transformation stack
 
@@ -176,8 +175,6 @@ def error_site(exc: BaseException) -> ErrorSite:
     statement = statement_at(module, lineno) if module is not None else None
     if statement is None:
         statement = parse_statement(line.text)
-    code = frame.f_code
-    argnames = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     outer = tuple(user_line(f, n) for f, n in call_frames if (f, n) != (frame, lineno))
     return ErrorSite(
         line=line,
@@ -185,7 +182,6 @@ def error_site(exc: BaseException) -> ErrorSite:
         module=module,
         local_ns=dict(frame.f_locals),
         global_ns=frame.f_globals,
-        code_argnames=tuple(argnames),
         outer=outer,
         transformed=transformed,
     )
