@@ -9,7 +9,7 @@ line rewritten where that can be done) and the page of the JAX documentation abo
     except TypeError as e:
         print(jaxlab.explain(e))
     # JAX arrays are immutable: `x[0] = 1.0` cannot change `x` in place ... (TypeError)
-    #   your line  In [3], line 2:  x[0] = 1.0
+    #   your line  In[3], line 2:  x[0] = 1.0
     #   fix        x = x.at[0].set(1.0)
     #   docs       https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html
 

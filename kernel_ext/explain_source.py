@@ -65,7 +65,7 @@ def _roots(present: tuple[bool, ...]) -> tuple[str, ...]:
 class UserLine:
     """One line of the user's code: where it is and what it says.
 
-    ``label`` is what a person recognises: ``In [3], line 4`` for a notebook cell,
+    ``label`` is what a person recognises: ``In[3], line 4`` for a notebook cell,
     ``model.py, line 12`` for a file.
     """
 
@@ -131,10 +131,10 @@ def _cell_number(filename: str) -> int | None:
 
 
 def label(filename: str, lineno: int) -> str:
-    """``In [3], line 4`` for a cell, ``model.py, line 12`` for a file."""
+    """``In[3], line 4`` for a cell, ``model.py, line 12`` for a file."""
     number = _cell_number(filename)
     if number is not None:
-        return f"In [{number}], line {lineno}"
+        return f"In[{number}], line {lineno}"  # as IPython's own tracebacks write it
     if _KERNEL_CELL.search(filename):  # a cell whose number IPython did not record
         return f"cell, line {lineno}"
     return f"{os.path.basename(filename)}, line {lineno}"

@@ -61,7 +61,7 @@ def test_if_on_a_traced_value_becomes_lax_cond(ip):
     )
     assert found.user_line.text == "if x > 0:"
     assert found.user_line.lineno == 3 and found.user_line.function == "f"
-    assert found.user_line.label.startswith("In [") and found.user_line.label.endswith("line 3")
+    assert found.user_line.label.startswith("In[") and found.user_line.label.endswith("line 3")
     first = found.fix.splitlines()[0]
     assert first == "return jax.lax.cond(x > 0, lambda: x, lambda: -x)"
     assert found.rewritten

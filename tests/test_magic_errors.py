@@ -48,7 +48,7 @@ def test_explanation_is_printed_above_a_short_traceback(ip, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("A Python `if` needs True or False")
     assert lines[0].endswith("(TracerBoolConversionError)")
-    assert re.match(r"  your line  In \[\d+\], line 3, in f:  if x > 0:$", lines[1])
+    assert re.match(r"  your line  In\[\d+\], line 3, in f:  if x > 0:$", lines[1])
     assert lines[2] == "  fix        return jax.lax.cond(x > 0, lambda: x, lambda: -x)"
     docs = next(i for i, line in enumerate(lines) if line.startswith("  docs       https://"))
     assert out.index("fix") < out.index("Traceback (most recent call last)")
@@ -201,7 +201,7 @@ def test_a_nan_is_explained_with_its_primitive_and_line(ip, capsys, nans_off):
     )
     ip.run_line_magic("jax_nans", "off")
     assert "the primitive `log` made it" in out
-    assert re.search(r"your line  In \[\d+\], line 2, in logs:  y = jnp.log\(x\) \+ 1", out)
+    assert re.search(r"your line  In\[\d+\], line 2, in logs:  y = jnp.log\(x\) \+ 1", out)
     assert "fix        y = jnp.log(jnp.maximum(x, 1e-12)) + 1" in out
     assert out.rstrip().endswith("FloatingPointError: invalid value (nan) encountered in log")
 
@@ -240,5 +240,5 @@ def test_in_a_kernel_the_error_keeps_its_name_and_value(tmp_path, monkeypatch):
     assert error.ename == "TypeError"
     assert error.evalue.startswith("JAX arrays are immutable")
     text = ANSI.sub("", "\n".join(error.traceback))
-    assert re.search(r"your line  In \[2\], line 2:  x\[0\] = 1\.0", text)
+    assert re.search(r"your line  In\[2\], line 2:  x\[0\] = 1\.0", text)
     assert "fix        x = x.at[0].set(1.0)" in text
