@@ -1,7 +1,9 @@
 """Every notebook under notebooks/ runs top to bottom in a kernel of this environment.
 
-A notebook passes when no cell errors and every cell that draws a graph with ``%jaxpr``
-(no ``--text`` / ``--stablehlo`` / ``--hlo`` / ``-o``) shows an SVG.
+A notebook passes when no cell errors, every cell that draws a graph with ``%jaxpr``
+(no ``--text`` / ``--stablehlo`` / ``--hlo`` / ``-o``) shows an SVG, and every ``%grad --graph``
+or ``%grad --split`` cell (no ``-o``) shows its graphs as SVG inside its HTML. The science is
+checked by the notebooks themselves: their cells assert against analytic results.
 """
 
 import json
@@ -13,6 +15,7 @@ import pytest
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 _GRAPH_LINE = re.compile(r"^\s*%jaxpr\b(?!.*\s(?:--text|--stablehlo|--hlo|-o)\b)", re.MULTILINE)
+_GRAD_GRAPH_LINE = re.compile(r"^\s*%%?grad\b(?=.*\s--(?:graph|split)\b)(?!.*\s-o\b)", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +38,18 @@ def monkeypatch_module():
         yield mp
 
 
-def graph_cells(nb):
-    return [c for c in nb.cells if c.cell_type == "code" and _GRAPH_LINE.search(c.source)]
+def graph_cells(nb, pattern=_GRAPH_LINE):
+    return [c for c in nb.cells if c.cell_type == "code" and pattern.search(c.source)]
+
+
+def test_graph_cell_patterns():
+    assert _GRAPH_LINE.search("%jaxpr --grad f(x)")
+    assert not _GRAPH_LINE.search("%jaxpr --text f(x)")
+    assert _GRAD_GRAPH_LINE.search("%grad --graph f(x)")
+    assert _GRAD_GRAPH_LINE.search("%%grad --wrt w --graph\nw.sum()")
+    assert not _GRAD_GRAPH_LINE.search("%grad --check f(x)")
+    assert not _GRAD_GRAPH_LINE.search("s = %grad -o --split f(x)")
+    assert not _GRAD_GRAPH_LINE.search("%grad -o --graph f(x)")
 
 
 def test_there_are_notebooks():
@@ -69,3 +82,6 @@ def test_notebook_runs(path, kernel_name):
     for cell in graph_cells(nb):
         kinds = {k for out in cell.outputs for k in out.get("data", {})}
         assert "image/svg+xml" in kinds, cell.source
+    for cell in graph_cells(nb, _GRAD_GRAPH_LINE):
+        html = "".join(out.get("data", {}).get("text/html", "") for out in cell.outputs)
+        assert "<svg" in html, cell.source
