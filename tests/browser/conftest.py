@@ -168,40 +168,77 @@ class Requests:
         ]
 
 
-KERNEL_IDLE = """() => {
-  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-  const kernel = panel && panel.sessionContext && panel.sessionContext.session
-    && panel.sessionContext.session.kernel;
-  return !!kernel && kernel.status === 'idle';
+# JupyterLab restores the tabs of earlier tests in the session, so the notebook is found
+# by its path and brought to the front, never assumed to be the current widget.
+FIND_PANEL = """(name) => {
+  const app = window.jupyterapp;
+  if (!app) return null;
+  for (const w of app.shell.widgets('main')) {
+    if (w.context && w.context.path === name) { app.shell.activateById(w.id); return w; }
+  }
+  return null;
 }"""
 
-RUN_CELL = """async (index) => {
+KERNEL_IDLE = f"""(name) => {{
+  const panel = ({FIND_PANEL})(name);
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session
+    && panel.sessionContext.session.kernel;
+  return !!kernel && kernel.status === 'idle'
+    && window.jupyterapp.shell.currentWidget === panel;
+}}"""
+
+RUN = f"""async ([name, index]) => {{
+  const panel = ({FIND_PANEL})(name);
   const app = window.jupyterapp;
-  const panel = app.shell.currentWidget;
-  panel.content.activeCellIndex = index;
-  await app.commands.execute('notebook:run-cell');
-}"""
+  if (index === null) {{
+    await app.commands.execute('notebook:run-all-cells');
+  }} else {{
+    panel.content.activeCellIndex = index;
+    await app.commands.execute('notebook:run-cell');
+  }}
+}}"""
+
+ALL_RUN = f"""(name) => {{
+  const panel = ({FIND_PANEL})(name);
+  return !!panel && panel.content.widgets.filter(c => c.model.type === 'code')
+    .every(c => c.model.executionCount !== null);
+}}"""
 
 
 class Notebook:
     """A notebook open in the page: ``run(i)`` runs cell ``i`` through JupyterLab itself."""
 
-    def __init__(self, page: Any) -> None:
+    def __init__(self, page: Any, name: str) -> None:
         self.page = page
+        self.name = name
 
     def wait_idle(self) -> None:
-        self.page.wait_for_function(KERNEL_IDLE)
+        self.page.wait_for_function(KERNEL_IDLE, arg=self.name)
 
     def run(self, index: int) -> None:
-        self.page.evaluate(RUN_CELL, index)
+        self.page.evaluate(RUN, [self.name, index])
+
+    def run_all(self) -> None:
+        """Run every cell and wait until each code cell has run."""
+        self.page.evaluate(RUN, [self.name, None])
+        self.page.wait_for_function(ALL_RUN, arg=self.name)
+        self.wait_idle()
 
 
 @pytest.fixture
 def open_notebook(lab: Lab, page: Any) -> Any:
-    """``open_notebook("name.ipynb", [source, ...])``: write it, open it, wait for its kernel."""
+    """``open_notebook("name.ipynb", [source, ...])``: write it, open it, wait for its kernel.
+
+    ``open_notebook(path)`` opens a copy of an existing notebook instead.
+    """
     import nbformat
 
-    def open_(name: str, cells: list[str]) -> Notebook:
+    def open_(name: str | Path, cells: list[str] | None = None) -> Notebook:
+        if cells is None:
+            source = Path(name)
+            name = source.name
+            shutil.copy(source, lab.root / name)
+            return _open(str(name))
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
         nb.metadata["kernelspec"] = {
@@ -210,8 +247,11 @@ def open_notebook(lab: Lab, page: Any) -> Any:
             "language": "python",
         }
         nbformat.write(nb, str(lab.root / name))
+        return _open(str(name))
+
+    def _open(name: str) -> Notebook:
         page.goto(lab.notebook_url(name))
-        notebook = Notebook(page)
+        notebook = Notebook(page, name)
         notebook.wait_idle()
         return notebook
 

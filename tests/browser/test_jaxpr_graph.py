@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,24 +24,9 @@ DRAWN_IDS = """() => Array.from(document.querySelectorAll('.jp-RenderedSVG')).ma
   return Array.from(svg.querySelectorAll('g.node')).map(g => g.id);
 })"""
 
-CELLS_RUN = """() => {
-  const panel = window.jupyterapp.shell.currentWidget;
-  return panel.content.widgets.filter(c => c.model.type === 'code')
-    .every(c => c.model.executionCount !== null);
-}"""
 
-
-def test_welcome_notebook_draws_the_jaxpr_graph(lab: Any, page: Any) -> None:
-    shutil.copy(WELCOME, lab.root / WELCOME.name)
-    page.goto(lab.notebook_url(WELCOME.name))
-    page.wait_for_function(
-        "() => { const p = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-        " return p && p.sessionContext && p.sessionContext.session"
-        " && p.sessionContext.session.kernel"
-        " && p.sessionContext.session.kernel.status === 'idle'; }"
-    )
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function(CELLS_RUN)
+def test_welcome_notebook_draws_the_jaxpr_graph(open_notebook: Any, page: Any) -> None:
+    open_notebook(WELCOME).run_all()
     page.wait_for_function("() => document.querySelectorAll('.jp-RenderedSVG').length >= 2")
     assert (
         page.locator(
