@@ -22,9 +22,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend import source_info_util
 
 from ._jax_compat import bind_equation
+from .graph.walk import source_line
 from .jaxpr_eval import Adjoints, Step, adjoints
 
 _DOUBLE_WHERE = (
@@ -87,14 +87,6 @@ def _finite(value: Any) -> bool:
     return bool(np.all(np.isfinite(arr)))
 
 
-def _source(eqn: Any) -> str | None:
-    try:
-        text = source_info_util.summarize(eqn.source_info)
-    except Exception:
-        return None
-    return text or None
-
-
 def _short(value: Any) -> str:
     arr = np.asarray(value)
     if arr.size == 1:
@@ -144,7 +136,7 @@ def locate_nonfinite(closed: Any, flat_args: Sequence[Any]) -> NonFinite | None:
             return NonFinite(
                 "value",
                 name,
-                _source(step.eqn),
+                source_line(step.eqn),
                 step.node_id,
                 f"{name}({args}) = {', '.join(_short(v) for v in outs)}",
                 _FIXES.get(name, f"check the inputs of `{name}`"),
@@ -192,7 +184,7 @@ def _gradient_culprit(
     if masked:
         detail += " (its adjoint is 0 there: a jnp.where discarded it, but 0 · inf = nan)"
     return NonFinite(
-        "gradient", name, _source(step.eqn), step.node_id, detail, _fix(name, masked), masked
+        "gradient", name, source_line(step.eqn), step.node_id, detail, _fix(name, masked), masked
     )
 
 

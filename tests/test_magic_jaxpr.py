@@ -12,7 +12,7 @@ from IPython.utils.capture import capture_output
 
 from jaxlab import Graph, LoweredText, jaxpr_graph
 from jaxlab.graph.model import BACKWARD, COLLAPSED, FORWARD
-from jaxlab.graph.text import JaxprText, highlight
+from jaxlab.graph.text import JaxprText, highlight, jaxpr_text
 from jaxlab.magics._options import split_options
 from jaxlab.magics.jaxpr import _VALUED
 
@@ -150,6 +150,21 @@ def test_text_is_jax_pretty_print_coloured(sh):
     t = sh.run_line_magic("jaxpr", "-o --text --grad f(x, w)")
     assert isinstance(t, JaxprText)
     assert t.text == str(jax.make_jaxpr(jax.grad(ns["f"]))(ns["x"], ns["w"]))
+
+
+def test_text_drops_the_colour_codes_jax_prints_in_a_jupyter_kernel():
+    # In a Jupyter kernel JAX prints a jaxpr with ANSI colours (its printer's use_color);
+    # HTML would show them as `[34;1m` litter, so both views carry the plain text.
+    closed = jax.make_jaxpr(lambda a: jnp.sin(a) * 2.0)(1.0)
+
+    class Coloured:
+        def __str__(self):
+            return closed.pretty_print(use_color=True)
+
+    assert "\x1b[" in str(Coloured())
+    t = jaxpr_text(Coloured())
+    assert t.text == closed.pretty_print(use_color=False)
+    assert "\x1b" not in t.html() and '<span class="jx-prim">sin</span>' in t.html()
 
 
 def test_highlight_keeps_every_character_and_tags_roles():
@@ -336,3 +351,12 @@ def test_a_bug_in_jaxlab_is_not_blamed_on_the_program(sh, monkeypatch):
     monkeypatch.setattr(jaxlab.graph.build, "graph_from_jaxpr", broken)
     with pytest.raises(KeyError, match="internal"):
         sh.run_line_magic("jaxpr", "f(x, w)")
+
+
+def test_nodes_name_the_notebook_cell_and_line(ip):
+    ip.run_cell(
+        "import jax.numpy as jnp\n\ndef wave(x):\n    return jnp.sin(x)", store_history=True
+    )
+    cell = ip.execution_count - 1
+    g = ip.run_line_magic("jaxpr", "-o wave(1.0)")
+    assert [n.source for n in g.equations] == [f"In[{cell}], line 4 (wave)"]

@@ -14,6 +14,8 @@ from typing import Any
 import jax.extend.core as jcore
 from jax.extend import source_info_util
 
+from ..explain_source import is_cell, label
+
 # Outer operands that are not passed to the nested programs (cond's branch index).
 _LEADING_NON_OPERANDS = {"cond": 1}
 # Nested programs whose outputs are not the equation's results (while's condition).
@@ -118,7 +120,8 @@ def walk(jaxpr: Any, prefix: str = "", role: str = "program", depth: int = 1) ->
 
 
 def source_line(eqn: Any) -> str | None:
-    """The user's line that produced ``eqn``, e.g. ``"model.py:12 (loss)"``."""
+    """The user's line that produced ``eqn``: ``"model.py:12 (loss)"``, or for a notebook
+    cell ``"In[3], line 2 (loss)"`` as IPython's tracebacks name it."""
     try:
         text = source_info_util.summarize(eqn.source_info)
     except Exception:  # a JAX release without a traceback for this equation
@@ -126,11 +129,12 @@ def source_line(eqn: Any) -> str | None:
     if not text or text.startswith("unknown"):
         return None
     where, _, func = text.partition(" ")
+    func = func.strip("()").rsplit(".", 1)[-1]  # "test.<locals>.loss" -> "loss"
     parts = where.rsplit(":", 2)
     if len(parts) == 3 and parts[1].isdigit():  # file:line:column
-        where = f"{parts[0]}:{parts[1]}"
-    where = where.rsplit("/", 1)[-1]
-    func = func.strip("()").rsplit(".", 1)[-1]  # "test.<locals>.loss" -> "loss"
+        filename, line = parts[0], int(parts[1])
+        where = label(filename, line) if is_cell(filename) else f"{filename}:{line}"
+    where = where.rsplit("/", 1)[-1] if not where.startswith("In[") else where
     return f"{where} ({func})" if func else where
 
 
