@@ -35,8 +35,10 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
+# A long line (StableHLO has many) wraps between tokens, not inside `tensor<...>`.
 _STYLE = """<style>
-.jaxlab-lowered pre{margin:0;line-height:1.35;font-size:12px}
+.jaxlab-lowered pre{margin:0;line-height:1.35;font-size:12px;
+white-space:pre-wrap;word-break:normal;overflow-wrap:break-word}
 .jaxlab-lowered .hx-op{color:var(--jp-mirror-editor-def-color,#0550ae);font-weight:bold}
 .jaxlab-lowered .hx-type{color:var(--jp-mirror-editor-builtin-color,#0a7d5a)}
 .jaxlab-lowered .hx-var{color:var(--jp-mirror-editor-variable-color,#24292f)}

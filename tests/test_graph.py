@@ -11,6 +11,7 @@ from jax.sharding import PartitionSpec as P
 import jaxlab
 from jaxlab.graph import model as m
 from jaxlab.graph.render import DotMissing, DotTimeout, graph_mimebundle
+from jaxlab.graph.text import jaxpr_text
 
 
 def mlp_loss(params, x):
@@ -208,6 +209,51 @@ def test_flat_programs_past_the_budget_are_grouped_into_segments():
     assert segments and sum(n.n_equations for n in segments) + len(g.equations) == g.n_equations
     assert {n.phase for n in segments} == {m.FORWARD, m.BACKWARD}  # never mixed in one segment
     assert any("grouped into runs" in note for note in g.notes)
+
+
+def test_dot_says_what_its_colours_and_rows_mean():
+    def loss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+    w, x = jnp.ones((3, 2)), jnp.ones((4, 3))
+    plain = jaxlab.jaxpr_graph(loss, w, x).to_dot()
+    grad = jaxlab.jaxpr_graph(loss, w, x, grad=True).to_dot()
+    valued = jaxlab.jaxpr_graph(loss, w, x, grad=True, values=True).to_dot()
+    assert "forward pass" not in plain and "adjoint" not in plain
+    assert "forward pass" in grad and "backward pass" in grad and "adjoint" not in grad
+    assert "∂ adjoint" in valued and "μ mean [min, max]" in valued
+    # a cond branch of one equation is "1 eqn"
+    one = jaxlab.jaxpr_graph(lambda a: lax.cond(a > 0, jnp.sin, jnp.cos, a), 1.0).to_dot()
+    assert "1 eqn<" in one and "1 eqns" not in one
+
+
+def test_segments_name_their_primitives_once():
+    def deep(x):
+        for _ in range(40):
+            x = jnp.sin(x) * 1.5
+        return x
+
+    g = jaxlab.jaxpr_graph(deep, jnp.ones(3), budget=20)
+    segment = next(n for n in g.nodes if n.kind == m.SEGMENT)
+    dot = g.to_dot()
+    line = next(row for row in dot.splitlines() if f'id="node_{segment.id}"' in row)
+    assert f"{segment.n_equations} equations" in line and "eqns:" not in line
+    assert "mul×" in line and "sin×" in line
+
+
+def test_text_drops_the_colour_codes_jax_prints_in_a_jupyter_kernel():
+    # In a Jupyter kernel JAX prints a jaxpr with ANSI colours (its printer's use_color);
+    # HTML would show them as `[34;1m` litter, so both views carry the plain text.
+    closed = jax.make_jaxpr(lambda a: jnp.sin(a) * 2.0)(1.0)
+
+    class Coloured:
+        def __str__(self):
+            return closed.pretty_print(use_color=True)
+
+    assert "\x1b[" in str(Coloured())
+    t = jaxpr_text(Coloured())
+    assert t.text == closed.pretty_print(use_color=False)
+    assert "\x1b" not in t.html() and '<span class="jx-prim">sin</span>' in t.html()
 
 
 def test_dot_is_deterministic_across_traces():

@@ -60,12 +60,24 @@ def _quoted(text: str) -> str:
     return f'"{text}"'
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _summary(n: m.Node) -> str:
+    """What a collapsed node holds; a segment's head already counts its equations."""
+    prefix = f"{n.n_equations} eqns: "
+    if n.kind == m.SEGMENT and n.summary.startswith(prefix):
+        return n.summary[len(prefix) :]
+    return n.summary
+
+
 def _node_label(n: m.Node) -> str:
     rows: list[str] = []
     head = _html(n.label)
     rows.append(f"<b>{head}</b>" if n.kind in (m.EQUATION, m.COLLAPSED, m.SEGMENT) else head)
     if n.kind in (m.COLLAPSED, m.SEGMENT) and n.summary:
-        rows.append(f'<font point-size="8">{_html(n.summary)}</font>')
+        rows.append(f'<font point-size="8">{_html(_summary(n))}</font>')
     if n.params:
         rows.append(f'<font point-size="8" color="#555555">{_html(n.params)}</font>')
     if n.types:
@@ -95,6 +107,29 @@ def _node_attrs(n: m.Node) -> str:
     return " ".join(attrs)
 
 
+def _legend(graph: m.Graph) -> list[str]:
+    """Heading rows that say what the colours and the value rows mean (only those drawn)."""
+    nodes = graph.nodes
+    rows: list[str] = []
+    phases = {n.phase for n in nodes}
+    if m.FORWARD in phases or m.BACKWARD in phases:
+        row = (
+            f'<font color="{_PHASE_BORDER[m.FORWARD]}">■</font> forward pass   '
+            f'<font color="{_PHASE_BORDER[m.BACKWARD]}">■</font> backward pass'
+        )
+        if any(n.residual for n in nodes):
+            row += '   <font color="#c26a00">▢</font> orange border: kept for the backward pass'
+        rows.append(row)
+    values = []
+    if any(n.value is not None for n in nodes):
+        values.append("= value")
+    if any(n.adjoint is not None for n in nodes):
+        values.append('<font color="#b63b3b">∂ adjoint</font> (∂output/∂node)')
+    if values:
+        rows.append(", ".join(values) + ": a number, or μ mean [min, max] of an array")
+    return [f'<font point-size="9">{row}</font>' for row in rows]
+
+
 def graph_to_dot(graph: m.Graph) -> str:
     """The DOT text of ``graph``: deterministic, every user string escaped."""
     by_cluster: dict[str | None, list[m.Node]] = defaultdict(list)
@@ -104,16 +139,16 @@ def graph_to_dot(graph: m.Graph) -> str:
     for c in graph.clusters:
         children[c.parent].append(c)
 
-    count = f"{graph.n_equations} equation{'' if graph.n_equations == 1 else 's'}"
-    title = [f"<b>{_html(graph.title)}</b>", count]
+    title = [f"<b>{_html(graph.title)}</b>", _count(graph.n_equations, "equation")]
     title += [f'<font color="#a05a00">{_html(note)}</font>' for note in graph.notes]
+    title += _legend(graph)
     heading = "".join(f'{row}<br align="left"/>' for row in title)
     lines = [
         "digraph jaxpr {",
-        "  graph [rankdir=TB fontname=Helvetica fontsize=10 newrank=true "
+        "  graph [rankdir=TB fontname=Helvetica fontsize=10 newrank=true ranksep=0.35 "
         f"labelloc=t labeljust=l label=<{heading}>];",
         '  node [shape=box style="rounded,filled" fontname=Helvetica fontsize=10 '
-        'height=0.25 margin="0.06,0.03"];',
+        'height=0.25 margin="0.08,0.05"];',
         '  edge [arrowsize=0.5 color="#666666"];',
     ]
 
@@ -122,7 +157,8 @@ def graph_to_dot(graph: m.Graph) -> str:
             lines.append(f"{indent}{_quoted(n.id)} [{_node_attrs(n)}];")
         for c in children.get(cluster, []):
             lines.append(f"{indent}subgraph {_quoted('cluster_' + c.id)} {{")
-            label = f"<b>{_html(c.label)}</b> <font point-size='8'>{c.n_equations} eqns</font>"
+            eqns = _count(c.n_equations, "eqn")
+            label = f"<b>{_html(c.label)}</b> <font point-size='8'>{eqns}</font>"
             lines.append(
                 f'{indent}  label=<{label}>; style="rounded,dashed"; color="#8a8a8a"; '
                 f"id={_quoted('clusterbox_' + c.id)}; tooltip={_quoted(c.label)};"

@@ -8,6 +8,9 @@ names) and escapes everything, so a function named ``<script>`` prints as text::
     t.text            # '{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }'
     t.html()          # '<div class="jaxlab-jaxpr">...<span class="jx-prim">sin</span>...'
 
+In a Jupyter kernel JAX colours its printout with ANSI escape codes; they are removed
+(:func:`plain_text`), so both views carry the plain text.
+
 Colouring reads the printed text (JAX's printer is the authority on layout) with one
 regular expression; a token it misreads is merely coloured wrongly, never lost: the
 HTML with its tags removed and entities unescaped is the text again.
@@ -37,9 +40,14 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
-# JupyterLab's editor colours where they exist (light and dark themes), fixed ones elsewhere.
+# An ANSI escape sequence (JAX's printer emits colours when it runs in a Jupyter kernel).
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+# JupyterLab's editor colours where they exist (light and dark themes), fixed ones elsewhere;
+# a long line wraps between tokens, not inside one.
 _STYLE = """<style>
-.jaxlab-jaxpr pre{margin:0;line-height:1.35;font-size:12px}
+.jaxlab-jaxpr pre{margin:0;line-height:1.35;font-size:12px;
+white-space:pre-wrap;word-break:normal;overflow-wrap:break-word}
 .jaxlab-jaxpr .jx-kw{color:var(--jp-mirror-editor-keyword-color,#7928a1);font-weight:bold}
 .jaxlab-jaxpr .jx-prim{color:var(--jp-mirror-editor-def-color,#0550ae);font-weight:bold}
 .jaxlab-jaxpr .jx-type{color:var(--jp-mirror-editor-builtin-color,#0a7d5a)}
@@ -48,6 +56,16 @@ _STYLE = """<style>
 .jaxlab-jaxpr .jx-param{color:var(--jp-mirror-editor-attribute-color,#6e7781)}
 .jaxlab-jaxpr .jx-def{color:var(--jp-mirror-editor-variable-2-color,#953800)}
 </style>"""
+
+
+def plain_text(printed: Any) -> str:
+    r"""``str(printed)`` without ANSI colour codes: JAX colours a jaxpr's printout in a
+    Jupyter kernel, and HTML would show the codes as ``[34;1m`` litter.
+
+    >>> plain_text("\x1b[34;1mlambda\x1b[39;22m ; a")
+    'lambda ; a'
+    """
+    return _ANSI.sub("", str(printed))
 
 
 def highlight(text: str) -> str:
@@ -81,4 +99,4 @@ def jaxpr_text(closed_jaxpr: Any, title: str = "") -> JaxprText:
     >>> jaxpr_text(jax.make_jaxpr(jnp.sin)(1.0)).text   # doctest: +SKIP
     '{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }'
     """
-    return JaxprText(str(closed_jaxpr), title)
+    return JaxprText(plain_text(closed_jaxpr), title)
