@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .grad_record import GradReport, LeafSummary
 
 _MAX_ROWS = 40  # leaves beyond this are counted, not listed
+_VALUE_COLUMN = "value or norm"  # a scalar's value, an array's L2 norm
 
 
 def _num(x: float) -> str:
@@ -39,21 +40,28 @@ def _shape(s: LeafSummary) -> str:
 _Row = tuple[str, str, str, str, str, str, bool]
 
 
+def _symbol(report: GradReport) -> str:
+    return {"gradient": "∇", "jacobian": "J", "hessian": "H", "hvp": "H·v"}.get(report.kind, "∂")
+
+
 def _rows(report: GradReport) -> list[_Row]:
+    # A derivative row carries the heading's symbol (∇ w, J x['a']) so that it does not
+    # read as the argument's own value.
+    named = [(s.path, s) for s in report.value_summary()]
+    named += [(f"{_symbol(report)} {s.path}", s) for s in report.leaves()]
     rows: list[_Row] = []
-    for s in [*report.value_summary(), *report.leaves()]:
+    for name, s in named:
         if s.shape == ():
-            rows.append((s.path, _shape(s), _num(s.first[0]), "", "", "", s.finite))
+            rows.append((name, _shape(s), _num(s.first[0]), "", "", "", s.finite))
         else:
             rows.append(
-                (s.path, _shape(s), _num(s.norm), _num(s.min), _num(s.max), _first(s), s.finite)
+                (name, _shape(s), _num(s.norm), _num(s.min), _num(s.max), _first(s), s.finite)
             )
     return rows
 
 
 def _heading(report: GradReport) -> str:
-    what = {"gradient": "∇", "jacobian": "J", "hessian": "H", "hvp": "H·v"}.get(report.kind, "∂")
-    return f"{what} {report.fun_name} w.r.t. {', '.join(report.names)}: {report.kind}"
+    return f"{_symbol(report)} {report.fun_name} w.r.t. {', '.join(report.names)}: {report.kind}"
 
 
 def _lines(report: GradReport) -> list[str]:
@@ -78,7 +86,7 @@ def report_text(report: GradReport) -> str:
 
 def _text(report: GradReport, rows: list[_Row]) -> str:
     shown = rows[:_MAX_ROWS]
-    header: _Row = ("", "shape", "value / norm", "min", "max", "first entries", True)
+    header: _Row = ("", "shape", _VALUE_COLUMN, "min", "max", "first entries", True)
     table = [header, *shown]
     widths = [max(len(r[:6][i]) for r in table) for i in range(6)]
     out = [_heading(report)]
@@ -92,10 +100,17 @@ def _text(report: GradReport, rows: list[_Row]) -> str:
     return "\n".join(out)
 
 
+# JupyterLab's colours where they exist (light and dark themes), fixed ones elsewhere.
+# JupyterLab right-aligns every table cell: names and entries are put back on the left.
 _STYLE = (
-    "<style>.jaxlab-grad table{border-collapse:collapse;font-family:monospace;font-size:12px}"
-    ".jaxlab-grad td,.jaxlab-grad th{padding:2px 8px;text-align:left;border-bottom:1px solid #ddd}"
-    ".jaxlab-grad .bad{color:#b00020;font-weight:bold}.jaxlab-grad .ok{color:#1b5e20}"
+    "<style>.jaxlab-grad table{border-collapse:collapse;font-family:monospace;font-size:12px;"
+    "margin:4px 0}"
+    ".jaxlab-grad td,.jaxlab-grad th{padding:2px 8px;text-align:right;white-space:nowrap;"
+    "border-bottom:1px solid var(--jp-border-color2,#ddd)}"
+    ".jaxlab-grad td:first-child,.jaxlab-grad th:first-child,.jaxlab-grad td:last-child,"
+    ".jaxlab-grad th:last-child{text-align:left}"
+    ".jaxlab-grad .bad{color:var(--jp-error-color1,#b00020);font-weight:bold}"
+    ".jaxlab-grad .ok{color:var(--jp-success-color1,#1b5e20)}"
     ".jaxlab-grad .note{font-size:12px;margin:2px 0}</style>"
 )
 
@@ -104,7 +119,7 @@ def _html(report: GradReport, rows: list[_Row]) -> str:
     esc = html.escape
     parts = [_STYLE, '<div class="jaxlab-grad">', f"<b>{esc(_heading(report))}</b>", "<table>"]
     parts.append(
-        "<tr><th></th><th>shape</th><th>value / norm</th><th>min</th><th>max</th>"
+        f"<tr><th></th><th>shape</th><th>{_VALUE_COLUMN}</th><th>min</th><th>max</th>"
         "<th>first entries</th></tr>"
     )
     for r in rows[:_MAX_ROWS]:

@@ -58,6 +58,10 @@ def test_line_magic_displays_html_table(shell):
         jnp.full((3, 2), 0.3)
     )
     assert f"{float(jnp.linalg.norm(expected)):.4g}" in shown.data["text/plain"]
+    # the gradient's row carries the heading's ∇, so it does not read as w itself
+    rows = shown.data["text/plain"].splitlines()
+    assert rows[0].startswith("∇ loss w.r.t. w") and any(r.startswith("  ∇ w ") for r in rows)
+    assert "<td>∇ w</td>" in shown.data["text/html"]
 
 
 def test_argnums_hessian_hvp_and_jacobian(shell):
