@@ -27,6 +27,10 @@ def seconds(s: float) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def event_text(e: CompileEvent) -> str:
     where = f" at {e.where}" if e.where else ""
     kind = "recompiled" if e.recompile else "compiled"
@@ -49,7 +53,7 @@ def log_text(log: CompileLog, last: int = 10) -> str:
     for r in rows[:MAX_ROWS]:
         lines.append(
             f"  {r.name}: {r.count}× total {seconds(r.total_s)}, last {seconds(r.last_s)}"
-            + (f", {r.recompiles} recompilations" if r.recompiles else "")
+            + (f", {_count(r.recompiles, 'recompilation')}" if r.recompiles else "")
         )
     if len(rows) > MAX_ROWS:
         lines.append(f"  ... {len(rows) - MAX_ROWS} more functions")
@@ -69,11 +73,10 @@ def _bar(e: CompileEvent, scale: float) -> str:
             f'height:10px;width:{width:.2f}%;background:{colour}"></span>'
         )
     title = html.escape(event_text(e))
-    border = "outline:2px solid #e15759;" if e.recompile else ""
+    stripe = "#e15759" if e.recompile else "transparent"
     return (
-        f'<div title="{title}" style="width:160px;line-height:0;margin:1px 0;{border}">'
-        + "".join(parts)
-        + "</div>"
+        f'<div title="{title}" style="width:160px;line-height:0;margin:1px 0;'
+        f'border-left:3px solid {stripe}">' + "".join(parts) + "</div>"
     )
 
 
@@ -87,13 +90,26 @@ def _row(r: FunctionStats, scale: float) -> str:
     ]
     cells = [
         f"<td><code>{html.escape(r.name)}</code></td>",
-        f'<td style="text-align:right">{r.count}</td>',
-        f'<td style="text-align:right">{html.escape(seconds(r.total_s))}</td>',
-        f'<td style="text-align:right">{html.escape(seconds(r.last_s))}</td>',
+        f'<td class="num">{r.count}</td>',
+        f'<td class="num">{html.escape(seconds(r.total_s))}</td>',
+        f'<td class="num">{html.escape(seconds(r.last_s))}</td>',
         "<td>" + "".join(_bar(e, scale) for e in r.recent) + "</td>",
-        f'<td><ul style="margin:0;padding-left:1.2em;color:#b03030">{"".join(reasons)}</ul></td>',
+        f'<td><ul class="reasons">{"".join(reasons)}</ul></td>',
     ]
     return "<tr>" + "".join(cells) + "</tr>"
+
+
+# JupyterLab right-aligns every table cell (`:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon
+# td`): text goes back to the left with a more specific selector, numbers stay right.
+# Its colours where they exist (light and dark themes), fixed ones elsewhere.
+_T = ".jaxlab-compile-log table.jaxlab-cl"
+_STYLE = (
+    f"<style>{_T} td,{_T} th{{text-align:left;vertical-align:top;padding:2px 8px}}"
+    f"{_T} td.num,{_T} th.num{{text-align:right;white-space:nowrap;"
+    "font-variant-numeric:tabular-nums}"
+    ".jaxlab-compile-log ul.reasons{margin:0;padding-left:1.2em;"
+    "color:var(--jp-error-color1,#b03030)}</style>"
+)
 
 
 def log_html(log: CompileLog) -> str:
@@ -104,18 +120,24 @@ def log_html(log: CompileLog) -> str:
         f'<span style="display:inline-block;width:10px;height:10px;background:{c}"></span> {n}'
         for n, c in PHASES
     )
+    legend += (
+        ' <span style="display:inline-block;width:0;height:10px;'
+        'border-left:3px solid #e15759"></span> recompiled'
+    )
     total = log.compile_s + log.running_s
     share = 0.0 if total <= 0 else 100.0 * log.compile_s / total
     summary = (
-        f"<p><b>{log.count}</b> compilations of <b>{len(rows)}</b> functions · "
+        f"<p><b>{_count(log.count, 'compilation')}</b> of "
+        f"<b>{_count(len(rows), 'function')}</b> · "
         f"compiling <b>{html.escape(seconds(log.compile_s))}</b> versus running "
         f"<b>{html.escape(seconds(log.running_s))}</b> ({share:.0f}% compiling)"
         + (f" · {log.dropped} oldest events not kept" if log.dropped else "")
         + f" · {legend}</p>"
     )
+    numbers = ("compiles", "total", "last")
     head = "".join(
-        f"<th>{h}</th>"
-        for h in ("function", "compiles", "total", "last", "phases", "recompiled because")
+        f'<th class="num">{h}</th>' if h in numbers else f"<th>{h}</th>"
+        for h in ("function", *numbers, "phases", "recompiled because")
     )
     body = "".join(_row(r, scale) for r in rows[:MAX_ROWS])
     more = (
@@ -125,9 +147,19 @@ def log_html(log: CompileLog) -> str:
     )
     return (
         '<div class="jaxlab-compile-log">'
+        + _STYLE
         + summary
-        + f"<table><thead><tr>{head}</tr></thead><tbody>{body}{more}</tbody></table></div>"
+        + f'<table class="jaxlab-cl"><thead><tr>{head}</tr></thead>'
+        + f"<tbody>{body}{more}</tbody></table></div>"
     )
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` cut at a word boundary to about ``width`` characters, with an ellipsis."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(",;: ") + "…"
 
 
 def log_figure(log: CompileLog, last: int = 50) -> Any:
@@ -135,7 +167,7 @@ def log_figure(log: CompileLog, last: int = 50) -> Any:
     from matplotlib.figure import Figure
 
     events = log.events[-last:]
-    fig = Figure(figsize=(7, 0.9 + 0.28 * max(len(events), 1)))
+    fig = Figure(figsize=(7, 1.2 + 0.22 * max(len(events), 1)))
     ax = fig.add_subplot()
     labels = [f"#{e.index} {e.fun_name}" for e in events]
     left = [0.0] * len(events)
@@ -146,7 +178,7 @@ def log_figure(log: CompileLog, last: int = 50) -> Any:
     for i, e in enumerate(events):
         if e.recompile:
             ax.annotate(
-                e.explanation[:60],
+                _clip(e.explanation, 60),
                 (left[i], i),
                 xytext=(4, 0),
                 textcoords="offset points",
@@ -154,12 +186,19 @@ def log_figure(log: CompileLog, last: int = 50) -> Any:
                 fontsize=7,
                 color="#b03030",
             )
+    if any(e.recompile for e in events) and max(left, default=0.0) > 0:
+        ax.set_xlim(0, max(left) / 0.45)  # room on the right for the reasons
     ax.invert_yaxis()
+    ax.margins(y=0.01)
     ax.set_xlabel("milliseconds")
+    shown = f", the last {len(events)} drawn" if len(events) < log.count else ""
     ax.set_title(
-        f"{log.count} compilations: {seconds(log.compile_s)} compiling, "
-        f"{seconds(log.running_s)} running"
+        f"{_count(log.count, 'compilation')}{shown}: {seconds(log.compile_s)} compiling, "
+        f"{seconds(log.running_s)} running",
+        fontsize=10,
+        pad=18,
     )
-    ax.legend(loc="lower right", fontsize=8)
+    # above the bars, where it hides none of them
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0, 1, 0.1), ncols=3, fontsize=8, frameon=False)
     fig.tight_layout()
     return fig

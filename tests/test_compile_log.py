@@ -326,6 +326,7 @@ def test_views_escape_and_show_every_function():
     assert "arg 0: f32[3] → f32[4]" in html and "In[2], line 1" in html
     text = log_text(log)
     assert "<lambda>: 2×" in text and "g: 1×" in text
+    assert "1 recompilation" in text and "1 recompilations" not in text
     fig = log_figure(log)
     (ax,) = fig.axes
     assert len(ax.containers) == 3  # trace, lower, compile

@@ -45,14 +45,17 @@ function sessionView(session) {
   const bar = h("span", "jaxlab-cm-split");
   const compiling = h("span", "jaxlab-cm-split-compile");
   compiling.style.width = `${(100 * share).toFixed(1)}%`;
-  compiling.title = `compiling ${(100 * share).toFixed(0)}%`;
+  bar.title = `compiling ${(100 * share).toFixed(0)}%, running ${(100 * (1 - share)).toFixed(0)}%`;
   bar.append(compiling);
+  // the split bar's colours are not the phases': say in words what it shows
+  const shareText = h("span", "jaxlab-cm-share", `${(100 * share).toFixed(0)}% compiling`);
   const legend = h("span", "jaxlab-cm-legend");
   for (const p of PHASES) {
     const key = h("span", `jaxlab-cm-key jaxlab-cm-${p}`);
     legend.append(key, h("span", "", ` ${p} `));
   }
-  box.append(text, bar, legend);
+  legend.append(h("span", "jaxlab-cm-key-recompile"), h("span", "", " recompiled"));
+  box.append(text, bar, shareText, legend);
   return box;
 }
 
