@@ -74,7 +74,14 @@ class DeviceReport:
         lines += [
             "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
         ]
-        return "\n".join(lines)
+        note = self._memory_note()
+        return "\n".join([*lines, note] if note else lines)
+
+    def _memory_note(self) -> str:
+        """Why the memory columns are empty, when no device reports memory (CPU)."""
+        if any(d.memory is not None for d in self.devices):
+            return ""
+        return f"memory (in use, peak, limit): not reported by the {self.platform} backend"
 
     def html(self) -> str:
         e = html.escape
@@ -90,7 +97,9 @@ class DeviceReport:
             "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _row(d)) + "</tr>" for d in self.devices
         )
         table = f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
-        return f'<div class="jaxlab-devices">{head}{table}</div>'
+        note = self._memory_note()
+        foot = f'<div style="font-size:90%;opacity:0.8">{e(note)}</div>' if note else ""
+        return f'<div class="jaxlab-devices">{head}{table}{foot}</div>'
 
     def __str__(self) -> str:
         return self.text()

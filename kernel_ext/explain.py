@@ -20,6 +20,7 @@ extension loaded the same text appears above the traceback (``jaxlab.magics.erro
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -71,29 +72,40 @@ class Explanation:
 
     def _repr_html_(self) -> str:
         e = html.escape
+        # label | content, one row each; the fix is code, shown as code
         rows = []
         if self.user_line is not None:
             rows.append(
-                f"<div><b>your line</b> {e(self.user_line.label)}: "
-                f"<code>{e(self.user_line.text)}</code></div>"
+                f"<b>your line</b><span>{e(self.user_line.label)}: "
+                f"<code>{e(self.user_line.text)}</code></span>"
             )
         if self.fix:
-            rows.append(f"<div><b>fix</b><pre style='margin:2px 0'>{e(self.fix)}</pre></div>")
+            rows.append(
+                "<b>fix</b><pre style='margin:0;padding:2px 6px;"
+                f"background:var(--jp-layout-color2,#f3f3f3)'>{e(self.fix)}</pre>"
+            )
         if self.docs_url:
             url = e(self.docs_url, quote=True)
-            rows.append(
-                f'<div><b>docs</b> <a href="{url}" target="_blank">{e(self.docs_url)}</a></div>'
-            )
+            rows.append(f'<b>docs</b><a href="{url}" target="_blank">{e(self.docs_url)}</a>')
+        grid = (
+            "<div style='display:grid;grid-template-columns:max-content 1fr;gap:3px 10px;"
+            "align-items:baseline;margin-top:4px'>" + "".join(rows) + "</div>"
+        )
         return (
             "<div class='jaxlab-explanation' style='border-left:3px solid #d9534f;"
             "padding:4px 8px;margin:4px 0'>"
-            f"<div>{e(self.what)} <code>({e(self.error_type)})</code></div>"
-            + "".join(rows)
+            f"<div>{_code_spans(e(self.what))} <code>({e(self.error_type)})</code></div>"
+            + grid
             + "</div>"
         )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/plain": str(self), "text/html": self._repr_html_()}
+
+
+def _code_spans(escaped: str) -> str:
+    """Escaped text with its `backticked` parts (code in the plain-text wording) as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
 
 
 def explain(exc: BaseException) -> Explanation | None:

@@ -128,11 +128,21 @@ class CompileReport:
             f'width:{300 * v / total:.1f}px;background:{c}"></span>'
             for (n, c), v in zip(PHASES, values, strict=True)
         )
+        # The bar's key, with each phase's share: a colour alone says nothing to a reader.
+        key = " ".join(
+            f'<span style="white-space:nowrap"><span style="display:inline-block;width:10px;'
+            f'height:10px;background:{c}"></span> {n} {100 * v / total:.0f}%</span>'
+            for (n, c), v in zip(PHASES, values, strict=True)
+        )
         rows = "".join(
             f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
             f"<td style='text-align:right'>{html.escape(v)}</td></tr>"
             for k, v in self._rows()
         )
+        cost = ""
+        if self.steady_s > 0 and self.first_run_s > 0:
+            runs = self.compile_total_s / self.steady_s
+            cost = f"<p style='margin:4px 0'>compiling cost {runs:,.0f} steady-state runs</p>"
         texts = "".join(
             f"<details open><summary>{n}</summary><pre>{html.escape(getattr(self, n))}</pre>"
             "</details>"
@@ -140,7 +150,9 @@ class CompileReport:
         )
         body = (
             f"<div class='jaxlab-compile-report'><b><code>{html.escape(self._title())}</code></b>"
-            f"<div style='margin:4px 0'>{bar}</div><table>{rows}</table>{texts}</div>"
+            f"<div style='margin:4px 0'>{bar}<div style='font-size:90%'>trace + lower + "
+            f"compile = {html.escape(seconds(self.compile_total_s))}: {key}</div></div>"
+            f"<table>{rows}</table>{cost}{texts}</div>"
         )
         return {"text/plain": str(self), "text/html": body}
 
