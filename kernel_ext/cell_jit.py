@@ -72,7 +72,7 @@ class CellRun:
     def __str__(self) -> str:
         static = f"; static {', '.join(self.static)}" if self.static else ""
         head = (
-            f"%%jit {self.name}({', '.join(self.inputs)}{static}) → "
+            f"%%jit cell({', '.join(self.inputs)}{static}) → "
             f"{', '.join(self.outputs) or 'its value'}"
         )
         if not self.compiled:
@@ -430,15 +430,19 @@ class CellJit:
         why: tuple[str, tuple[ArgChange, ...]] | None,
         outs: dict[str, Any],
     ) -> CellRun:
+        # Modules, functions and classes the cell reads are static too, but naming them
+        # in the report (`static jnp`) tells a reader nothing.
+        parts = dict(zip(cell.program.inputs, key, strict=True))
+        shown = [n for n in cell.program.inputs if not _is_tool(parts[n])]
         return CellRun(
             name=cell.name,
             inputs=variant.dynamic,
-            static=variant.static,
+            static=tuple(n for n in variant.static if n in shown),
             outputs=tuple(outs),
             compiled=why is not None,
             explanation=why[0] if why else "",
             changes=why[1] if why else (),
-            signature=_signature(cell.program.inputs, key),
+            signature=_signature(tuple(shown), tuple(parts[n] for n in shown)),
             call_s=call_s,
             value=value,
         )
@@ -446,6 +450,13 @@ class CellJit:
 
 def _is_static(part: Any) -> bool:
     return isinstance(part, tuple) and len(part) == 3 and isinstance(part[0], str)
+
+
+def _is_tool(part: Any) -> bool:
+    """A static input that is a module, function or class rather than a setting."""
+    return _is_static(part) and isinstance(
+        part[2], types.ModuleType | types.FunctionType | types.BuiltinFunctionType | type
+    )
 
 
 def _describe_part(part: Any) -> str:
