@@ -4,6 +4,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax import lax
 from jax.sharding import PartitionSpec as P
@@ -54,6 +55,11 @@ def test_scalar_function_nodes_edges_and_types():
     assert mul.label == "mul ·, 2.0"  # the literal operand folded into the label
     assert edges_by_id(g) == {("in0", sin.id), (sin.id, mul.id), (mul.id, "out0")}
     assert g.n_equations == 2 and g.clusters == ()
+
+
+def test_float32_literals_print_at_their_own_precision():
+    g = jaxlab.jaxpr_graph(lambda x: x * 1.1 + np.float32(2.5), jnp.ones(3, jnp.float32))
+    assert [n.label for n in g.equations] == ["mul ·, 1.1", "add ·, 2.5"]
 
 
 def test_input_names_follow_the_signature_and_pytree_paths():

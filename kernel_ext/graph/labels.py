@@ -76,11 +76,15 @@ def type_text(aval: Any) -> str:
 
 
 def literal_text(lit: Any) -> str:
-    """A literal operand as typed: ``2.0``, ``3``, ``True`` (JAX's typed scalars unwrapped)."""
+    """A literal operand as typed: ``2.0``, ``1.1``, ``3``, ``True``.
+
+    A float32 constant prints at float32 precision (``1.1``, not ``1.100000023841858``).
+    """
     value = getattr(lit, "val", lit)
-    if np.ndim(value) == 0 and isinstance(
-        value, bool | int | float | complex | np.generic | np.ndarray
-    ):
+    dtype = getattr(value, "dtype", None) or getattr(getattr(lit, "aval", None), "dtype", None)
+    if np.ndim(value) == 0 and isinstance(value, bool | int | float | np.generic | np.ndarray):
+        if dtype is not None and np.issubdtype(dtype, np.floating):
+            return str(np.asarray(value).astype(dtype)[()])  # numpy's shortest repr per dtype
         value = np.asarray(value).item()
     if isinstance(value, float):
         return repr(value) if value == value and abs(value) < 1e6 else f"{value:.6g}"
