@@ -81,7 +81,8 @@ class _Where:
         frame = sys._getframe(1)
         while frame is not None:
             filename = frame.f_code.co_filename
-            if not filename.startswith("<frozen") and not (
+            # jaxlab evaluates a magic's arguments as "<jaxlab call>": not the user's line.
+            if not filename.startswith(("<frozen", "<jaxlab call>")) and not (
                 filename.startswith(os.sep) and os.path.abspath(filename).startswith(skip)
             ):
                 return self.name(filename, frame.f_lineno), filename, frame.f_lineno

@@ -265,6 +265,20 @@ def test_extension_logs_compiles_with_cell_location(ip):
     assert events[0].where == f"In[{n}], line 1"
 
 
+def test_compiles_while_a_magic_reads_its_arguments_name_the_cell(ip):
+    # `jnp.full` runs eagerly while %jit evaluates its arguments: the log names the
+    # user's cell, not jaxlab's own evaluation of the line.
+    ip.run_cell("import jax, jax.numpy as jnp\ndef g(x):\n    return x + 1", store_history=True)
+    n = ip.execution_count
+    before = jaxlab.compile_log().count
+    ip.run_cell("%jit -o g(jnp.full((5,), 2.0))", store_history=True)
+    events = [e for e in jaxlab.compile_log().events if e.index >= before]
+    eager = [e for e in events if e.fun_name == "broadcast_in_dim"]  # jnp.full, eagerly
+    assert eager and all(e.where == f"In[{n}], line 1" for e in eager), [
+        (e.fun_name, e.where) for e in events
+    ]
+
+
 def test_unload_and_reload_log_each_compile_once(ip):
     ip.run_line_magic("unload_ext", "jaxlab")
     assert not is_listening(jaxlab.compile_log())
