@@ -29,10 +29,11 @@ import jax.numpy as jnp
 
 from .grad_args import GradError, select_arguments
 from .grad_display import graph_html
+from .graph.text import plain_text
 
 _TITLES = ("primal", "linearized (JVP)", "transposed (VJP)")
 _EXPLAIN = (
-    "what f computes, forward",
+    "what {name} computes, forward",
     "tangents in, tangent out; the forward values it needs (residuals) are constants",
     "the linear program run backwards: output cotangent in, input cotangents (the gradient) out",
 )
@@ -81,7 +82,7 @@ class GradSplit:
             f"programs ({self.n_residuals} residuals kept from the forward pass)"
         ]
         for title, explain, program in zip(_TITLES, _EXPLAIN, self.programs, strict=True):
-            parts.append(f"── {title}: {explain}\n{program}")
+            parts.append(f"── {title}: {explain.format(name=self.fun_name)}\n{plain_text(program)}")
         return "\n".join(parts)
 
     def __repr__(self) -> str:
@@ -103,7 +104,10 @@ class GradSplit:
         for title, explain, program, graph in zip(
             _TITLES, _EXPLAIN, self.programs, graphs, strict=True
         ):
-            body = graph_html(graph) if graph is not None else f"<pre>{esc(str(program))}</pre>"
+            body = (
+                graph_html(graph) if graph is not None else f"<pre>{esc(plain_text(program))}</pre>"
+            )
+            explain = explain.format(name=self.fun_name)
             columns.append(
                 '<div style="flex:1;min-width:0;overflow:auto;border:1px solid #ddd;'
                 f'padding:4px"><b>{esc(title)}</b><br/><small>{esc(explain)}</small>'

@@ -145,8 +145,10 @@ class Graph:
         return graph_to_svg(self, timeout=timeout)
 
     def to_text(self) -> str:
-        """The pretty-printed jaxpr this graph draws."""
-        return str(self.jaxpr) if self.jaxpr is not None else self.title
+        """The pretty-printed jaxpr this graph draws (without terminal colour codes)."""
+        from .text import plain_text
+
+        return plain_text(self.jaxpr) if self.jaxpr is not None else self.title
 
     def to_dict(self) -> dict[str, Any]:
         return {
