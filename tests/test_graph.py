@@ -262,6 +262,19 @@ def test_text_drops_the_colour_codes_jax_prints_in_a_jupyter_kernel():
     assert "\x1b" not in t.html() and '<span class="jx-prim">sin</span>' in t.html()
 
 
+def test_long_chains_are_grouped_to_stay_readable():
+    def chain(x):
+        for _ in range(200):
+            x = jnp.sin(x)
+        return x
+
+    g = jaxlab.jaxpr_graph(chain, 1.0)  # 200 nodes fit the budget, but 200 rows do not
+    segments = [n for n in g.nodes if n.kind == m.SEGMENT]
+    assert len(segments) <= 80 and sum(n.n_equations for n in segments) == 200
+    assert any("about 80 rows" in note for note in g.notes)
+    assert not any(n.kind == m.SEGMENT for n in jaxlab.jaxpr_graph(chain, 1.0, budget=1000).nodes)
+
+
 def test_dot_is_deterministic_across_traces():
     a = jaxlab.jaxpr_graph(nested, jnp.ones(3)).to_dot()
     b = jaxlab.jaxpr_graph(nested, jnp.ones(3)).to_dot()

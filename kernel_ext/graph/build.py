@@ -29,6 +29,7 @@ from .walk import Block, Item, name_stack, source_line, walk
 DEFAULT_BUDGET = 400  # drawn nodes
 EDGE_BUDGET = 320  # drawn edges; see graph_from_jaxpr
 MIN_BUDGET = 40
+ROWS_PER_NODE_BUDGET = 0.2  # rows of equations allowed per node of budget (400 -> 80)
 
 
 def jaxpr_graph(
@@ -164,10 +165,14 @@ class _Plan:
             )
         self.io = io
         total = self.drawn(tree) + io
-        if total <= budget:
-            return
+        if total > budget:
+            total = self._collapse(nested, total, budget)
+        rows = max(20, int(budget * ROWS_PER_NODE_BUDGET))
+        self._segment(tree, budget if total > budget else None, rows)
+
+    def _collapse(self, nested: list[Item], total: int, budget: int) -> int:
+        """Collapse nested programs, deepest first, then largest, until under budget."""
         by_budget: list[Item] = []
-        # Deepest first, then largest: inner detail goes before outer structure.
         for item in sorted(nested, key=lambda it: (-it.depth, -self._drawn_item(it), it.id)):
             if total <= budget:
                 break
@@ -184,8 +189,7 @@ class _Plan:
                 f"{len(kept)} nested programs ({listed}) collapsed to stay under "
                 f"{budget} nodes; use --depth or a larger --budget to open them"
             )
-        if total > budget:
-            self._segment(tree, budget)
+        return total
 
     def _outermost(self, nested: list[Item]) -> list[Item]:
         return [
@@ -205,21 +209,41 @@ class _Plan:
     def drawn(self, block: Block) -> int:
         return sum(self._drawn_item(item) for item in block.items)
 
-    def _segment(self, tree: Block, budget: int) -> None:
-        """Group the top level's runs of equations so that the drawing fits the budget."""
-        io = self.io
-        # Inputs and outputs are always drawn; when they alone crowd the budget, a
-        # quarter of it still goes to the equations.
-        slots = max(budget - io - 2, budget // 4)
+    def _segment(self, tree: Block, budget: int | None, rows: int) -> None:
+        """Group the top level's runs of equations when the drawing would exceed the node
+        ``budget`` (None: it does not) or be too tall to read (``rows``)."""
         n = len(tree.items)
-        length = math.ceil(n / slots)
+        by_nodes = 1
+        if budget is not None:
+            # Inputs and outputs are always drawn; when they alone crowd the budget, a
+            # quarter of it still goes to the equations.
+            by_nodes = math.ceil(n / max(budget - self.io - 2, budget // 4))
+        by_rows = math.ceil(_longest_chain(tree) / rows)
+        length = max(by_nodes, by_rows)
         if length <= 1:
             return
         self.segment_length[tree.prefix] = length
+        why = f"{budget} nodes" if by_nodes >= by_rows else f"about {rows} rows"
         self.notes.append(
             f"{n} top-level equations grouped into runs of up to {length} to stay under "
-            f"{budget} nodes; use a larger --budget or --text for every equation"
+            f"{why}; use a larger --budget or --text for every equation"
         )
+
+
+def _longest_chain(tree: Block) -> int:
+    """The longest chain of dependent top-level equations: the drawing's height in rows."""
+    rank: dict[Any, int] = {}
+    longest = 0
+    for item in tree.items:
+        here = 1 + max((rank.get(v, 0) for v in item.eqn.invars if not _is_literal(v)), default=0)
+        for v in item.eqn.outvars:
+            rank[v] = here
+        longest = max(longest, here)
+    return longest
+
+
+def _is_literal(v: Any) -> bool:
+    return isinstance(v, jcore.Literal)
 
 
 def _group_inputs(names: list[str]) -> list[tuple[str, list[int]]]:
