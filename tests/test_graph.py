@@ -12,7 +12,6 @@ from jax.sharding import PartitionSpec as P
 import jaxlab
 from jaxlab.graph import model as m
 from jaxlab.graph.render import DotMissing, DotTimeout, graph_mimebundle
-from jaxlab.graph.text import jaxpr_text
 
 
 def mlp_loss(params, x):
@@ -245,21 +244,6 @@ def test_segments_name_their_primitives_once():
     line = next(row for row in dot.splitlines() if f'id="node_{segment.id}"' in row)
     assert f"{segment.n_equations} equations" in line and "eqns:" not in line
     assert "mul×" in line and "sin×" in line
-
-
-def test_text_drops_the_colour_codes_jax_prints_in_a_jupyter_kernel():
-    # In a Jupyter kernel JAX prints a jaxpr with ANSI colours (its printer's use_color);
-    # HTML would show them as `[34;1m` litter, so both views carry the plain text.
-    closed = jax.make_jaxpr(lambda a: jnp.sin(a) * 2.0)(1.0)
-
-    class Coloured:
-        def __str__(self):
-            return closed.pretty_print(use_color=True)
-
-    assert "\x1b[" in str(Coloured())
-    t = jaxpr_text(Coloured())
-    assert t.text == closed.pretty_print(use_color=False)
-    assert "\x1b" not in t.html() and '<span class="jx-prim">sin</span>' in t.html()
 
 
 def test_long_chains_are_grouped_to_stay_readable():
