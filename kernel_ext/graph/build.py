@@ -29,7 +29,7 @@ from .walk import Block, Item, name_stack, source_line, walk
 DEFAULT_BUDGET = 400  # drawn nodes
 EDGE_BUDGET = 320  # drawn edges; see graph_from_jaxpr
 MIN_BUDGET = 40
-ROWS_PER_NODE_BUDGET = 0.2  # rows of equations allowed per node of budget (400 -> 80)
+ROWS_PER_NODE_BUDGET = 0.4  # rows of equations allowed per node of budget (400 -> 160)
 
 
 def jaxpr_graph(
