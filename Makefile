@@ -22,6 +22,7 @@ help:
 $(VENV)/.stamp: $(LOCK) pyproject.toml
 	@test -n "$(PYTHON)" || { echo "jaxlab needs python3.12, or python3 >= 3.11" >&2; exit 1; }
 	@echo "jaxlab: environment $(VENV) on Python $(MINOR) from $(LOCK)"
+	@tools/ensure_system.sh venv $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -r $(LOCK)
@@ -30,6 +31,7 @@ $(VENV)/.stamp: $(LOCK) pyproject.toml
 	@touch $@
 
 $(VENV311)/.stamp: requirements/py3.11.txt pyproject.toml
+	@tools/ensure_system.sh venv $(PY311)
 	$(PY311) -m venv $(VENV311)
 	$(VENV311)/bin/python -m pip install -q --upgrade pip
 	$(VENV311)/bin/python -m pip install -q -r requirements/py3.11.txt
