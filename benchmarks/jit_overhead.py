@@ -31,8 +31,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 import jax.numpy as jnp
 
-from jaxlab.cell_jit import CellJit
-from jaxlab.compile_log import CompileLog
+from jaxlab.compile.cell import CellJit
+from jaxlab.compile.log import CompileLog
 
 ROUNDS = 31
 SOURCE = "y = jnp.tanh(x @ w) + b\ny.sum()"

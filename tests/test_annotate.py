@@ -9,8 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab import jaxpr_eval, jaxpr_graph
+from jaxlab import jaxpr_graph
 from jaxlab._jax_compat import bind_equation
+from jaxlab.graph import interpret
 from jaxlab.graph import model as m
 from jaxlab.graph.annotate import summarise
 
@@ -36,7 +37,7 @@ def test_evaluate_keeps_every_value_and_recurses_into_jit():
         return jax.jit(lambda y: jnp.tanh(y) * 3.0)(x) + jnp.exp(x)
 
     x = jnp.array([0.1, 0.5])
-    ev = jaxpr_eval.evaluate(jax.make_jaxpr(f)(x), [x])
+    ev = interpret.evaluate(jax.make_jaxpr(f)(x), [x])
     prims = {s.node_id: s.eqn.primitive.name for s in ev.steps}
     assert prims["e0/e0"] == "tanh" and prims["e0/e1"] == "mul"
     np.testing.assert_allclose(ev.values[ev.node_slots["e0/e0"]], jnp.tanh(x))
@@ -50,7 +51,7 @@ def test_evaluate_summarises_loops_and_follows_the_taken_branch():
         s = jax.lax.fori_loop(0, 3, lambda i, c: c * x, x)
         return jax.lax.cond(x > 0, jnp.sin, jnp.cos, s)
 
-    ev = jaxpr_eval.evaluate(jax.make_jaxpr(f)(2.0), [2.0])
+    ev = interpret.evaluate(jax.make_jaxpr(f)(2.0), [2.0])
     loops = [s for s in ev.steps if s.eqn.primitive.name in ("scan", "while")]
     assert len(loops) == 1 and loops[0].summarised
     taken = [s for s in ev.steps if s.node_id.endswith("/1/e0")]  # branch 1: sin
@@ -68,7 +69,7 @@ def test_adjoints_of_intermediates_equal_grad_of_rewritten_program():
         return jnp.sum(s * x + jnp.exp(s))
 
     x = jnp.array([0.3, -1.2, 2.0])
-    adj = jaxpr_eval.adjoints(jax.make_jaxpr(f)(x), [x])
+    adj = interpret.adjoints(jax.make_jaxpr(f)(x), [x])
     sin_step = next(s for s in adj.evaluation.steps if s.eqn.primitive.name == "sin")
     expected = jax.grad(rewritten, argnums=1)(x, jnp.sin(x))
     np.testing.assert_allclose(adj.adjoints[sin_step.outputs[0]], expected, rtol=1e-6)
@@ -86,7 +87,7 @@ def test_adjoints_respect_custom_rules():
         return jnp.sum(halve_grad(x) ** 2)
 
     x = jnp.array([1.0, 3.0])
-    adj = jaxpr_eval.adjoints(jax.make_jaxpr(f)(x), [x])
+    adj = interpret.adjoints(jax.make_jaxpr(f)(x), [x])
     np.testing.assert_allclose(adj.adjoints[adj.evaluation.inputs[0]], jax.grad(f)(x))
     np.testing.assert_allclose(jax.grad(f)(x), x)  # the custom rule halved 2x
 

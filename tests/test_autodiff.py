@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import jaxlab
-from jaxlab import grad_compute
-from jaxlab.autodiff import GradError, grad_report
-from jaxlab.grad_split import grad_split
+from jaxlab.autodiff import derivative
+from jaxlab.autodiff.report import GradError, grad_report
+from jaxlab.autodiff.split import grad_split
 
 G = 9.81
 
@@ -185,7 +185,7 @@ def test_while_loop_falls_back_to_forward_mode():
 
 
 def test_while_loop_too_large_for_forward_explains(monkeypatch):
-    monkeypatch.setattr(grad_compute, "FORWARD_LIMIT", 1)
+    monkeypatch.setattr(derivative, "FORWARD_LIMIT", 1)
 
     def f(x):
         out, _ = jax.lax.while_loop(

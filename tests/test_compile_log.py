@@ -13,10 +13,10 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import jaxlab
-from jaxlab.compile_capture import _Handler, is_listening
-from jaxlab.compile_log import ArgChange, CompileLog
-from jaxlab.compile_log_view import log_figure, log_html, log_text
-from jaxlab.compile_messages import base_name, parse_explanation, short_type
+from jaxlab.compile.capture import _Handler, is_listening
+from jaxlab.compile.log import ArgChange, CompileLog
+from jaxlab.compile.log_view import log_figure, log_html, log_text
+from jaxlab.compile.messages import base_name, parse_explanation, short_type
 
 PE_LOGGER = "jax._src.interpreters.partial_eval"
 
@@ -221,7 +221,7 @@ def test_nested_recording_logs_each_compile_once():
 PERSISTENT_CACHE_SCRIPT = """
 import json, sys, tempfile
 import jax, jax.numpy as jnp
-from jaxlab.compile_log import CompileLog
+from jaxlab.compile.log import CompileLog
 jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp())
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import jaxlab
-from jaxlab.explain_control_flow import rewrite_for_range, rewrite_if, rewrite_while
-from jaxlab.explain_rewrite import rewrite_item_assignment, rewrite_key_reuse
-from jaxlab.explain_shapes import broadcast_fix, matmul_fix
+from jaxlab.explain.control_flow import rewrite_for_range, rewrite_if, rewrite_while
+from jaxlab.explain.rewrite import rewrite_item_assignment, rewrite_key_reuse
+from jaxlab.explain.shapes import broadcast_fix, matmul_fix
 
 
 def plant(ip, cell):

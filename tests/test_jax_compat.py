@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from jaxlab import _jax_compat
-from jaxlab.compile_log import ArgChange, CompileLog
+from jaxlab.compile.log import ArgChange, CompileLog
 
 
 # --------------------------------------------------------------------------- compile log

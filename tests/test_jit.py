@@ -11,9 +11,9 @@ from IPython.utils.capture import capture_output
 
 import jaxlab
 from jaxlab import _jax_compat
-from jaxlab.cell_jit import CellJit, CellRun
-from jaxlab.compile_log import ArgChange, CompileLog
-from jaxlab.jit_report import CompileReport, count_equations, count_hlo_instructions
+from jaxlab.compile.cell import CellJit, CellRun
+from jaxlab.compile.log import ArgChange, CompileLog
+from jaxlab.compile.report import CompileReport, count_equations, count_hlo_instructions
 from jaxlab.program import ProgramError
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxlab.compile_log import CompileLog
+from jaxlab.compile.log import CompileLog
 from jaxlab.widgets import CompileMonitor, compile_monitor
 from jaxlab.widgets._base import STATIC, JaxlabWidget
 

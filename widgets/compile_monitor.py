@@ -18,8 +18,8 @@ from typing import Any
 
 import traitlets
 
-from jaxlab.compile_log import CompileEvent, CompileLog, compile_log
-from jaxlab.compile_log_view import log_html, log_text
+from jaxlab.compile.log import CompileEvent, CompileLog, compile_log
+from jaxlab.compile.log_view import log_html, log_text
 
 from ._base import JaxlabWidget
 

@@ -2,7 +2,7 @@
 
 micrograd draws each node with ``data`` and ``grad``; this does the same for a real JAX
 program. Values come from evaluating the drawn jaxpr equation by equation
-(:mod:`jaxlab.jaxpr_eval`). For a gradient graph (the program of ``jax.grad(fun)``)
+(:mod:`jaxlab.graph.interpret`). For a gradient graph (the program of ``jax.grad(fun)``)
 each forward node also gets its *adjoint*, d output / d node: the adjoints of the
 original program's intermediates (one reverse pass with a zero perturbation on each),
 carried to the gradient program's forward half by structural signatures (the same
@@ -25,7 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from .. import jaxpr_eval
+from . import interpret as jaxpr_eval
 from . import model as m
 
 __all__ = ["annotate", "summarise"]

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import code_html
+from . import code_html
 
 # One alternative per role, tried left to right at each position; a group `kw` is the
 # CSS class `jx-kw`.

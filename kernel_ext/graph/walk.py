@@ -14,7 +14,7 @@ from typing import Any
 import jax.extend.core as jcore
 from jax.extend import source_info_util
 
-from ..explain_source import is_cell, label
+from ..explain.source import is_cell, label
 
 # Outer operands that are not passed to the nested programs (cond's branch index).
 _LEADING_NON_OPERANDS = {"cond": 1}

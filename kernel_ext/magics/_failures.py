@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import traceback
 
-from ..explain_source import user_frames, user_line
-from ..trace_failure import first_line
+from ..explain.source import user_frames, user_line
+from ..explain.trace_failure import first_line
 
 _JAXLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 

@@ -25,8 +25,8 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import Image, display
 
-from ..compile_capture import WHERE, start
-from ..compile_log import CompileLog, compile_log
+from ..compile.capture import WHERE, start
+from ..compile.log import CompileLog, compile_log
 from ._options import parse_options
 
 

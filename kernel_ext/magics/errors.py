@@ -34,9 +34,9 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..explain import explain
-from ..explain_nans import NanCheck, debug_nans
-from ..explain_source import is_user_file
+from ..explain.explanation import explain
+from ..explain.nans import NanCheck, debug_nans
+from ..explain.source import is_user_file
 
 log = logging.getLogger(__name__)
 

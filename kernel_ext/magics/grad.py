@@ -83,8 +83,8 @@ class GradMagics(Magics):
 
 def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
     """``%grad f(x)``: the report (or the split) for one call. Raises what ``grad`` words."""
-    from ..autodiff import report_for_call
-    from ..grad_split import grad_split
+    from ..autodiff.report import report_for_call
+    from ..autodiff.split import grad_split
 
     if args.jacobian:
         raise UsageError(
@@ -124,7 +124,7 @@ def _no_clash(call: Call) -> dict[str, Any]:
 
 def _cell(args: Any, source: str, cell: str, ns: dict[str, Any]) -> Any:
     """``%%grad``: the cell's report; stores the gradients in ``ns`` once all is computed."""
-    from ..grad_cell import grad_cell
+    from ..autodiff.cell import grad_cell
 
     used = [f"--{name.replace('_', '-')}" for name in _LINE_ONLY if getattr(args, name)]
     if used or source:

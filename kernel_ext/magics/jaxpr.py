@@ -26,8 +26,8 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
+from ..explain.trace_failure import needs_concrete_value
 from ..program import Call, ProgramError, parse_call
-from ..trace_failure import needs_concrete_value
 from ._failures import failure_text, raised_in_jaxlab
 from ._options import parse_options, split_options
 
@@ -117,7 +117,7 @@ def _trace(call: Call, args: Any, view: str) -> Any:
         from ..graph.text import jaxpr_text
 
         return jaxpr_text(jax.make_jaxpr(target)(*call.args, **kwargs), title)
-    from ..lowered import hlo_text, stablehlo_text
+    from ..compile.lowered import hlo_text, stablehlo_text
 
     lowered = stablehlo_text if view == "stablehlo" else hlo_text
     return lowered(target, *call.args, **kwargs)

@@ -26,9 +26,9 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..cell_jit import cell_jit
+from ..compile.cell import cell_jit
+from ..explain.trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ..program import Call, ProgramError, parse_call
-from ..trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ._failures import failure_text
 from ._options import parse_options, split_options
 
@@ -94,7 +94,7 @@ class JitMagics(Magics):
         return self._cell(cell, args, static)
 
     def _report(self, source: str, args: Any, static: tuple[str, ...]) -> Any:
-        from ..jit_report import compile_report
+        from ..compile.report import compile_report
 
         if not source:
             raise UsageError("%jit: give a call such as `%jit f(x)` (or use %%jit on a cell)")

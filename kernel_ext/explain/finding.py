@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from .explain_source import ErrorSite
+from .source import ErrorSite
 
 DOCS = "https://docs.jax.dev/en/latest"
 ERRORS_PAGE = f"{DOCS}/errors.html"

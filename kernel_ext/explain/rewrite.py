@@ -1,5 +1,5 @@
 """Rewrite the user's own statement into the form JAX accepts (control flow on traced
-values has its own module, :mod:`jaxlab.explain_control_flow`).
+values has its own module, :mod:`jaxlab.explain.control_flow`).
 
 Every function takes a parsed statement (``ast.stmt``) and returns the corrected source,
 or None when the statement does not have the shape the rewrite understands; nothing here

@@ -1,6 +1,6 @@
 """Read what JAX says about a compilation: its cache-miss explanation and its types.
 
-Pure functions over JAX's words, no listening (that is :mod:`jaxlab.compile_capture`)::
+Pure functions over JAX's words, no listening (that is :mod:`jaxlab.compile.capture`)::
 
     base_name("jit(f)")                                     # "f"
     short_type(jax.ShapeDtypeStruct((3, 3), jnp.float32))   # "f32[3,3]"
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .compile_log import ArgChange
+from .log import ArgChange
 
 _WRAPPED = re.compile(r"^[A-Za-z_]\w*\((.*)\)$")  # "jit(f)" -> "f", "pmap(g)" -> "g"
 

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .grad_args import GradError, Selection
+from .args import GradError, Selection
 
 GRADIENT, JACOBIAN, HESSIAN, HVP = "gradient", "jacobian", "hessian", "hvp"
 # Forward mode costs one JVP per input element; beyond this many, it is not a fallback.

@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .grad_args import GradError, Selection
-from .grad_compute import CUSTOM_VJP_FORWARD, HESSIAN, HVP, Derivative, contract, primary, traced
+from .args import GradError, Selection
+from .derivative import CUSTOM_VJP_FORWARD, HESSIAN, HVP, Derivative, contract, primary, traced
 
 
 def second_order(sel: Selection, has_aux: bool, v: Any) -> Derivative:

@@ -22,9 +22,9 @@ from typing import Any
 
 import jax
 
-from .autodiff import GradReport, report_for_call
-from .grad_args import GradError, is_float_leaf, parse_names
-from .program import analyse_cell
+from ..program import analyse_cell
+from .args import GradError, is_float_leaf, parse_names
+from .report import GradReport, report_for_call
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from ._jax_compat import transformation_source_traceback
+from .._jax_compat import transformation_source_traceback
 
 _CELL_NAME = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
 _KERNEL_CELL = re.compile(r"[/\\]ipykernel_\d+[/\\]")
@@ -49,7 +49,7 @@ def _library_roots() -> tuple[str, ...]:
 @functools.lru_cache(maxsize=4)
 def _roots(present: tuple[bool, ...]) -> tuple[str, ...]:
     """Folders of libraries loaded now (``present`` keys the cache: IPython may load later)."""
-    roots = [str(Path(__file__).resolve().parent)]  # jaxlab itself (an editable install too)
+    roots = [str(Path(__file__).resolve().parents[1])]  # jaxlab itself (an editable install too)
     for module in _LIBRARIES:
         loaded = sys.modules.get(module)
         path = getattr(loaded, "__file__", None)

@@ -1,9 +1,9 @@
-"""Static views of a :class:`~jaxlab.compile_log.CompileLog`: text, an HTML table, a chart.
+"""Static views of a :class:`~jaxlab.compile.log.CompileLog`: text, an HTML table, a chart.
 
 These render without a live kernel (exported HTML, GitHub, the docs) and are the
 fallback of the live ``CompileMonitor`` widget::
 
-    from jaxlab.compile_log_view import log_html
+    from jaxlab.compile.log_view import log_html
     html = log_html(jaxlab.compile_log())
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .compile_log import CompileEvent, CompileLog, FunctionStats
+from .log import CompileEvent, CompileLog, FunctionStats
 
 PHASES = (("trace", "#4e79a7"), ("lower", "#f28e2b"), ("compile", "#59a14f"))
 MAX_ROWS = 50

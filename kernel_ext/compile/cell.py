@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .compile_log import ArgChange, CompileLog, compile_log
-from .program import CellProgram, ProgramError, analyse_cell
-from .trace_failure import first_line, needs_concrete_value, returns_non_array
+from ..explain.trace_failure import first_line, needs_concrete_value, returns_non_array
+from ..program import CellProgram, ProgramError, analyse_cell
+from .log import ArgChange, CompileLog, compile_log
 
 MAX_CELLS = 256  # compiled cells kept (one per source and static pattern)
 MAX_KEYS = 64  # signatures remembered per cell, to tell a cache hit from a compile
@@ -212,7 +212,7 @@ def _array_types() -> tuple[type, ...]:
 
 def short(value: Any) -> str:
     """An input for a message: ``f32[3]`` for arrays, ``3`` for scalars."""
-    from .compile_capture import short_type
+    from .capture import short_type
 
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return short_type(value)
@@ -392,7 +392,7 @@ class CellJit:
 
         import jax
 
-        from .compile_capture import explaining
+        from .capture import explaining
 
         pattern = tuple(_is_static(part) for part in key)
         variant = cell.variants.get(pattern) or self._compile(cell, pattern)
@@ -464,7 +464,7 @@ def _describe_part(part: Any) -> str:
         return f"{short(part[2])} (static)"
     if isinstance(part, tuple) and len(part) == 3:
         shape, dtype, weak = part
-        from .compile_capture import short_type
+        from .capture import short_type
 
         return short_type(types.SimpleNamespace(shape=shape, dtype=dtype, weak_type=weak))
     if isinstance(part, tuple) and len(part) == 2:

@@ -17,7 +17,7 @@ import copy
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from .explain_rewrite import assigned_names, dotted, expr, unparse_statement
+from .rewrite import assigned_names, dotted, expr, unparse_statement
 
 _EXITS = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)
 

@@ -27,9 +27,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .grad_args import GradError, select_arguments
-from .grad_display import graph_html
-from .graph.text import plain_text
+from ..graph.text import plain_text
+from .args import GradError, select_arguments
+from .display import graph_html
 
 _TITLES = ("primal", "linearized (JVP)", "transposed (VJP)")
 _EXPLAIN = (
@@ -57,7 +57,7 @@ class GradSplit:
 
     def graphs(self) -> tuple[Any, Any, Any]:
         """The three programs as Graph models (titles say which is which)."""
-        from .graph.build import graph_from_jaxpr
+        from ..graph.build import graph_from_jaxpr
 
         return tuple(  # type: ignore[return-value]
             graph_from_jaxpr(p, title=f"{t}: {self.fun_name}")

@@ -15,9 +15,9 @@ import math
 import re
 from typing import Any
 
-from . import explain_rewrite as rw
-from .explain_finding import DOCS, Finding, jax_name, jnp_name
-from .explain_source import ErrorSite
+from . import rewrite as rw
+from .finding import DOCS, Finding, jax_name, jnp_name
+from .source import ErrorSite
 
 MATMUL_PAGE = f"{DOCS}/_autosummary/jax.numpy.matmul.html"
 BROADCAST_PAGE = f"{DOCS}/_autosummary/jax.numpy.broadcast_shapes.html"

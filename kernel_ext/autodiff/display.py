@@ -1,4 +1,4 @@
-"""How a :class:`~jaxlab.grad_record.GradReport` looks: a compact table, in text and HTML.
+"""How a :class:`~jaxlab.autodiff.record.GradReport` looks: a compact table, in text and HTML.
 
 One row for the value, one per derivative leaf (shape, norm, min, max, first entries),
 then how the derivative was taken, the finite-difference check, where a NaN was born,
@@ -16,7 +16,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .grad_record import GradReport, LeafSummary
+    from .record import GradReport, LeafSummary
 
 _MAX_ROWS = 40  # leaves beyond this are counted, not listed
 _VALUE_COLUMN = "value or norm"  # a scalar's value, an array's L2 norm

@@ -1,4 +1,4 @@
-"""Listen to JAX and turn what it reports into :class:`~jaxlab.compile_log.CompileEvent`.
+"""Listen to JAX and turn what it reports into :class:`~jaxlab.compile.log.CompileEvent`.
 
 Three public channels feed one event per compilation:
 
@@ -9,7 +9,7 @@ Three public channels feed one event per compilation:
 * a logging handler on JAX's compile loggers: the ``TRACING CACHE MISS`` explanation
   (``jax_explain_cache_misses`` is on while we listen) and the argument types of the
   lowering ("Compiling jit(f) with global shapes and types ..."), read by
-  :mod:`jaxlab.compile_messages`.
+  :mod:`jaxlab.compile.messages`.
 
 :func:`start` is reference-counted: the extension and ``CompileLog.recording()`` can
 both listen and every listener is registered once. The last :func:`start`'s undo
@@ -31,9 +31,9 @@ import jax
 import jax.monitoring as monitoring
 import jaxlib
 
-from . import _jax_compat
-from .compile_log import ArgChange, CompileLog
-from .compile_messages import Explanation, base_name, parse_explanation, short_type
+from .. import _jax_compat
+from .log import ArgChange, CompileLog
+from .messages import Explanation, base_name, parse_explanation, short_type
 
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
 LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -61,7 +61,8 @@ class _Where:
 
     def _skip_dirs(self) -> tuple[str, ...]:
         if self._skip is None:
-            here = os.path.dirname(os.path.abspath(__file__))
+            # the jaxlab package (kernel_ext/ in an editable install, widgets/ beside it)
+            here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
             paths = sysconfig.get_paths()
             dirs = {
                 os.path.dirname(jax.__file__),

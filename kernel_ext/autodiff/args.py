@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .program import ProgramError
+from ..program import ProgramError
 
 
 class GradError(ProgramError):

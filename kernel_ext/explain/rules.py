@@ -5,7 +5,7 @@ as a built-in ``TypeError``/``ValueError``, its message *and* a JAX frame in the
 traceback, so the same words from other code are left alone) and a ``build(exc, site)``
 that writes the :class:`Finding`. ``find_rule`` takes the first rule that matches, so
 ``RULES`` runs from the most to the least specific. The tracing errors are explained in
-:mod:`jaxlab.explain_tracing`, shapes in :mod:`jaxlab.explain_shapes`; arrays, autodiff,
+:mod:`jaxlab.explain.tracing`, shapes in :mod:`jaxlab.explain.shapes`; arrays, autodiff,
 keys, memory and NaNs here.
 """
 
@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from . import explain_rewrite as rw
-from . import explain_tracing as tracing
-from ._jax_compat import is_xla_runtime_error
-from .explain_finding import DOCS, ERRORS_PAGE, Finding, docs_in_message, jax_name, jnp_name
-from .explain_shapes import shape_finding
-from .explain_source import ErrorSite, user_frames, user_line
+from .._jax_compat import is_xla_runtime_error
+from . import rewrite as rw
+from . import tracing
+from .finding import DOCS, ERRORS_PAGE, Finding, docs_in_message, jax_name, jnp_name
+from .shapes import shape_finding
+from .source import ErrorSite, user_frames, user_line
 
 AT_PAGE = f"{DOCS}/_autosummary/jax.numpy.ndarray.at.html"
 GRAD_PAGE = f"{DOCS}/_autosummary/jax.grad.html"

@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 from jax.extend import core as jcore
 
-from .fd_check import GradCheck, check_derivative
-from .grad_args import Selection
-from .grad_compute import GRADIENT, HESSIAN, HVP, Derivative, primary
-from .nan_locate import NonFinite, locate_nonfinite
+from .args import Selection
+from .check import GradCheck, check_derivative
+from .derivative import GRADIENT, HESSIAN, HVP, Derivative, primary
+from .nans import NonFinite, locate_nonfinite
 
 
 def check_report(
@@ -82,7 +82,7 @@ def custom_rules(sel: Selection, has_aux: bool) -> list[str]:
 
 
 def locate(sel: Selection, has_aux: bool) -> NonFinite | None:
-    """Where the value or gradient turns non-finite (see :mod:`jaxlab.nan_locate`)."""
+    """Where the value or gradient turns non-finite (see :mod:`jaxlab.autodiff.nans`)."""
     closed = jax.make_jaxpr(primary(sel, has_aux))(*sel.diff)
     flat = jax.tree_util.tree_leaves(sel.diff)
     return locate_nonfinite(closed, flat)
@@ -92,7 +92,7 @@ def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str |
     """The annotated graph of ``jax.grad`` of the function, or None and why not."""
     if kind != GRADIENT:
         return None, "the gradient graph is drawn for scalar outputs only (not for a " + kind + ")"
-    from .graph import jaxpr_graph
+    from ..graph import jaxpr_graph
 
     fun = primary(sel, has_aux)
     (only,) = sel.chosen if len(sel.chosen) == 1 else (None,)

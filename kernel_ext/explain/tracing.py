@@ -4,7 +4,7 @@ a shape depend on values, or a traced value leaked out of its trace.
 
 Each ``build_*`` takes the exception and its :class:`ErrorSite` and returns a Finding whose
 fix is the user's statement rewritten (``lax.cond``, ``lax.while_loop``,
-``lax.fori_loop``, ``jnp``: :mod:`jaxlab.explain_control_flow`), with ``static_argnums``
+``lax.fori_loop``, ``jnp``: :mod:`jaxlab.explain.control_flow`), with ``static_argnums``
 as the alternative when the traced value is a setting rather than data.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Callable
 import jax.numpy as jnp
 import numpy as np
 
-from . import explain_control_flow as cf
-from . import explain_rewrite as rw
-from .explain_finding import (
+from . import control_flow as cf
+from . import rewrite as rw
+from .finding import (
     ERRORS_PAGE,
     Finding,
     docs_in_message,
@@ -29,7 +29,7 @@ from .explain_finding import (
     lax_name,
     traced,
 )
-from .explain_source import (
+from .source import (
     ErrorSite,
     enclosing_function,
     label,

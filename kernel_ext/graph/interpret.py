@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jcore
 
-from ._jax_compat import bind_equation
+from .._jax_compat import bind_equation
 
 # Programs whose insides compute exactly what the call computes: recursing gives the
 # same values (and, for all but the custom rules, the same derivatives).

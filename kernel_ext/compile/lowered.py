@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .code_html import highlight
+from ..graph.code_html import highlight
 
 STABLEHLO = "stablehlo"
 HLO = "hlo"

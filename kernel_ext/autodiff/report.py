@@ -13,10 +13,9 @@ would (``jax.value_and_grad``), but never stops at JAX's refusals:
   or inf gradient is traced to the first equation whose adjoint turns non-finite.
 
 This module decides which derivative to take and assembles the report; the parts live
-in their own modules: :mod:`~jaxlab.grad_args` (which arguments), :mod:`~jaxlab.grad_compute`
-(gradient, Jacobian, forward fallback), :mod:`~jaxlab.grad_second` (Hessian, HVP),
-:mod:`~jaxlab.grad_extras` (check, NaN origin, graph), :mod:`~jaxlab.grad_record` (the
-report record) and :mod:`~jaxlab.grad_display` (how it looks).
+in their own modules of :mod:`jaxlab.autodiff`: ``args`` (which arguments), ``derivative``
+(gradient, Jacobian, forward fallback), ``second_order`` (Hessian, HVP), ``extras``
+(check, NaN origin, graph), ``record`` (the report record) and ``display`` (how it looks).
 
 >>> r = grad_report(lambda x: jnp.sum(x ** 2), jnp.arange(3.0))  # doctest: +SKIP
 >>> r.value, r.grad                                              # doctest: +SKIP
@@ -32,14 +31,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import grad_compute as compute
-from . import grad_extras as extras
-from .grad_args import GradError, Selection, describe_leaf, leaked_tracer, select_arguments
-from .grad_compute import FORWARD_LIMIT as FORWARD_LIMIT  # read there; patch it there
-from .grad_compute import GRADIENT
-from .grad_record import GradReport as GradReport
-from .grad_record import LeafSummary as LeafSummary
-from .grad_second import second_order
+from . import derivative as compute
+from . import extras as extras
+from .args import GradError, Selection, describe_leaf, leaked_tracer, select_arguments
+from .derivative import FORWARD_LIMIT as FORWARD_LIMIT  # read there; patch it there
+from .derivative import GRADIENT
+from .record import GradReport as GradReport
+from .record import LeafSummary as LeafSummary
+from .second_order import second_order
 
 __all__ = ["GradError", "GradReport", "LeafSummary", "grad_report"]
 

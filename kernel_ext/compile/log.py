@@ -10,8 +10,8 @@ argument signature, whether the persistent cache answered, and why it (re)compil
         jax.jit(f)(x)
     log.events[-1].fun_name, log.events[-1].compile_s, log.events[-1].explanation
 
-The listeners that feed it live in :mod:`jaxlab.compile_capture`; the views (HTML table,
-matplotlib chart) in :mod:`jaxlab.compile_log_view`.
+The listeners that feed it live in :mod:`jaxlab.compile.capture`; the views (HTML table,
+matplotlib chart) in :mod:`jaxlab.compile.log_view`.
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ class CompileLog:
         >>> with jaxlab.compile_log().recording() as log:
         ...     jax.jit(f)(x)
         """
-        from .compile_capture import start
+        from .capture import start
 
         stop = start(self)
         try:
@@ -288,13 +288,13 @@ class CompileLog:
 
     # ------------------------------------------------------------------ static views
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        from .compile_log_view import log_html, log_text
+        from .log_view import log_html, log_text
 
         return {"text/plain": log_text(self), "text/html": log_html(self)}
 
     def plot(self, last: int = 50) -> Any:
         """A matplotlib Figure: one stacked bar (trace, lower, compile) per compilation."""
-        from .compile_log_view import log_figure
+        from .log_view import log_figure
 
         return log_figure(self, last=last)
 

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._jax_compat import cost_analysis
-from .compile_capture import COMPILE, LOWER, TRACE
-from .compile_log_view import PHASES, seconds
-from .compile_messages import short_type
+from .._jax_compat import cost_analysis
+from .capture import COMPILE, LOWER, TRACE
+from .log_view import PHASES, seconds
+from .messages import short_type
 
 STEADY_RUNS = (3, 100)  # at least / at most this many steady-state runs ...
 STEADY_BUDGET_S = 0.25  # ... within about this much time

@@ -3,7 +3,7 @@
 A report holds the value, the derivative per chosen argument, how it was taken (kind,
 mode, a sentence of why), fallbacks and warnings, and optionally the finite-difference
 check, where a NaN was born and the annotated gradient graph. It is JSON-ready
-(:meth:`GradReport.to_dict`) and renders without a kernel (:mod:`jaxlab.grad_display`).
+(:meth:`GradReport.to_dict`) and renders without a kernel (:mod:`jaxlab.autodiff.display`).
 
 >>> r = grad_report(lambda x: jnp.sum(x ** 2), jnp.arange(3.0))  # doctest: +SKIP
 >>> [(s.path, s.norm) for s in r.leaves()]                       # doctest: +SKIP
@@ -20,8 +20,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from .fd_check import GradCheck
-from .nan_locate import NonFinite
+from .check import GradCheck
+from .nans import NonFinite
 
 __all__ = ["GradReport", "LeafSummary"]
 
@@ -118,7 +118,7 @@ class GradReport:
         }
 
     def text(self) -> str:
-        from .grad_display import report_text
+        from .display import report_text
 
         return report_text(self)
 
@@ -126,6 +126,6 @@ class GradReport:
         return self.text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .grad_display import report_bundle
+        from .display import report_bundle
 
         return report_bundle(self)

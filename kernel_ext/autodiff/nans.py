@@ -4,7 +4,7 @@ Backpropagation carries one adjoint per intermediate, from the output back to th
 inputs. A gradient is NaN when some equation turns a finite adjoint into a
 non-finite one (``sqrt`` at 0: ``1/(2·√0) = inf``; behind a ``jnp.where`` that masked
 it: ``0 · inf = nan``). This module computes every intermediate's value and adjoint
-(:func:`jaxlab.jaxpr_eval.adjoints`), finds the latest intermediate whose adjoint is
+(:func:`jaxlab.graph.interpret.adjoints`), finds the latest intermediate whose adjoint is
 non-finite, and replays the backward step of each equation that reads it to name the
 one that broke it, with its source line and the usual fix.
 
@@ -23,9 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._jax_compat import bind_equation
-from .graph.walk import source_line
-from .jaxpr_eval import Adjoints, Step, adjoints
+from .._jax_compat import bind_equation
+from ..graph.interpret import Adjoints, Step, adjoints
+from ..graph.walk import source_line
 
 _DOUBLE_WHERE = (
     "the double-where trick: make the input safe as well as the output, "

@@ -24,8 +24,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .explain_rules import find_rule
-from .explain_source import UserLine, error_site
+from .rules import find_rule
+from .source import UserLine, error_site
 
 _LABEL_WIDTH = 11  # "your line  " — the fix's extra lines align under its first
 
