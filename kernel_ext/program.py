@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ def parse_expression(source: str) -> ast.expr:
 def _evaluate(node: ast.expr, namespace: Mapping[str, Any], whole: str) -> Any:
     code = compile(ast.Expression(body=node), "<jaxlab call>", "eval")
     try:
+        # a copy: a walrus in the expression must not assign into the notebook
         return eval(code, dict(namespace))
     except NameError as e:
         raise ProgramError(f"{e} in the notebook: define it in a cell first (in `{whole}`)") from e
@@ -68,8 +70,66 @@ def _evaluate(node: ast.expr, namespace: Mapping[str, Any], whole: str) -> Any:
         ) from e
 
 
+def _capture(name: str) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]]]:
+    """A stand-in callee: Python itself unpacks ``*args`` and ``**kwargs`` into it."""
+
+    def capture(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return args, kwargs
+
+    # Python names the callee in its unpacking errors: "f() argument after ** must be ..."
+    capture.__qualname__ = capture.__name__ = name
+    capture.__module__ = None  # type: ignore[assignment]  # "f()", not "jaxlab.program.f()"
+    return capture
+
+
+_CAPTURE = "__jaxlab_call_arguments__"
+
+
+def _arguments(
+    node: ast.Call, namespace: Mapping[str, Any], whole: str
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call's arguments, evaluated and unpacked exactly as Python would: left to right,
+    ``*`` of an iterable, ``**`` of a mapping, a keyword given twice an error."""
+    call = ast.Call(func=ast.Name(_CAPTURE, ast.Load()), args=node.args, keywords=node.keywords)
+    try:
+        code = compile(
+            ast.fix_missing_locations(ast.Expression(body=call)), "<jaxlab call>", "eval"
+        )
+    except SyntaxError as e:  # f(x=1, x=2): Python refuses it when compiling
+        raise ProgramError(f"`{whole}` is not a valid call: {e.msg}") from e
+    scope = dict(namespace)
+    scope[_CAPTURE] = _capture(ast.unparse(node.func))
+    try:
+        args, kwargs = eval(code, scope)
+    except NameError as e:
+        raise ProgramError(f"{e} in the notebook: define it in a cell first (in `{whole}`)") from e
+    except Exception as e:
+        raise ProgramError(
+            f"evaluating the arguments of `{whole}` raised {type(e).__name__}: {e}"
+        ) from e
+    return args, kwargs
+
+
+def _check_binding(call: Call) -> None:
+    """A call that does not fit the callee's signature is the user's error, said now
+    (rather than as a TypeError from deep inside tracing)."""
+    try:
+        signature = inspect.signature(call.fun)
+    except (TypeError, ValueError):  # builtins and some C callables have none: JAX will say
+        return
+    try:
+        signature.bind(*call.args, **call.kwargs)
+    except TypeError as e:
+        shown = str(signature)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ProgramError(f"`{call.source}` does not fit `{call.fun_source}{shown}`: {e}") from e
+
+
 def parse_call(source: str, namespace: Mapping[str, Any]) -> Call:
     """Evaluate the callee and arguments of ``source`` (e.g. ``"f(x, n=3)"``) in ``namespace``.
+
+    The arguments are evaluated and unpacked as Python evaluates them, and must fit the
+    callee's signature; otherwise a :class:`ProgramError` says why.
 
     >>> parse_call("max(a, 2)", {"a": 1}).args
     (1, 2)
@@ -84,20 +144,10 @@ def parse_call(source: str, namespace: Mapping[str, Any]) -> Call:
     fun = _evaluate(node.func, namespace, text)
     if not callable(fun):
         raise ProgramError(f"`{ast.unparse(node.func)}` is a {type(fun).__name__}, not a function")
-    args: list[Any] = []
-    for arg in node.args:
-        if isinstance(arg, ast.Starred):
-            args.extend(_evaluate(arg.value, namespace, text))
-        else:
-            args.append(_evaluate(arg, namespace, text))
-    kwargs: dict[str, Any] = {}
-    for kw in node.keywords:
-        value = _evaluate(kw.value, namespace, text)
-        if kw.arg is None:
-            kwargs.update(value)
-        else:
-            kwargs[kw.arg] = value
-    return Call(fun, tuple(args), kwargs, text, ast.unparse(node.func))
+    args, kwargs = _arguments(node, namespace, text)
+    call = Call(fun, tuple(args), dict(kwargs), text, ast.unparse(node.func))
+    _check_binding(call)
+    return call
 
 
 # --------------------------------------------------------------------------- cells

@@ -242,3 +242,81 @@ def test_in_a_kernel_the_error_keeps_its_name_and_value(tmp_path, monkeypatch):
     text = ANSI.sub("", "\n".join(error.traceback))
     assert re.search(r"your line  In\[2\], line 2:  x\[0\] = 1\.0", text)
     assert "fix        x = x.at[0].set(1.0)" in text
+
+
+# --------------------------------------------------------------------------- bad input
+BAD_INPUT_SETUP = """
+import jax
+import jax.numpy as jnp
+def f(x):
+    return jnp.sin(x).sum()
+def kwonly(x, *, k):
+    return (x * k).sum()
+x = jnp.ones(3)
+i = 3
+"""
+
+
+def _names(ip):
+    return {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
+
+
+@pytest.mark.parametrize(
+    ("magic", "line", "words"),
+    [
+        # 13: the user's call does not fit the function: Python's own words, as a UsageError
+        ("grad", "kwonly(x)", "missing a required keyword-only argument: 'k'"),
+        ("jaxpr", "f(x, depth=3)", "got an unexpected keyword argument 'depth'"),
+        ("jaxpr", "f(x, **{'depth': 1})", "got an unexpected keyword argument 'depth'"),
+        ("jit", "f(x, 2)", "too many positional arguments"),
+        ("jaxpr", "f(x=x, x=x)", "keyword argument repeated"),
+        ("grad", "f(x, **{'x': 1})", "multiple values for argument 'x'"),
+        ("grad", "f(**{'x': x}, **{'x': x})", "f() got multiple values for keyword argument 'x'"),
+        # 16: unpacking what cannot be unpacked
+        ("jaxpr", "f(**x)", "f() argument after ** must be a mapping"),
+        ("grad", "f(*i)", "f() argument after * must be an iterable, not int"),
+        ("jit", "f(*i)", "f() argument after * must be an iterable, not int"),
+        # 15: an unclosed quote in the options
+        ("jaxpr", "--depth '1 f(x)", "No closing quotation"),
+        ("grad", '--wrt "x f(x)', "No closing quotation"),
+        ("jax_nans", "'", "No closing quotation"),
+        ("compile_log", "'", "No closing quotation"),
+        ("jax_devices", '"', "No closing quotation"),
+    ],
+)
+def test_bad_calls_and_options_are_usage_errors_naming_the_problem(ip, magic, line, words):
+    ip.run_cell(BAD_INPUT_SETUP)
+    before = _names(ip)
+    with pytest.raises(UsageError) as caught:
+        ip.run_line_magic(magic, line)
+    assert words in str(caught.value)
+    assert str(caught.value).startswith(f"%{magic}")
+    assert _names(ip) == before
+
+
+def test_a_call_binds_as_python_binds_it(ip):
+    """Left-to-right evaluation, * and ** unpacking, defaults: the arguments Python passes."""
+    ip.run_cell(BAD_INPUT_SETUP + "def g(a, b=2.0, *rest, c, **more):\n    return a\n")
+    ip.run_cell("order = []\ndef note(v):\n    order.append(v)\n    return v\n")
+    graph = ip.run_line_magic(
+        "jaxpr", "-o g(note(1.0), *[note(2.0), 3.0], c=note(4.0), **{'d': note(5.0)})"
+    )
+    assert ip.user_ns["order"] == [1.0, 2.0, 4.0, 5.0]
+    assert len(graph.jaxpr.jaxpr.invars) == 5  # a, b, rest[0], c, d
+    # a walrus in an argument does not assign into the notebook
+    ip.run_line_magic("jaxpr", "-o f(y := x)")
+    assert "y" not in ip.user_ns
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3, 4])
+def test_the_smallest_budgets_draw_a_graph(ip, budget):
+    ip.run_cell(
+        BAD_INPUT_SETUP
+        + "def h(v):\n    for _ in range(10):\n        v = jnp.tanh(v)\n    return v.sum()\n"
+    )
+    graph = ip.run_line_magic("jaxpr", f"--budget {budget} -o h(x)")
+    assert graph.n_equations == 11
+    segments = [n for n in graph.nodes if n.kind == "segment"]
+    assert segments and sum(n.n_equations for n in segments) == 11
+    with pytest.raises(UsageError, match="--budget must be 1 or more, not 0"):
+        ip.run_line_magic("jaxpr", "--budget 0 h(x)")

@@ -216,8 +216,8 @@ class _Plan:
         by_nodes = 1
         if budget is not None:
             # Inputs and outputs are always drawn; when they alone crowd the budget, a
-            # quarter of it still goes to the equations.
-            by_nodes = math.ceil(n / max(budget - self.io - 2, budget // 4))
+            # quarter of it (at least one node: --budget 1 to 3) still goes to the equations.
+            by_nodes = math.ceil(n / max(budget - self.io - 2, budget // 4, 1))
         by_rows = math.ceil(_longest_chain(tree) / rows)
         length = max(by_nodes, by_rows)
         if length <= 1:

@@ -48,11 +48,17 @@ def split_options(line: str, valued: Set[str]) -> tuple[str, str]:
 def parse_options(magic: Callable[..., Any], options: str, *, cell: bool = False) -> Any:
     """``options`` parsed by ``magic``'s ``@argument`` declarations (a bound magic method).
 
-    A bad option is a ``UsageError`` naming the magic (``%%name`` for a cell magic's
-    first line) and its help, ``%name?``.
+    A bad option (or an unclosed quote) is a ``UsageError`` naming the magic (``%%name``
+    for a cell magic's first line) and its help, ``%name?``.
     """
     name = magic.__name__
+    shown = f"{'%%' if cell else '%'}{name}"
     try:
         return parse_argstring(magic, options)
     except UsageError as e:
-        raise UsageError(f"{'%%' if cell else '%'}{name}: {e} (see %{name}?)") from e
+        raise UsageError(f"{shown}: {e} (see %{name}?)") from e
+    except ValueError as e:  # shlex: "No closing quotation", "No escaped character"
+        raise UsageError(
+            f"{shown}: the options `{options}` do not split into words ({e}); close the "
+            f"quote or drop it (see %{name}?)"
+        ) from e

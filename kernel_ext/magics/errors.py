@@ -31,12 +31,13 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..explain.explanation import explain
 from ..explain.nans import NanCheck, debug_nans
 from ..explain.source import is_user_file
+from ._options import parse_options
 
 log = logging.getLogger(__name__)
 
@@ -172,10 +173,7 @@ class ErrorMagics(Magics):
         made it, explained. Unloading jaxlab restores the setting it found. Example:
         ``%jax_nans on``.
         """
-        try:
-            args = parse_argstring(self.jax_nans, line)
-        except UsageError as e:
-            raise UsageError(f"%jax_nans: {e} (see %jax_nans?)") from e
+        args = parse_options(self.jax_nans, line)
         enabled: bool | None = None
         if args.state is not None:
             word = args.state.lower()
