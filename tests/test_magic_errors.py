@@ -3,6 +3,7 @@ exception untouched, other errors exactly as IPython shows them, the previous ha
 back on unload, and ``%jax_nans``."""
 
 import re
+import shutil
 import sys
 import textwrap
 
@@ -320,3 +321,39 @@ def test_the_smallest_budgets_draw_a_graph(ip, budget):
     assert segments and sum(n.n_equations for n in segments) == 11
     with pytest.raises(UsageError, match="--budget must be 1 or more, not 0"):
         ip.run_line_magic("jaxpr", "--budget 0 h(x)")
+
+
+def test_control_characters_in_names_reach_dot_escaped(ip):
+    ip.run_cell(BAD_INPUT_SETUP + "f.__name__ = 'bad\\x01name\\x1b[31m<b>\\x00'")
+    graph = ip.run_line_magic("jaxpr", "-o f(x)")
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed")
+    bundle = graph._repr_mimebundle_()
+    assert "image/svg+xml" in bundle, bundle.get("text/plain", "")[:300]
+    svg = bundle["image/svg+xml"]
+    # shown as Python writes them, and markup stays text
+    assert "bad\\x01name\\x1b[31m&lt;b&gt;\\x00" in svg
+    assert not any(ch in svg for ch in "\x00\x01\x1b")
+
+
+def test_when_dot_fails_the_note_says_what_dot_said(ip, tmp_path, monkeypatch):
+    from jaxlab.graph import render
+
+    fake = tmp_path / "dot"
+    fake.write_text(
+        "#!/bin/sh\ncat > /dev/null\n"
+        "echo 'Error: syntax error in line 3 near ;' >&2\necho '... in label of graph' >&2\n"
+        "exit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(render, "dot_executable", lambda: str(fake))
+    ip.run_cell(BAD_INPUT_SETUP)
+    bundle = ip.run_line_magic("jaxpr", "-o f(x)")._repr_mimebundle_()
+    assert "image/svg+xml" not in bundle
+    note = bundle["text/plain"].splitlines()[0]
+    assert note == (
+        "Graphviz could not draw this graph; showing the text view. "
+        "dot said: Error: syntax error in line 3 near ; ... in label of graph"
+    )
+    assert "sin" in bundle["text/plain"]  # the text view follows
+    assert "dot said: Error: syntax error in line 3 near ;" in bundle["text/html"]

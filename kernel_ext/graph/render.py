@@ -1,7 +1,8 @@
 """Graph → DOT → SVG with Graphviz's ``dot``, under layout and time limits.
 
 Every piece of text that reaches DOT goes through :func:`_html` (labels are HTML-like,
-so ``<``, ``>``, ``&`` and quotes are entities) or :func:`_quoted` (attribute strings).
+so ``<``, ``>``, ``&`` and quotes are entities) or :func:`_quoted` (attribute strings),
+both without control characters (``dot`` rejects them: they are written ``\\x01``).
 The kernel never hangs on a drawing: ``dot`` runs with ``nslimit``/``mclimit`` and a
 wall-clock timeout, and the mimebundle falls back to the text view with a message.
 """
@@ -12,6 +13,7 @@ import html
 import os
 import shutil
 import subprocess
+import unicodedata
 from collections import defaultdict
 from typing import Any
 
@@ -49,14 +51,32 @@ class DotTimeout(RenderError):
     pass
 
 
+def _printable(text: str) -> str:
+    """``text`` without control characters, which ``dot`` rejects (a function named
+    ``"f\\x01"``): whitespace becomes a space, the others their Python escape ``\\x01``."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable():
+            out.append(ch)
+        elif ch in "\t\n\r":
+            out.append(" ")
+        elif unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn"):
+            out.append(ascii(ch)[1:-1])  # '\\x01', '\\ud800'
+        else:
+            out.append(ch)  # other unprintables (spaces, format marks) are valid text
+    return "".join(out)
+
+
 def _html(text: str) -> str:
-    return html.escape(text, quote=True)
+    return html.escape(_printable(text), quote=True)
 
 
 def _quoted(text: str) -> str:
     """A DOT string attribute: HTML entities for markup (Graphviz passes them to SVG as
     they are), backslashes doubled so that no escape sequence is ours by accident."""
-    text = html.escape(text, quote=True).replace("\\", "\\\\").replace("\n", " ")
+    text = html.escape(_printable(text), quote=True).replace("\\", "\\\\")
     return f'"{text}"'
 
 
@@ -197,11 +217,21 @@ def graph_to_svg(graph: m.Graph, timeout: float | None = None) -> str:
             "showing the text view (try --depth 1 or a smaller --budget)"
         ) from e
     if done.returncode != 0:
-        message = done.stderr.decode(errors="replace").strip().splitlines()
-        raise RenderError(f"Graphviz failed: {message[-1] if message else done.returncode}")
+        raise RenderError(
+            f"Graphviz could not draw this graph; showing the text view. {_said(done)}"
+        )
     svg = done.stdout.decode()
     start = svg.find("<svg")  # drop the XML prolog and doctype: the SVG embeds in HTML
     return svg[start:] if start >= 0 else svg
+
+
+def _said(done: subprocess.CompletedProcess[bytes], most: int = 400) -> str:
+    """What ``dot`` said on failing, on one line (its messages span several)."""
+    words = " ".join(done.stderr.decode(errors="replace").split())
+    if not words:
+        return f"dot exited with status {done.returncode} and said nothing."
+    words = words if len(words) <= most else words[: most - 1] + "…"
+    return f"dot said: {words}"
 
 
 def graph_mimebundle(graph: m.Graph, timeout: float | None = None) -> dict[str, Any]:
