@@ -1,0 +1,119 @@
+"""``BenchResult``: what one call costs once compiled, measured the way JAX runs it.
+
+A record (frozen, JSON-ready through ``to_dict``) that renders without a kernel::
+
+    r = jaxlab.bench(f, x)
+    r.ready_s          # per call, until every output is ready: the figure to quote
+    r.dispatch_s       # per call, until the call returned (the work may still be queued)
+    r.naive_s          # what `%timeit -n1 f(x)` would claim; r.naive_ratio: how far off
+    r.compile_s        # the first call: compile plus one run
+    r.flops_fraction   # achieved FLOP/s over this machine's measured peak
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+# %timeit without blocking "agrees" when within this factor of the blocked figure.
+AGREES = 1.25
+
+
+@dataclass(frozen=True)
+class CallSpan:
+    """One call of the dispatch timeline (``--explain``), in seconds from the first call."""
+
+    call: int
+    start_s: float  # the call was made
+    return_s: float  # the call returned to Python (dispatch done)
+    ready_s: float  # its outputs were ready (observed by blocking on them in order)
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Compile, dispatch and ready times of one call, with its share of the machine's peak.
+
+    >>> r = jaxlab.bench(f, x)
+    >>> r.ready_s >= r.dispatch_s, r.runs, r.repeats
+    (True, 10, 7)
+    """
+
+    name: str  # the call as written, e.g. "f(x)"
+    platform: str
+    output: str  # the output's types, e.g. "f32[300,300]"
+    asynchronous: bool  # the call returned arrays (so its work could run behind it)
+    compile_s: float  # the first call, outputs blocked: compile plus one run
+    ready_s: float  # median over repeats of one call's time until every output is ready
+    ready_min_s: float
+    ready_max_s: float
+    dispatch_s: float  # median time until a call returns, the device idle before it
+    naive_s: float  # median of back-to-back unblocked calls timed one by one (%timeit -n1)
+    timeit_s: float  # what %timeit with its automatic loop count (no blocking) reports
+    timeit_loops: int
+    runs: int  # calls per repeat
+    repeats: int
+    flops: float | None = None  # XLA's cost analysis of the compiled call
+    bytes_accessed: float | None = None
+    peak_flops_s: float | None = None  # this machine's measured peak (jaxlab.timing.peak)
+    peak_bytes_s: float | None = None
+    timeline: tuple[CallSpan, ...] = ()  # --explain: a few calls' dispatch and ready times
+    compare: BenchResult | None = None  # --compare: the other call, measured interleaved
+
+    # ------------------------------------------------------------------ derived figures
+    @property
+    def naive_ratio(self) -> float:
+        """How many times too fast an unblocked single call makes the function look."""
+        return self.ready_s / self.naive_s if self.naive_s > 0 else 1.0
+
+    @property
+    def timeit_agrees(self) -> bool:
+        """Whether unblocked ``%timeit`` happened to land near the real figure here."""
+        if self.ready_s <= 0 or self.timeit_s <= 0:
+            return False
+        return 1 / AGREES <= self.timeit_s / self.ready_s <= AGREES
+
+    @property
+    def flops_s(self) -> float | None:
+        return self.flops / self.ready_s if self.flops and self.ready_s > 0 else None
+
+    @property
+    def bytes_s(self) -> float | None:
+        if self.bytes_accessed and self.ready_s > 0:
+            return self.bytes_accessed / self.ready_s
+        return None
+
+    @property
+    def flops_fraction(self) -> float | None:
+        if self.flops_s is None or not self.peak_flops_s:
+            return None
+        return self.flops_s / self.peak_flops_s
+
+    @property
+    def bytes_fraction(self) -> float | None:
+        if self.bytes_s is None or not self.peak_bytes_s:
+            return None
+        return self.bytes_s / self.peak_bytes_s
+
+    @property
+    def ratio(self) -> float | None:
+        """``compare``'s ready time over this one's (2.0: the other call is twice as slow)."""
+        if self.compare is None or self.ready_s <= 0:
+            return None
+        return self.compare.ready_s / self.ready_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready data (nested records as dicts)."""
+        data = dataclasses.asdict(self)
+        data["timeline"] = [dataclasses.asdict(s) for s in self.timeline]
+        return data
+
+    def __str__(self) -> str:
+        from .bench_view import bench_text
+
+        return bench_text(self)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        from .bench_view import bench_html, bench_text
+
+        return {"text/plain": bench_text(self), "text/html": bench_html(self)}
