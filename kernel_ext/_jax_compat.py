@@ -7,7 +7,7 @@ exercises every entry on the installed JAX.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 # --------------------------------------------------------------------------- compile log
@@ -95,3 +95,39 @@ _RUNTIME_ERROR_NAMES = frozenset({"JaxRuntimeError", "XlaRuntimeError"})
 def is_xla_runtime_error(exc: BaseException) -> bool:
     """Whether ``exc`` is XLA's runtime error (any JAX release)."""
     return any(cls.__name__ in _RUNTIME_ERROR_NAMES for cls in type(exc).__mro__)
+
+
+# --------------------------------------------------------------------------- timing (%%profile)
+# Implicit device-to-host transfers (float(x), if x:, np.asarray(x)) are observed by
+# wrapping the conversion methods of jax.Array's concrete class (jaxlib's ArrayImpl) for
+# the duration of a profile; jax.transfer_guard("log") is silent on CPU, where the host
+# already holds the data. A jaxlib whose array class refuses new attributes yields None.
+
+
+def hook_array_conversions(
+    names: Sequence[str], wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]
+) -> Callable[[], None] | None:
+    """Replace each named method of the array class by ``wrap(name, method)``; returns the
+    undo, or None when the class cannot be observed (nothing is changed then)."""
+    import jax
+    import numpy as np
+
+    cls = type(jax.device_put(np.zeros((), np.float32)))
+    if not (isinstance(cls, type) and issubclass(cls, jax.Array)):
+        return None
+    originals = {n: cls.__dict__[n] for n in names if callable(cls.__dict__.get(n))}
+    done: list[str] = []
+    try:
+        for name, method in originals.items():
+            setattr(cls, name, wrap(name, method))
+            done.append(name)
+    except (TypeError, AttributeError):  # an immutable (C) type
+        for name in done:
+            setattr(cls, name, originals[name])
+        return None
+
+    def undo() -> None:
+        for name in done:
+            setattr(cls, name, originals[name])
+
+    return undo
