@@ -1,0 +1,221 @@
+"""``%bench f(x)`` and ``%%profile``: where the time goes under asynchronous dispatch.
+
+::
+
+    %bench f(x)                   # first call, per-call time until ready, until it returns,
+                                  # what unblocked timing claims, FLOP/s against this machine
+    %bench -n 10 -r 5 f(x)        # 5 rounds of 10 calls instead of choosing like %timeit
+    %bench --compare g(x) f(x)    # g measured interleaved with f, and the ratio
+    %bench --explain f(x)         # ... with a timeline of a few calls (dispatch vs work)
+    r = %bench -o f(x)            # the BenchResult
+
+    %%profile                     # the cell under jax.profiler: a ProfileTimeline widget,
+    for _ in range(10):           # the costliest XLA modules and ops, and the lines that
+        loss = float(step(x))     # synced with the host (here: float(...), 10 times)
+
+The plain-Python twins are ``jaxlab.bench`` and ``jaxlab.profile``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
+
+from ..program import ProgramError, parse_call
+from ._failures import failure_text
+from ._options import parse_options, split_options
+
+_VALUED = frozenset({"-n", "-r", "--compare"})
+
+
+def take_compare(line: str) -> tuple[str, str]:
+    """``"--compare g(x, y) f(x)"`` → ``("g(x, y)", "f(x)")``: the compared call may hold
+    spaces, so it runs to the first space outside brackets and quotes."""
+    head, sep, rest = line.partition("--compare")
+    if not sep or (head and not head.endswith(" ")):
+        return "", line
+    rest = rest.lstrip(" =")
+    depth, quote = 0, ""
+    for i, ch in enumerate(rest):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch.isspace() and depth == 0:
+            return rest[:i], f"{head}{rest[i:]}".strip()
+    return rest, head.strip()
+
+
+def _nonempty_user_namespace(shell: Any) -> dict[str, Any]:
+    return shell.user_ns if shell is not None else {}
+
+
+@magics_class
+class TimingMagics(Magics):
+    @magic_arguments()
+    @argument(
+        "-n",
+        dest="runs",
+        type=int,
+        metavar="RUNS",
+        help="Calls per round (default: chosen as %%timeit does, so a round lasts 0.2 s).",
+    )
+    @argument(
+        "-r",
+        dest="repeats",
+        type=int,
+        default=7,
+        metavar="REPEATS",
+        help="Rounds (default 7); the median is quoted.",
+    )
+    @argument("--compare", metavar="CALL", help="Another call, measured interleaved, e.g. g(x).")
+    @argument(
+        "--explain",
+        action="store_true",
+        help="Also draw a few calls: dispatch returning at once, the work behind it.",
+    )
+    @argument(
+        "-o",
+        dest="output",
+        action="store_true",
+        help="Return the BenchResult instead of displaying it.",
+    )
+    @argument("call", nargs="*", help="The call to measure, e.g. f(x).")
+    @line_magic
+    def bench(self, line: str = "") -> Any:
+        """Measure a call as JAX runs it: ``%bench f(x)``, ``%bench --compare g(x) f(x)``."""
+        from ..timing.bench import BenchError, bench_targets, target
+
+        compare, rest = take_compare(line)
+        options, source = split_options(rest, _VALUED - {"--compare"})
+        args = parse_options(self.bench, options)
+        if not source:
+            raise UsageError("%bench: give a call such as `%bench f(x)`")
+        namespace = _nonempty_user_namespace(self.shell)
+        try:
+            calls = [parse_call(source, namespace)]
+            if compare:
+                calls.append(parse_call(compare, namespace))
+        except ProgramError as e:
+            raise UsageError(f"%bench: {e}") from e
+        targets = [target(c.fun, c.args, c.kwargs, c.source) for c in calls]
+        try:
+            result = bench_targets(
+                targets[0],
+                targets[1] if len(targets) > 1 else None,
+                runs=args.runs,
+                repeats=args.repeats,
+                explain=args.explain,
+            )
+        except BenchError as e:
+            raise UsageError(f"%bench: {e} (see %bench?)") from e
+        except Exception as e:  # the user's function raised: said once, with its line
+            raise UsageError(failure_text(f"%bench: calling `{source}`", e)) from e
+        if args.output:
+            return result
+        display(result)
+        return None
+
+    @magic_arguments()
+    @argument(
+        "--static",
+        action="store_true",
+        help="A static HTML view instead of the ProfileTimeline widget.",
+    )
+    @argument(
+        "-o",
+        dest="output",
+        action="store_true",
+        help="Return the ProfileResult instead of displaying it (the cell's value is dropped).",
+    )
+    @cell_magic
+    def profile(self, line: str, cell: str) -> Any:
+        """Run the cell under ``jax.profiler.trace``: host and device timeline, the costliest
+        XLA modules and ops, and the implicit device-to-host syncs with their lines."""
+        from ..timing.profile import ProfileError, profile
+
+        args = parse_options(self.profile, line, cell=True)
+        shell = self.shell
+        body, last, filename = _compile_cell(shell, cell)
+        namespace = shell.user_ns
+        value = None
+        try:
+            with profile() as session:
+                exec(body, namespace)
+                if last is not None:
+                    value = eval(last, namespace)
+                _block_on(value, namespace, cell)
+        except ProfileError as e:
+            raise UsageError(f"%%profile: {e}") from e
+        except Exception as e:  # the cell's own error: the trace is closed and removed
+            shell.showtraceback((type(e), e, _from_cell(e.__traceback__, filename)))
+            return None
+        result = session.result
+        if args.output:
+            return result
+        if args.static:
+            display(result)
+        else:
+            from jaxlab.widgets import ProfileTimeline
+
+            display(ProfileTimeline(result))
+        return value
+
+
+def _compile_cell(shell: Any, cell: str) -> tuple[Any, Any, str]:
+    """The cell as (statements, last expression or None, filename): compiled under IPython's
+    cell name, so syncs and tracebacks read ``In[5], line 2``."""
+    source = shell.transform_cell(cell)
+    filename = shell.compile.cache(source, shell.execution_count, raw_code=cell)
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as e:
+        raise UsageError(
+            f"%%profile: the cell is not valid Python: {e.msg} (line {e.lineno})"
+        ) from e
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        expr = ast.Expression(tree.body.pop().value)
+        last = compile(expr, filename, "eval")
+    return compile(tree, filename, "exec"), last, filename
+
+
+def _block_on(value: Any, namespace: dict[str, Any], cell: str) -> None:
+    """Wait for the cell's queued work (its value and the names it assigned) inside the
+    trace, so the device spans are complete."""
+    import jax
+
+    names: set[str] = set()
+    try:
+        for node in ast.walk(ast.parse(cell)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    except SyntaxError:  # IPython syntax (a magic inside): the value alone is waited for
+        pass
+    leaves = [namespace.get(n) for n in names] + [value]
+    arrays = [x for x in jax.tree_util.tree_leaves(leaves) if isinstance(x, jax.Array)]
+    for array in arrays:
+        try:
+            array.block_until_ready()
+        except Exception:  # deleted or donated: nothing left to wait for
+            continue
+
+
+def _from_cell(tb: Any, filename: str) -> Any:
+    """The traceback from the cell's own frame on (jaxlab's frames above it dropped)."""
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != filename:
+        start = start.tb_next
+    return start if start is not None else tb
+
+
+MAGICS = (TimingMagics,)
