@@ -36,6 +36,10 @@ from .explain.nans import NanCheck as NanCheck
 from .explain.nans import debug_nans as debug_nans
 from .graph import Graph as Graph
 from .graph import jaxpr_graph as jaxpr_graph
+from .timing.bench import bench as bench
+from .timing.profile import profile as profile
+from .timing.profile_result import ProfileResult as ProfileResult
+from .timing.result import BenchResult as BenchResult
 
 __version__ = "0.1.0"
 

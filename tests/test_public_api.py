@@ -36,6 +36,10 @@ PUBLIC_NAMES = {
     "LoweredText",
     "hlo_text",
     "stablehlo_text",
+    "bench",
+    "BenchResult",
+    "profile",
+    "ProfileResult",
     "load_ipython_extension",
     "unload_ipython_extension",
 }
@@ -49,6 +53,8 @@ PUBLIC_MAGICS = {
     ("cell", "jit"),
     ("line", "compile_log"),
     ("line", "jax_nans"),
+    ("line", "bench"),
+    ("cell", "profile"),
 }
 
 # The top of kernel_ext/: the entry point and the three shared modules (plus the warning

@@ -8,3 +8,4 @@ in the wheel and loaded from nowhere else::
 """
 
 from .compile_monitor import CompileMonitor as CompileMonitor
+from .profile_timeline import ProfileTimeline as ProfileTimeline

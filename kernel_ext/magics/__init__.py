@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-FAMILIES = ("jaxpr", "devices", "grad", "jit", "compile_log", "errors")
+FAMILIES = ("jaxpr", "devices", "grad", "jit", "compile_log", "errors", "timing")
 
 
 @dataclass
