@@ -6,8 +6,9 @@
     h = hlo_text(f, x)         # ... .compile().as_text(): after XLA's passes
     t.text, h.text             # plain strings; in a notebook they show coloured
 
-A function that is already jitted is lowered as it is (its static arguments kept).
-Tracing and compile errors propagate unchanged.
+A function that is already jitted is lowered as it is (its static arguments kept); for
+any other, non-array leaves of the arguments are held static. Tracing and compile errors
+propagate unchanged.
 """
 
 from __future__ import annotations
@@ -75,7 +76,11 @@ def _lower(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
         return lower(*args, **kwargs)
     import jax
 
-    return jax.jit(fun).lower(*args, **kwargs)
+    from .static_leaves import split_static
+
+    # Non-array leaves (a module's activation function) are held static, as in %jaxpr.
+    split = split_static(fun, args, kwargs)
+    return jax.jit(split.fun).lower(*split.args, **split.kwargs)
 
 
 def _name(fun: Callable[..., Any]) -> str:

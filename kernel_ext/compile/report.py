@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import html
+import inspect
 import re
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -61,6 +64,8 @@ class CompileReport:
     generated_code_bytes: int
     equations: int  # jaxpr equations before optimisation (nested programs included)
     hlo_instructions: int  # HLO instructions after XLA's optimisation (fusions included)
+    static_leaves: tuple[str, ...] = ()  # non-array leaves held static ("m.activation")
+    notes: tuple[str, ...] = ()  # what jaxlab did to compile the call (eqx.filter_jit...)
     stablehlo: str = field(repr=False, default="")
     hlo: str = field(repr=False, default="")
     show: tuple[str, ...] = ()  # texts to display with the report: "stablehlo", "hlo"
@@ -83,14 +88,14 @@ class CompileReport:
 
     def _rows(self) -> list[tuple[str, str]]:
         def phase(name: str, value: float) -> str:
-            return seconds(value) + (" (cached)" if name in self.cached else "")
+            return duration(value) + (" (cached)" if name in self.cached else "")
 
-        return [
+        rows = [
             ("trace", phase("trace", self.trace_s)),
             ("lower", phase("lower", self.lower_s)),
             ("compile", phase("compile", self.compile_s)),
-            ("first run", seconds(self.first_run_s)),
-            (f"steady state (median of {self.steady_runs})", seconds(self.steady_s)),
+            ("first run", duration(self.first_run_s)),
+            (f"steady state (median of {self.steady_runs})", duration(self.steady_s)),
             ("FLOPs", f"{self.flops:,.0f}"),
             ("transcendentals", f"{self.transcendentals:,.0f}"),
             ("bytes accessed", f"{self.bytes_accessed:,.0f}"),
@@ -101,6 +106,10 @@ class CompileReport:
             ),
             ("jaxpr equations → HLO instructions", f"{self.equations} → {self.hlo_instructions}"),
         ]
+        if self.static_leaves:
+            rows.append(("held static (not arrays)", _listed(self.static_leaves)))
+        rows += [("note", note) for note in self.notes]
+        return rows
 
     def _title(self) -> str:
         static = ""
@@ -124,7 +133,7 @@ class CompileReport:
         total = self.compile_total_s or 1.0
         values = (self.trace_s, self.lower_s, self.compile_s)
         bar = "".join(
-            f'<span title="{n} {html.escape(seconds(v))}" style="display:inline-block;height:10px;'
+            f'<span title="{n} {html.escape(duration(v))}" style="display:inline-block;height:10px;'
             f'width:{300 * v / total:.1f}px;background:{c}"></span>'
             for (n, c), v in zip(PHASES, values, strict=True)
         )
@@ -151,10 +160,20 @@ class CompileReport:
         body = (
             f"<div class='jaxlab-compile-report'><b><code>{html.escape(self._title())}</code></b>"
             f"<div style='margin:4px 0'>{bar}<div style='font-size:90%'>trace + lower + "
-            f"compile = {html.escape(seconds(self.compile_total_s))}: {key}</div></div>"
+            f"compile = {html.escape(duration(self.compile_total_s))}: {key}</div></div>"
             f"<table>{rows}</table>{cost}{texts}</div>"
         )
         return {"text/plain": str(self), "text/html": body}
+
+
+def duration(s: float) -> str:
+    """``seconds`` with a floor: a time below a microsecond reads "< 1 µs", not "0 µs"."""
+    return "< 1 µs" if s < 1e-6 else seconds(s)
+
+
+def _listed(items: Sequence[str], most: int = 6) -> str:
+    more = len(items) - most
+    return ", ".join(items[:most]) + (f" and {more} more" if more > 0 else "")
 
 
 @contextlib.contextmanager
@@ -206,6 +225,96 @@ def _normalise_static(
     return nums, names
 
 
+def resolve_static(
+    fun: Callable[..., Any], nums: Sequence[int], names: Sequence[str]
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Static positions and names completed from ``fun``'s signature, as ``jax.jit`` does
+    when given only one of them: ``n`` static means position 1 too in ``f(x, n)``, so a
+    call that passes ``n`` by position holds it static as well.
+
+    Raises ValueError naming the parameters when a name or position is not ``fun``'s.
+    """
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: as given
+        return tuple(nums), tuple(names)
+    kinds = inspect.Parameter
+    positional = [
+        p for p in params if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
+    ]
+    by_name = {p.name: p for p in params}
+    open_args = any(p.kind == kinds.VAR_POSITIONAL for p in params)
+    open_kwargs = any(p.kind == kinds.VAR_KEYWORD for p in params)
+    listed = ", ".join(p.name for p in params) or "none"
+    fun_name = getattr(fun, "__name__", "the function")
+    out_nums = set(nums)
+    out_names = set(names)
+    for name in names:
+        param = by_name.get(name)
+        if param is None and not open_kwargs:
+            raise ValueError(f"{fun_name} has no parameter {name!r} (its parameters: {listed})")
+        if param is not None and param in positional:
+            out_nums.add(positional.index(param))
+    for num in nums:
+        index = num + len(positional) if num < 0 else num
+        if 0 <= index < len(positional):
+            if positional[index].kind != kinds.POSITIONAL_ONLY:
+                out_names.add(positional[index].name)
+        elif not open_args:
+            raise ValueError(
+                f"{fun_name} has {len(positional)} positional parameters ({listed}); "
+                f"static position {num} is not one of them"
+            )
+    return tuple(sorted(out_nums)), tuple(sorted(out_names))
+
+
+def _code_of(fun: Any) -> Any:
+    """The code object that runs when JAX traces ``fun`` (a jitted function's, a partial's
+    function's, a callable object's ``__call__``), or None."""
+    while True:
+        fun = inspect.unwrap(fun)
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+        else:
+            break
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        # A callable object (an equinox module): its class's call method runs.
+        method = inspect.getattr_static(type(fun), "__call__", None)
+        code = getattr(method, "__code__", None)
+    return code
+
+
+@contextlib.contextmanager
+def _code_started(code: Any) -> Iterator[list[bool] | None]:
+    """Whether ``code`` starts running inside the block: ``[True]`` once it has. JAX runs
+    the user's function only when its trace is not cached, so this tells a cached trace
+    (JAX reports a tracing event either way). None where Python cannot watch one code
+    object (before 3.12's ``sys.monitoring``) or no tool id is free."""
+    monitoring = getattr(sys, "monitoring", None)
+    tool = None
+    if monitoring is not None and code is not None:
+        tool = next((t for t in (5, 4, 3) if monitoring.get_tool(t) is None), None)
+    if monitoring is None or tool is None:
+        yield None
+        return
+    started = [False]
+
+    def on_start(code_: Any, offset: int) -> None:
+        started[0] = True
+
+    event = monitoring.events.PY_START
+    monitoring.use_tool_id(tool, "jaxlab")
+    try:
+        monitoring.register_callback(tool, event, on_start)
+        monitoring.set_local_events(tool, code, event)
+        yield started
+    finally:
+        monitoring.set_local_events(tool, code, 0)
+        monitoring.register_callback(tool, event, None)
+        monitoring.free_tool_id(tool)
+
+
 def compile_report(
     fun: Callable[..., Any],
     *args: Any,
@@ -216,9 +325,12 @@ def compile_report(
 ) -> CompileReport:
     """Trace, lower and compile ``fun(*args, **kwargs)`` with ``jax.jit``, timing each phase.
 
-    ``fun`` may already be jitted (then its own static arguments apply). Phases that JAX
-    answered from its caches (the same function and types compiled before) are listed
-    in ``.cached``; their times are the cache lookup's.
+    ``fun`` may already be jitted (then its own static arguments apply). A function
+    wrapped by ``eqx.filter_jit`` is reported on the function it wraps, with every
+    non-array leaf static as filter_jit holds it; for any other function, leaves JAX
+    cannot trace (an equinox module's activation) are held static and named in
+    ``.static_leaves``. Phases that JAX answered from its caches (the same function and
+    types compiled before) are listed in ``.cached``; their times are the cache lookup's.
 
     >>> r = jaxlab.compile_report(f, x, static_argnames="n", n=3)
     >>> r.trace_s > 0 and r.lower_s > 0 and r.compile_s > 0
@@ -226,26 +338,44 @@ def compile_report(
     """
     import jax
 
+    from .static_leaves import filter_jit_target, split_static
+
     if not callable(fun):
         raise TypeError(f"compile_report needs a function, not a {type(fun).__name__}")
     nums, names = _normalise_static(static_argnums, static_argnames)
-    if hasattr(fun, "trace") and hasattr(fun, "lower"):
-        if nums or names:
-            raise ValueError(
-                f"{getattr(fun, '__name__', 'the function')} is already jitted: its static "
-                "arguments were fixed by jax.jit; pass the plain function instead"
-            )
-        jitted = fun
+    given = (nums, names)  # as the user wrote them, for the report's title
+    notes: tuple[str, ...] = ()
+    target = filter_jit_target(fun)
+    if target is not None:
+        notes = (
+            "compiled as equinox.filter_jit compiles it: the function it wraps, with its "
+            "arrays traced and every other leaf static",
+        )
+    elif hasattr(fun, "trace") and hasattr(fun, "lower") and (nums or names):
+        raise ValueError(
+            f"{getattr(fun, '__name__', 'the function')} is already jitted: its static "
+            "arguments were fixed by jax.jit; pass the plain function instead"
+        )
+    plain = target if target is not None else fun
+    if hasattr(plain, "trace") and hasattr(plain, "lower"):
+        jitted, split = plain, None
     else:
-        jitted = jax.jit(fun, static_argnums=nums, static_argnames=names)
+        nums, names = resolve_static(plain, nums, names)
+        split = split_static(
+            plain, args, kwargs, keep=(*nums, *names), numbers_static=target is not None
+        )
+        jitted = jax.jit(split.fun, static_argnums=nums, static_argnames=names)
+        args, kwargs = split.args, split.kwargs
     bad = set(show) - {"stablehlo", "hlo"}
     if bad:
         raise ValueError(f"show= takes 'stablehlo' and 'hlo', not {sorted(bad)}")
 
-    with _phases_seen() as seen:
+    with _phases_seen() as seen, _code_started(_code_of(plain)) as started:
         traced, trace_s = _timed(lambda: jitted.trace(*args, **kwargs))
         lowered, lower_s = _timed(traced.lower)
         compiled, compile_s = _timed(lowered.compile)
+    if started is not None and not started[0]:
+        seen.discard(TRACE)  # JAX reports a tracing event for a cached trace too
     phases = (("trace", TRACE), ("lower", LOWER), ("compile", COMPILE))
     cached = tuple(name for name, event in phases if event not in seen)
 
@@ -268,8 +398,8 @@ def compile_report(
     return CompileReport(
         fun_name=getattr(fun, "__name__", None) or type(fun).__name__,
         signature=tuple(short_type(a) for a in jax.tree_util.tree_leaves(traced.in_avals)),
-        static_argnums=nums,
-        static_argnames=names,
+        static_argnums=given[0],
+        static_argnames=given[1],
         trace_s=trace_s,
         lower_s=lower_s,
         compile_s=compile_s,
@@ -286,6 +416,8 @@ def compile_report(
         generated_code_bytes=int(getattr(memory, "generated_code_size_in_bytes", 0)),
         equations=count_equations(traced.jaxpr),
         hlo_instructions=count_hlo_instructions(hlo),
+        static_leaves=split.static_paths if split is not None else (),
+        notes=notes,
         stablehlo=lowered.as_text(),
         hlo=hlo,
         show=tuple(show),

@@ -12,6 +12,7 @@ Counter({'sin': 1, 'mul': 1})
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import re
@@ -46,10 +47,17 @@ def jaxpr_graph(
     ``grad=True`` draws the program of ``jax.grad(fun)`` with forward and backward
     equations told apart; ``depth`` collapses nested programs deeper than it; ``values``
     annotates nodes with the values (and, with ``grad``, adjoints) they compute.
+    Arguments may hold non-array leaves (an equinox module's activation function): they
+    are held static and their arrays traced, as ``eqx.filter_jit`` does; the Graph's
+    notes name them.
     """
+    from ..compile.static_leaves import split_static
+
+    name = getattr(fun, "__name__", None) or type(fun).__name__
+    split = split_static(fun, args, kwargs)
+    fun, args, kwargs = split.fun, split.args, split.kwargs
     target = jax.grad(fun) if grad else fun
     closed = jax.make_jaxpr(target)(*args, **kwargs)
-    name = getattr(fun, "__name__", None) or type(fun).__name__
     graph = graph_from_jaxpr(
         closed,
         title=f"grad({name})" if grad else name,
@@ -58,11 +66,21 @@ def jaxpr_graph(
         budget=budget,
         input_names=argument_names(fun, args, kwargs),
     )
+    if split.changed:
+        graph = dataclasses.replace(graph, notes=(*graph.notes, static_note(split.static_paths)))
     if values:
         from .annotate import annotate
 
         graph = annotate(graph, args, kwargs, grad=grad, fun=fun)
     return graph
+
+
+def static_note(paths: tuple[str, ...], most: int = 4) -> str:
+    """``"held static (not arrays): model.activation, ..."``, the first few paths named."""
+    shown = ", ".join(paths[:most]) + (
+        f" and {len(paths) - most} more" if len(paths) > most else ""
+    )
+    return f"held static (not arrays): {shown}"
 
 
 def argument_names(

@@ -26,7 +26,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..explain.trace_failure import needs_concrete_value
+from ..explain.trace_failure import is_non_array_argument, needs_concrete_value
 from ..program import Call, ProgramError, parse_call
 from ._failures import failure_text, raised_in_jaxlab
 from ._options import parse_options, split_options
@@ -111,16 +111,20 @@ def _trace(call: Call, args: Any, view: str) -> Any:
         )
     import jax
 
-    target = jax.grad(fun) if args.grad else fun
+    from ..compile.static_leaves import split_static
+
     title = f"grad({call.fun_name})" if args.grad else call.fun_name
+    # Non-array leaves (a module's activation function) are held static, as in the graph.
+    split = split_static(fun, call.args, kwargs)
+    target = jax.grad(split.fun) if args.grad else split.fun
     if view == "text":
         from ..graph.text import jaxpr_text
 
-        return jaxpr_text(jax.make_jaxpr(target)(*call.args, **kwargs), title)
+        return jaxpr_text(jax.make_jaxpr(target)(*split.args, **split.kwargs), title)
     from ..compile.lowered import hlo_text, stablehlo_text
 
     lowered = stablehlo_text if view == "stablehlo" else hlo_text
-    return lowered(target, *call.args, **kwargs)
+    return lowered(target, *split.args, **split.kwargs)
 
 
 def _closed_over(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
@@ -136,23 +140,42 @@ def _closed_over(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..
 # --------------------------------------------------------------------------- failures
 
 
-def _concrete_hint(fun_source: str) -> str:
+def _concrete_hint(call: Call, error: BaseException) -> str:
+    from ..compile.static_leaves import blamed_parameter, call_with_bound
+
+    # The parameter JAX blames, bound in the user's own call; a placeholder only when
+    # JAX names none of the function's parameters.
+    name = blamed_parameter(call.fun, error)
+    rewritten = call_with_bound(call.source, call.fun, name) if name else None
+    static = (
+        f"`%jaxpr {rewritten}` (each new value of `{name}` traces again)"
+        if rewritten
+        else f"`%jaxpr functools.partial({call.fun_source}, NAME=value)(...)` (NAME: the "
+        "argument that line reads)"
+    )
     return (
         "JAX traces with abstract values, so Python cannot branch on them or turn them into "
         "numbers. For a branch that depends on a value use "
         "`jax.lax.cond(pred, f_true, f_false, x)` or `jnp.where`; for a loop "
-        "`jax.lax.fori_loop` / `jax.lax.while_loop`; or make the argument static: "
-        f"`%jaxpr functools.partial({fun_source}, n=3)(x)`."
+        f"`jax.lax.fori_loop` / `jax.lax.while_loop`; or make the argument static: {static}."
     )
 
 
 def describe_trace_failure(call: Call, error: BaseException) -> str:
     """A short explanation of why tracing ``call`` failed: the error, where, and the fix."""
-    bad = non_array_argument(call)
+    # Non-array leaves are held static before tracing; JAX still refuses them where the
+    # user's own jax.jit receives them.
+    bad = non_array_argument(call) if is_non_array_argument(error) else None
     if bad is not None:
         arg_name, where, value = bad
-        shown = repr(value)
-        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        shown = _shown(value)
+        if hasattr(call.fun, "lower"):  # the user's jax.jit receives the leaf itself
+            return (
+                f"%jaxpr: argument `{where}` of `{call.source}` is a {type(value).__name__} "
+                f"({shown}), and `{call.fun_source}` is compiled by jax.jit, which traces "
+                "arrays and numbers only.\nTrace the plain function (jaxlab holds such leaves "
+                "static), wrap it with `eqx.filter_jit`, or mark the argument static in jax.jit."
+            )
         return (
             f"%jaxpr: argument `{where}` of `{call.source}` is a {type(value).__name__} "
             f"({shown}); JAX traces arrays and numbers only.\nBind it before tracing, e.g. "
@@ -160,8 +183,21 @@ def describe_trace_failure(call: Call, error: BaseException) -> str:
         )
     text = failure_text(f"%jaxpr: tracing `{call.source}`", error)
     if needs_concrete_value(error):
-        text += "\n" + _concrete_hint(call.fun_source)
+        text += "\n" + _concrete_hint(call, error)
+    elif isinstance(error, TypeError | AttributeError):
+        held = non_array_argument(call)
+        if held is not None:  # say that it reached the program as it is, not as an array
+            _, where, value = held
+            text += (
+                f"\nArgument `{where}` is a {type(value).__name__} ({_shown(value)}): not an "
+                "array, so it was held static and reached the function as it is."
+            )
     return text
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def _is_array_like(leaf: Any) -> bool:

@@ -27,6 +27,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..compile.cell import cell_jit
+from ..compile.static_leaves import blamed_parameter, filter_jit_target
 from ..explain.trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ..program import Call, ProgramError, parse_call
 from ._failures import failure_text
@@ -94,7 +95,7 @@ class JitMagics(Magics):
         return self._cell(cell, args, static)
 
     def _report(self, source: str, args: Any, static: tuple[str, ...]) -> Any:
-        from ..compile.report import compile_report
+        from ..compile.report import compile_report, resolve_static
 
         if not source:
             raise UsageError("%jit: give a call such as `%jit f(x)` (or use %%jit on a cell)")
@@ -106,11 +107,21 @@ class JitMagics(Magics):
         nums = tuple(int(n) for n in static if _is_position(n))
         names = tuple(n for n in static if not _is_position(n))
         show = tuple(v for v in ("stablehlo", "hlo") if getattr(args, v))
-        if hasattr(call.fun, "lower") and static:
+        if filter_jit_target(call.fun) is not None and static:
+            raise UsageError(
+                f"%jit: `{call.fun_source}` is wrapped by equinox.filter_jit, which holds every "
+                "non-array argument static already; drop --static (or pass an array for what "
+                "should be traced)"
+            )
+        if hasattr(call.fun, "trace") and static:
             raise UsageError(
                 f"%jit: `{call.fun_source}` is already jitted, so its static arguments were "
                 "fixed by jax.jit; drop --static or pass the plain function"
             )
+        try:
+            resolve_static(call.fun, nums, names)
+        except ValueError as e:
+            raise UsageError(f"%jit --static: {e}") from e
         try:
             report = compile_report(
                 call.fun,
@@ -144,11 +155,25 @@ def _describe_failure(call: Call, error: BaseException) -> str:
     """Why compiling ``call`` failed: the error, the user's line, and the usual fix."""
     text = failure_text(f"%jit: compiling `{call.source}`", error)
     if needs_concrete_value(error):
+        # The parameter JAX blames, so the command offered is one that works.
+        name = blamed_parameter(call.fun, error)
+        static = (
+            f"`%jit --static {name} {call.source}` (each new value of `{name}` compiles again)"
+            if name
+            else f"`%jit --static NAME {call.source}` (NAME: the argument that line reads; "
+            "each new value compiles again)"
+        )
         text += (
             "\nJAX traces with abstract values, so Python cannot branch or loop on them. Use "
             "`jax.lax.cond` / `jnp.where` for a branch, `jax.lax.fori_loop` for a loop, or "
-            f"mark the argument static: `%jit --static NAME {call.source}` (NAME: the "
-            "argument that line reads; each new value compiles again)."
+            f"mark the argument static: {static}."
+        )
+    elif is_non_array_argument(error) and hasattr(call.fun, "trace"):
+        # Only the user's own jax.jit sees non-array leaves: jaxlab holds them static.
+        text += (
+            f"\n`{call.fun_source}` is compiled by jax.jit, which traces arrays only: pass the "
+            "plain function (jaxlab holds non-array leaves static), wrap it with "
+            "`eqx.filter_jit`, or give jax.jit static_argnames for that argument."
         )
     elif is_non_array_argument(error):
         path = re.search(r"at path (\w+)", str(error))

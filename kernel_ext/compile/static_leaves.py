@@ -1,0 +1,237 @@
+"""Split a call's arguments into the arrays JAX traces and the rest, held static.
+
+Plain JAX refuses a call whose arguments hold anything but arrays and numbers: an equinox
+module keeps its activation function as a leaf, a flax nnx model may keep callables.
+``eqx.filter_jit`` answers by partitioning: array leaves are traced, every other leaf is
+closed over as a constant. ``split_static`` does the same for every magic, so a call that
+works under ``%grad`` also works under ``%jaxpr``, ``%jaxpr --grad`` and ``%jit``::
+
+    split = split_static(loss, (model, x), {})
+    jax.make_jaxpr(split.fun)(*split.args, **split.kwargs)   # model's arrays are inputs
+    split.static_paths                                         # ("model.activation", ...)
+
+An argument JAX accepts as it is (arrays, Python numbers and pytrees of them) is passed
+unchanged, so such calls trace exactly as in plain JAX. An argument holding other leaves
+keeps its structure with ``None`` where the static leaves were (as ``eqx.partition``
+does); the function ``split.fun`` puts them back before calling the user's function.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+_NUMBERS = (bool, int, float, complex)
+
+
+def is_array(leaf: Any) -> bool:
+    """Whether JAX traces ``leaf`` as an array input (a jax/NumPy array or scalar)."""
+    import jax
+    import numpy as np
+
+    return isinstance(leaf, jax.Array | np.ndarray | np.generic | jax.ShapeDtypeStruct) or hasattr(
+        leaf, "__jax_array__"
+    )
+
+
+def _jax_accepts(leaf: Any) -> bool:
+    return is_array(leaf) or isinstance(leaf, _NUMBERS)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One argument split: where its arrays go among the leaves, and its static leaves."""
+
+    treedef: Any
+    static: tuple[Any, ...]  # the leaf, or _TRACED where an array goes
+    paths: tuple[str, ...]  # key paths of the static leaves, e.g. ".activation"
+
+    def combine(self, dynamic: Any) -> Any:
+        import jax
+
+        arrays = iter(jax.tree_util.tree_leaves(dynamic))
+        leaves = [next(arrays) if s is _TRACED else s for s in self.static]
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+_TRACED = object()
+
+
+@dataclass(frozen=True)
+class StaticSplit:
+    """``fun(*args, **kwargs)`` with non-array leaves closed over: call ``fun`` with
+    ``args``/``kwargs`` (arrays only) and it calls the user's function with the originals."""
+
+    fun: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    static_paths: tuple[str, ...] = field(default=())  # "model.activation", "mode"
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.static_paths)
+
+
+def _split_one(value: Any, numbers_static: bool) -> tuple[Any, _Part] | None:
+    """``value`` with its static leaves replaced by None, and how to put them back; None
+    when JAX accepts ``value`` as it is."""
+    import jax
+
+    accepted = is_array if numbers_static else _jax_accepts
+    flat, treedef = jax.tree_util.tree_flatten_with_path(value)
+    if all(accepted(leaf) for _, leaf in flat):
+        return None
+    # Inside an argument that must be split, Python numbers are static too, as
+    # eqx.filter_jit holds them (equinox's MaxPool keeps its -inf init as a float).
+    traced = is_array
+    static = tuple(_TRACED if traced(leaf) else leaf for _, leaf in flat)
+    paths = tuple(jax.tree_util.keystr(p) for (p, leaf) in flat if not traced(leaf))
+    dynamic = jax.tree_util.tree_unflatten(
+        treedef, [leaf if traced(leaf) else None for _, leaf in flat]
+    )
+    return dynamic, _Part(treedef, static, paths)
+
+
+def _argument_names(fun: Callable[..., Any], n_args: int) -> list[str]:
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [
+        p.name
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    return [positional[i] if i < len(positional) else f"arg{i}" for i in range(n_args)]
+
+
+def split_static(
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    keep: Iterable[int | str] = (),
+    numbers_static: bool = False,
+) -> StaticSplit:
+    """Close over the leaves of ``args``/``kwargs`` that JAX cannot trace (see module doc).
+
+    ``keep``: positions and names passed unchanged (arguments the caller makes static
+    itself). ``numbers_static``: hold top-level Python numbers static too, as
+    ``eqx.filter_jit`` does (used for functions it wrapped).
+
+    >>> s = split_static(lambda m, x: m["f"](x), ({"f": jnp.sin}, 1.0), {})
+    >>> s.static_paths, jax.make_jaxpr(s.fun)(*s.args).eqns[0].primitive.name
+    (("m['f']",), 'sin')
+    """
+    kept = set(keep)
+    names = _argument_names(fun, len(args))
+    new_args: list[Any] = []
+    arg_parts: dict[int, _Part] = {}
+    kwarg_parts: dict[str, _Part] = {}
+    paths: list[str] = []
+    for i, value in enumerate(args):
+        split = None if i in kept or names[i] in kept else _split_one(value, numbers_static)
+        if split is None:
+            new_args.append(value)
+            continue
+        new_args.append(split[0])
+        arg_parts[i] = split[1]
+        paths += [names[i] + p for p in split[1].paths]
+    new_kwargs: dict[str, Any] = {}
+    for name, value in kwargs.items():
+        split = None if name in kept else _split_one(value, numbers_static)
+        if split is None:
+            new_kwargs[name] = value
+            continue
+        new_kwargs[name] = split[0]
+        kwarg_parts[name] = split[1]
+        paths += [name + p for p in split[1].paths]
+    if not paths:
+        return StaticSplit(fun, tuple(args), dict(kwargs))
+
+    def with_static(*dyn_args: Any, **dyn_kwargs: Any) -> Any:
+        full_args = [
+            arg_parts[i].combine(a) if i in arg_parts else a for i, a in enumerate(dyn_args)
+        ]
+        full_kwargs = {
+            k: kwarg_parts[k].combine(v) if k in kwarg_parts else v for k, v in dyn_kwargs.items()
+        }
+        return fun(*full_args, **full_kwargs)
+
+    # The user's name and signature (through __wrapped__): JAX names the jaxpr and its
+    # inputs after them, and argument names still bind.
+    wrapped = _wraps(fun, with_static)
+    return StaticSplit(wrapped, tuple(new_args), new_kwargs, tuple(paths))
+
+
+def _wraps(fun: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    try:
+        return functools.wraps(fun)(wrapper)
+    except (AttributeError, TypeError):  # an object whose attributes cannot be read
+        return wrapper
+
+
+def filter_jit_target(fun: Any) -> Callable[..., Any] | None:
+    """The function an ``equinox.filter_jit`` wrapper compiles, or None for anything else."""
+    if type(fun).__module__.split(".")[0] != "equinox":
+        return None
+    inner = getattr(fun, "__wrapped__", None)
+    return inner if callable(inner) and hasattr(fun, "lower") else None
+
+
+def blamed_parameter(fun: Callable[..., Any], error: BaseException) -> str | None:
+    """The parameter of ``fun`` whose traced value JAX says it needed concretely (from
+    "depends on the value of the argument neg"), or None when JAX names none of them."""
+    from ..explain.finding import traced
+
+    found = traced(error)
+    if found is None:
+        return None
+    try:
+        params = set(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        return None
+    # JAX names a pytree leaf "params['w']": the parameter is the part before the path.
+    roots = [a.split("[", 1)[0].split(".", 1)[0] for a in found.arguments]
+    named = [r for r in roots if r in params]
+    return named[0] if named else None
+
+
+def call_with_bound(source: str, fun: Callable[..., Any], name: str) -> str | None:
+    """``f(x, True)`` rewritten with parameter ``name`` bound by ``functools.partial``:
+    ``functools.partial(f, neg=True)(x)``; None when the call cannot be rewritten."""
+    import ast
+
+    try:
+        node = ast.parse(source.strip(), mode="eval").body
+        params = list(inspect.signature(fun).parameters.values())
+    except (SyntaxError, TypeError, ValueError):
+        return None
+    if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    positional = [
+        p.name
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    bound: ast.expr | None = None
+    args: list[ast.expr] = []
+    keywords = [k for k in node.keywords if k.arg != name]
+    for i, arg in enumerate(node.args):
+        param = positional[i] if i < len(positional) else None
+        if param == name:
+            bound = arg
+        elif bound is not None and param is not None:
+            # After the bound one, arguments go by name so they keep their parameters.
+            keywords.append(ast.keyword(arg=param, value=arg))
+        else:
+            args.append(arg)
+    bound = bound or next((k.value for k in node.keywords if k.arg == name), None)
+    if bound is None:
+        return None
+    fun_text = ast.unparse(node.func)
+    call = ast.unparse(ast.Call(func=ast.Name("CALLEE"), args=args, keywords=keywords))
+    return call.replace("CALLEE", f"functools.partial({fun_text}, {name}={ast.unparse(bound)})", 1)
