@@ -1,0 +1,377 @@
+"""The records of key lineage and the session's bounded store of them.
+
+A key is a node, identified by its key data (two keys with the same data draw the same
+numbers, whatever made them); an event is one call of a ``jax.random`` function that
+created, derived or consumed keys, with the user's line that made it::
+
+    lineage = key_lineage()
+    lineage.nodes      # (KeyNode(id=0, origin="seed", ...), KeyNode(id=1, origin="split", ...))
+    lineage.edges      # (KeyEdge(parent=0, child=1, op="split"), ...)
+    lineage.reuses     # (KeyReuse(key=1, first=Site("In[3], line 4"), second=..., ...),)
+
+Consuming a key means what it means to ``jax_debug_key_reuse``: ``split`` and every
+sampler consume it, ``fold_in`` and ``clone`` do not. A key consumed a second time is a
+:class:`KeyReuse`. The keys a split makes are materialised only when someone looks or
+asks for one of them (a jitted loop may split thousands per call): until then they are
+kept as one array of key data per event.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .site import Site
+
+MAX_NODES = 50_000  # beyond this the oldest keys are forgotten (counted in .dropped)
+MAX_EVENTS = 50_000
+MAX_REUSES = 1_000
+EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
+
+
+@dataclass(frozen=True)
+class KeyNode:
+    """One key. ``data`` is its key data in hex ("" for a key seen only while tracing a
+    loop body); ``origin`` is how it was made: seed, wrap, split, fold_in, clone,
+    unknown (made before tracking began, or by code jaxlab did not see) or traced."""
+
+    id: int
+    data: str
+    impl: str
+    origin: str
+    parent: int | None
+    index: int | None  # its position in the parent's split
+    event: int | None  # the KeyEvent that made it
+    site: Site
+    traced: bool
+
+
+@dataclass(frozen=True)
+class KeyEvent:
+    """One call of a ``jax.random`` function: ``kind`` is create, derive or consume."""
+
+    index: int
+    op: str
+    kind: str
+    inputs: tuple[int, ...]
+    shape: tuple[int, ...]  # the sample's shape (a consumer) or the keys' shape
+    dtype: str
+    site: Site
+    traced: bool  # inside jit/vmap/scan: recorded by a callback (or once, while tracing)
+    in_loop: bool = False  # inside a loop body: one event stands for every iteration
+
+
+@dataclass(frozen=True)
+class KeyEdge:
+    parent: int
+    child: int
+    op: str
+
+
+@dataclass(frozen=True)
+class KeyReuse:
+    """A key consumed twice: where it was consumed first and where again."""
+
+    key: int
+    first: Site
+    second: Site
+    first_op: str
+    second_op: str
+    traced: bool
+
+    @property
+    def kind(self) -> str:
+        return "used after split" if self.first_op == "split" else "consumed twice"
+
+    def message(self) -> str:
+        return (
+            f"key {self.key} reused ({self.kind}): {self.second_op} at {self.second.where} "
+            f"uses a key already consumed by {self.first_op} at {self.first.where}. "
+            "Split it first: `key, sub = jax.random.split(key)`."
+        )
+
+
+@dataclass
+class _Pending:
+    event: int
+    parents: list[int | None]  # one per key, or one for all (a split)
+    rows: np.ndarray  # (n, words) key data
+    impl: str
+    origin: str
+    site: Site
+    traced: bool
+
+
+class KeyLineage:
+    """The session's key forest: nodes, edges, events and reuses (bounded)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._subscribers: list[Callable[[], None]] = []
+        self.clear()
+
+    # ----------------------------------------------------------------- reading
+    @property
+    def nodes(self) -> tuple[KeyNode, ...]:
+        with self._lock:
+            self._flush()
+            return tuple(self._nodes.values())
+
+    @property
+    def edges(self) -> tuple[KeyEdge, ...]:
+        return tuple(KeyEdge(n.parent, n.id, n.origin) for n in self.nodes if n.parent is not None)
+
+    @property
+    def events(self) -> tuple[KeyEvent, ...]:
+        with self._lock:
+            return tuple(self._events.values())
+
+    @property
+    def reuses(self) -> tuple[KeyReuse, ...]:
+        with self._lock:
+            return tuple(self._reuses)
+
+    @property
+    def dropped(self) -> int:
+        """Nodes forgotten to keep the store bounded."""
+        return self._dropped
+
+    def consumers(self, node: int) -> tuple[KeyEvent, ...]:
+        with self._lock:
+            return tuple(
+                self._events[i] for i in self._consumers.get(node, ()) if i in self._events
+            )
+
+    def find(self, data: np.ndarray | bytes) -> KeyNode | None:
+        """The node whose key data this is (the newest, if cloned)."""
+        raw = data if isinstance(data, bytes) else np.asarray(data).tobytes()
+        with self._lock:
+            ids = self._lookup(raw)
+            return self._nodes[ids[-1]] if ids else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as JSON-serialisable data."""
+        nodes = self.nodes
+        return {
+            "nodes": [asdict(n) for n in nodes],
+            "events": [asdict(e) for e in self.events],
+            "reuses": [{**asdict(r), "kind": r.kind} for r in self.reuses],
+            "dropped": self.dropped,
+        }
+
+    def clear(self) -> None:
+        """Forget every key and event (tracking stays as it was)."""
+        with self._lock:
+            self._nodes: dict[int, KeyNode] = {}
+            self._by_data: dict[bytes, list[int]] = {}
+            self._pending: list[_Pending] = []
+            self._events: dict[int, KeyEvent] = {}
+            self._consumers: dict[int, list[int]] = {}
+            self._consumed_by: dict[int, int] = {}  # node -> first consuming event
+            self._reuses: deque[KeyReuse] = deque(maxlen=MAX_REUSES)
+            self._next_node = 0
+            self._next_event = 0
+            self._dropped = 0
+        self._notify()
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` after each change; returns the unsubscribe."""
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
+
+    def _notify(self) -> None:
+        for callback in list(getattr(self, "_subscribers", ())):
+            callback()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        from .view import lineage_html, lineage_text
+
+        return {"text/plain": lineage_text(self), "text/html": lineage_html(self)}
+
+    # ----------------------------------------------------------------- recording
+    def created(self, op: str, rows: np.ndarray, impl: str, site: Site, traced: bool) -> None:
+        """Keys made from a seed or from key data (``key``, ``PRNGKey``, ``wrap_key_data``)."""
+        with self._lock:
+            event = self._event(op, "create", (), rows.shape[:-1], "key", site, traced)
+            origin = "wrap" if op == "wrap_key_data" else "seed"
+            self._add(_Pending(event, [None], rows, impl, origin, site, traced))
+        self._notify()
+
+    def derived(
+        self,
+        op: str,
+        parents: np.ndarray,
+        children: np.ndarray,
+        impl: str,
+        site: Site,
+        traced: bool,
+    ) -> list[KeyReuse]:
+        """``split`` (consumes its key), ``fold_in`` and ``clone`` (do not)."""
+        with self._lock:
+            inputs = [self._node_for(row.tobytes(), impl, site, traced) for row in parents]
+            event = self._event(
+                op, "derive", tuple(inputs), children.shape[:-1], "key", site, traced
+            )
+            found = self._consume(inputs, event) if op == "split" else []
+            # a split's children all descend from its one key; fold_in and clone pair up
+            owners: list[int | None] = list(inputs) if op != "split" else [inputs[0]]
+            self._add(_Pending(event, owners, children, impl, op, site, traced))
+        self._notify()
+        return found
+
+    def consumed(
+        self,
+        op: str,
+        rows: np.ndarray,
+        impl: str,
+        shape: tuple[int, ...],
+        dtype: str,
+        site: Site,
+        traced: bool,
+    ) -> list[KeyReuse]:
+        """A sampler drew from these keys."""
+        with self._lock:
+            inputs = [self._node_for(row.tobytes(), impl, site, traced) for row in rows]
+            event = self._event(op, "consume", tuple(inputs), shape, dtype, site, traced)
+            found = self._consume(inputs, event)
+        self._notify()
+        return found
+
+    def traced_node(self, origin: str, parent: int | None, site: Site, event: int | None) -> int:
+        """A key seen only while tracing a loop body (no data: it differs every iteration)."""
+        with self._lock:
+            return self._new_node(b"", "", origin, parent, None, event, site, True)
+
+    def traced_event(
+        self,
+        op: str,
+        kind: str,
+        inputs: tuple[int, ...],
+        shape: tuple[int, ...],
+        dtype: str,
+        site: Site,
+        reused: Iterable[tuple[int, int]] = (),
+    ) -> int:
+        """An event inside a loop body, recorded once when traced; ``reused`` are
+        (node, earlier event) pairs the tracer saw consumed twice in one trace."""
+        with self._lock:
+            index = self._event(op, kind, inputs, shape, dtype, site, True, in_loop=True)
+            for node in inputs:
+                self._consumers.setdefault(node, []).append(index)
+            for node, earlier in reused:
+                self._reuse(node, earlier, index)
+        self._notify()
+        return index
+
+    # ----------------------------------------------------------------- internals
+    def _event(self, op, kind, inputs, shape, dtype, site, traced, in_loop=False) -> int:
+        index = self._next_event
+        self._next_event += 1
+        self._events[index] = KeyEvent(
+            index, op, kind, inputs, tuple(int(s) for s in shape), dtype, site, traced, in_loop
+        )
+        if len(self._events) > MAX_EVENTS:
+            for old in list(self._events)[: MAX_EVENTS // 10]:
+                del self._events[old]
+        return index
+
+    def _add(self, pending: _Pending) -> None:
+        self._pending.append(pending)
+        if len(pending.rows) <= EAGER_KEYS or len(self._pending) > 256:
+            self._flush()
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for p in pending:
+            rows = p.rows.reshape(-1, p.rows.shape[-1]) if p.rows.ndim else p.rows.reshape(1, -1)
+            single = len(p.parents) == 1
+            for i, row in enumerate(rows):
+                parent = p.parents[0] if single else p.parents[i]
+                index = i if p.origin == "split" else None
+                self._new_node(
+                    row.tobytes(), p.impl, p.origin, parent, index, p.event, p.site, p.traced
+                )
+
+    def _lookup(self, raw: bytes) -> list[int]:
+        ids = self._by_data.get(raw)
+        if not ids and self._pending:
+            self._flush()
+            ids = self._by_data.get(raw)
+        return ids or []
+
+    def _node_for(self, raw: bytes, impl: str, site: Site, traced: bool) -> int:
+        ids = self._lookup(raw)
+        if not ids:  # made before tracking began, or where jaxlab could not see
+            return self._new_node(raw, impl, "unknown", None, None, None, site, traced)
+        for node in ids:  # a clone shares its data: the first one not yet consumed
+            if node not in self._consumed_by:
+                return node
+        return ids[-1]
+
+    def _new_node(self, raw, impl, origin, parent, index, event, site, traced) -> int:
+        node = self._next_node
+        self._next_node += 1
+        self._nodes[node] = KeyNode(
+            node, raw.hex(), impl, origin, parent, index, event, site, traced
+        )
+        if raw:
+            self._by_data.setdefault(raw, []).append(node)
+        if len(self._nodes) > MAX_NODES:
+            self._forget(MAX_NODES // 10)
+        return node
+
+    def _forget(self, count: int) -> None:
+        old = list(self._nodes)[:count]
+        for node in old:
+            gone = self._nodes.pop(node)
+            self._consumers.pop(node, None)
+            self._consumed_by.pop(node, None)
+            ids = self._by_data.get(bytes.fromhex(gone.data))
+            if ids and node in ids:
+                ids.remove(node)
+        self._dropped += len(old)
+
+    def _consume(self, inputs: Iterable[int], event: int) -> list[KeyReuse]:
+        found = []
+        for node in inputs:
+            self._consumers.setdefault(node, []).append(event)
+            earlier = self._consumed_by.get(node)
+            if earlier is None:
+                self._consumed_by[node] = event
+            else:
+                found.append(self._reuse(node, earlier, event))
+        return found
+
+    def _reuse(self, node: int, earlier: int, event: int) -> KeyReuse:
+        first, second = self._events.get(earlier), self._events[event]
+        reuse = KeyReuse(
+            node,
+            first.site if first else Site.unknown(),
+            second.site,
+            first.op if first else "?",
+            second.op,
+            second.traced,
+        )
+        self._reuses.append(reuse)
+        return reuse
+
+
+_SESSION = KeyLineage()
+
+
+def key_lineage() -> KeyLineage:
+    """The session's key lineage (empty until ``track_keys()`` or ``%keys on``).
+
+    Example::
+
+        with jaxlab.track_keys():
+            k1, k2 = jax.random.split(jax.random.key(0))
+            jax.random.normal(k1, (3,))
+        jaxlab.key_lineage().nodes    # the seed and its two children
+    """
+    return _SESSION

@@ -1,0 +1,76 @@
+"""Where the user asked for a key: the innermost frame of user code, as a person reads it.
+
+::
+
+    where = user_site()   # Site("In[3], line 2", "In[3]", "k1, k2 = jax.random.split(k)")
+
+Frames of jaxlab, JAX, the standard library and installed packages (equinox, flax nnx,
+optax, ...) are skipped, so a split inside ``nnx.Rngs`` is charged to the user's line
+that called it. Which files are user code is decided once per file and cached: the
+wrappers ask on every call of every ``jax.random`` function.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+from dataclasses import dataclass
+from types import FrameType
+
+from ..explain.source import is_user_file, label
+
+_USER_FILE: dict[str, bool] = {}
+_MAX_DEPTH = 64  # frames searched before giving up (deep library stacks)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A user's line: ``where`` (``In[3], line 2``), its cell (``In[3]``) and its text."""
+
+    where: str
+    cell: str | None
+    code: str
+    filename: str = ""
+    lineno: int = 0
+
+    @classmethod
+    def unknown(cls) -> Site:
+        return cls("unknown line", None, "")
+
+
+def _is_user(filename: str) -> bool:
+    found = _USER_FILE.get(filename)
+    if found is None:
+        found = is_user_file(filename) and not filename.startswith("<jaxlab")
+        if len(_USER_FILE) > 4096:  # cells are files too: keep the cache bounded
+            _USER_FILE.clear()
+        _USER_FILE[filename] = found
+    return found
+
+
+def user_frame() -> FrameType | None:
+    """The innermost frame of user code on the stack (jaxlab's and libraries' skipped)."""
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(_MAX_DEPTH):
+        if frame is None:
+            return None
+        if _is_user(frame.f_code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def site_of(filename: str, lineno: int) -> Site:
+    """The :class:`Site` of a file and line (cells named as IPython names them)."""
+    where = label(filename, lineno)
+    cell = where.split(",")[0] if where.startswith("In[") else None
+    code = linecache.getline(filename, lineno).strip()
+    return Site(where, cell, code, filename, lineno)
+
+
+def user_site() -> Site:
+    """The user's line that (through any library) called the caller."""
+    frame = user_frame()
+    if frame is None:
+        return Site.unknown()
+    return site_of(frame.f_code.co_filename, frame.f_lineno)

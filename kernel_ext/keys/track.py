@@ -1,0 +1,282 @@
+"""Runtime key tracking: instrumented ``jax.random`` functions, switched on and off.
+
+::
+
+    with jaxlab.track_keys():            # or track_keys() alone, or %keys on
+        k1, k2 = jax.random.split(jax.random.key(0))
+        jax.random.normal(k1, (3,))
+
+While tracking is on, ``jax.random.key``/``PRNGKey``/``wrap_key_data`` (create),
+``split``/``fold_in``/``clone`` (derive) and every sampler (consume) are wrappers that
+call JAX's own function with the same arguments, so results are bit-identical, and then
+record what happened in :func:`~jaxlab.keys.record.key_lineage`:
+
+* eagerly, from the key data itself (a reuse warns at once, naming both lines);
+* under ``jit``/``vmap`` (the key is a tracer), by one ``jax.debug.callback`` that carries
+  the key data, placed while tracing, so every call of the compiled function records;
+* inside a loop body (``scan``, ``while_loop``, ``fori_loop``), once, while tracing: a
+  callback there would run on every iteration (the benchmark measured 33x), so the body's
+  keys are one node per call site, and a reuse inside one body is seen by tracer identity.
+
+Switching off restores JAX's functions; the callbacks already compiled into a function
+stay but return at once. Code that bound a function before tracking began
+(``from jax.random import split``) is not seen; functions compiled before tracking began
+keep their compiled program until they retrace, and the keys they return appear as roots
+of unknown origin.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import jax
+import numpy as np
+
+from .._jax_compat import key_data_now, tracing_loop_body
+from .._warning import JaxlabWarning
+from .record import KeyLineage, KeyReuse, key_lineage
+from .site import Site, user_site
+
+CREATORS = ("key", "PRNGKey", "wrap_key_data")
+DERIVERS = ("split", "fold_in", "clone")
+# Every public sampler of jax.random: each consumes the key it is given (its first argument).
+SAMPLERS = (
+    "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare",
+    "choice", "dirichlet", "double_sided_maxwell", "exponential", "f", "gamma",
+    "generalized_normal", "geometric", "gumbel", "laplace", "loggamma", "logistic",
+    "lognormal", "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal",
+    "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
+    "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
+)  # fmt: skip
+_TRACER_MEMORY = 4096  # tracers remembered while tracing loop bodies (then forgotten)
+
+
+class _Switch(threading.local):
+    paused = 0  # jaxlab's own traces (key_flow) are not the user's
+
+
+_SWITCH = _Switch()
+_ORIGINALS: dict[str, Callable[..., Any]] = {}
+_WRAPPERS: dict[str, Callable[..., Any]] = {}
+# Loop bodies: tracer id -> (tracer, node, consuming event) while the trace lasts.
+_TRACED: dict[int, tuple[Any, int, int | None]] = {}
+
+
+def is_tracking() -> bool:
+    """Whether key tracking is on."""
+    return bool(_WRAPPERS)
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """Nothing in this block is recorded (jaxlab tracing the user's function itself)."""
+    _SWITCH.paused += 1
+    try:
+        yield
+    finally:
+        _SWITCH.paused -= 1
+
+
+class _Tracking:
+    """What :func:`track_keys` returns: already switched; a ``with`` block restores."""
+
+    def __init__(self, on: bool) -> None:
+        self.was_on = is_tracking()
+        _set(on)
+
+    def __enter__(self) -> KeyLineage:
+        return key_lineage()
+
+    def __exit__(self, *exc: object) -> None:
+        _set(self.was_on)
+
+    def __repr__(self) -> str:
+        return f"<key tracking {'on' if is_tracking() else 'off'}>"
+
+
+def track_keys(on: bool = True) -> _Tracking:
+    """Switch key tracking on (or off); as a context manager, only for the block.
+
+    Example::
+
+        jaxlab.track_keys()                 # on for the session
+        with jaxlab.track_keys():           # on for this block only
+            jax.random.normal(jax.random.key(0))
+        jaxlab.track_keys(False)            # off: jax.random is JAX's again
+    """
+    return _Tracking(on)
+
+
+def _set(on: bool) -> None:
+    if on and not _WRAPPERS:
+        for name in (*CREATORS, *DERIVERS, *SAMPLERS):
+            original = getattr(jax.random, name, None)
+            if original is None:  # an older JAX without this sampler
+                continue
+            _ORIGINALS[name] = original
+            _WRAPPERS[name] = _wrap(name, original)
+            setattr(jax.random, name, _WRAPPERS[name])
+    elif not on and _WRAPPERS:
+        for name, wrapper in _WRAPPERS.items():
+            if getattr(jax.random, name, None) is wrapper:  # someone else's patch stays
+                setattr(jax.random, name, _ORIGINALS[name])
+        _WRAPPERS.clear()
+        _ORIGINALS.clear()
+        _TRACED.clear()
+
+
+def _kind(name: str) -> str:
+    return "create" if name in CREATORS else "derive" if name in DERIVERS else "consume"
+
+
+def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    kind = _kind(name)
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not _WRAPPERS or _SWITCH.paused:
+            return original(*args, **kwargs)
+        _SWITCH.paused += 1  # what the wrapper itself calls is not the user's
+        try:
+            return _call(name, kind, original, args, kwargs)
+        finally:
+            _SWITCH.paused -= 1
+
+    wrapper.__jaxlab_original__ = original  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    site = user_site()
+    key = None if kind == "create" else (args[0] if args else kwargs.get("key"))
+    if key is None and kind != "create":  # not our business: let JAX say what is wrong
+        return original(*args, **kwargs)
+    if kind == "consume" and not _traced(key):
+        rows, impl = _rows(key)
+        try:
+            out = original(*args, **kwargs)
+        except Exception:
+            # recorded all the same: a KeyReuseError from jax_debug_key_reuse is a reuse
+            key_lineage().consumed(name, rows, impl, (), "?", site, False)
+            raise
+        shape, dtype = tuple(getattr(out, "shape", ())), str(getattr(out, "dtype", "?"))
+        _warn(key_lineage().consumed(name, rows, impl, shape, dtype, site, False))
+        return out
+    out = original(*args, **kwargs)
+    if kind == "create":
+        if _traced(out):
+            _record_traced(name, kind, None, out, site)
+        else:
+            rows, impl = _rows(out)
+            key_lineage().created(name, rows, impl, site, False)
+        return out
+    if _traced(key) or _traced(out):
+        _record_traced(name, kind, key, out, site)
+        return out
+    parents, impl = _rows(key)
+    children, _ = _rows(out)
+    _warn(key_lineage().derived(name, parents, children, impl, site, False))
+    return out
+
+
+def _traced(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def _is_typed(key: Any) -> bool:
+    return jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+
+
+def _impl(key: Any) -> str:
+    if _is_typed(key):
+        return str(jax.random.key_impl(key))
+    return str(jax.config.jax_default_prng_impl)
+
+
+def _rows(key: Any) -> tuple[np.ndarray, str]:
+    """Key data as rows of words (one row per key) and the key's implementation."""
+    data = key_data_now(key) if _is_typed(key) else np.asarray(key)
+    return data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1), _impl(key)
+
+
+def _data(key: Any) -> Any:
+    return jax.random.key_data(key) if _is_typed(key) else key
+
+
+def _warn(reuses: list[KeyReuse]) -> None:
+    for reuse in reuses:
+        site = reuse.second
+        warnings.warn_explicit(
+            reuse.message(), JaxlabWarning, site.filename or "<unknown>", site.lineno or 0
+        )
+
+
+# --------------------------------------------------------------------------- traced
+def _record_traced(name: str, kind: str, key: Any, out: Any, site: Site) -> None:
+    if tracing_loop_body():
+        _record_loop(name, kind, key, out, site)
+        return
+    impl = _impl(out if kind != "consume" else key)
+    if kind == "create":
+        callback = functools.partial(_on_create, name, impl, site)
+        jax.debug.callback(callback, _data(out))
+    elif kind == "derive":
+        callback = functools.partial(_on_derive, name, impl, site)
+        jax.debug.callback(callback, _data(key), _data(out))
+    else:
+        shape, dtype = tuple(out.shape), str(out.dtype)
+        callback = functools.partial(_on_consume, name, impl, shape, dtype, site)
+        jax.debug.callback(callback, _data(key))
+
+
+def _as_rows(data: Any) -> np.ndarray:
+    array = np.asarray(data)
+    return array.reshape(-1, array.shape[-1]) if array.ndim else array.reshape(1, 1)
+
+
+# Callbacks compiled into the user's functions: they outlive tracking, so they check it.
+def _on_create(name: str, impl: str, site: Site, data: Any) -> None:
+    if _WRAPPERS:
+        key_lineage().created(name, _as_rows(data), impl, site, True)
+
+
+def _on_derive(name: str, impl: str, site: Site, parent: Any, child: Any) -> None:
+    if _WRAPPERS:
+        key_lineage().derived(name, _as_rows(parent), _as_rows(child), impl, site, True)
+
+
+def _on_consume(
+    name: str, impl: str, shape: tuple[int, ...], dtype: str, site: Site, data: Any
+) -> None:
+    if _WRAPPERS:
+        key_lineage().consumed(name, _as_rows(data), impl, shape, dtype, site, True)
+
+
+def _record_loop(name: str, kind: str, key: Any, out: Any, site: Site) -> None:
+    lineage = key_lineage()
+    if len(_TRACED) > _TRACER_MEMORY:
+        _TRACED.clear()
+    inputs: tuple[int, ...] = ()
+    reused: list[tuple[int, int]] = []
+    if key is not None:
+        seen = _TRACED.get(id(key))
+        if seen is None or seen[0] is not key:
+            node = lineage.traced_node("traced", None, site, None)
+            seen = (key, node, None)
+        inputs = (seen[1],)
+    shape = tuple(out.shape) if kind == "consume" else tuple(getattr(out, "shape", ()))
+    dtype = str(out.dtype) if kind == "consume" else "key"
+    consumes = kind == "consume" or name == "split"
+    if key is not None and consumes and seen[2] is not None:
+        reused.append((seen[1], seen[2]))
+    event = lineage.traced_event(name, kind, inputs, shape, dtype, site, reused)
+    if key is not None:
+        _TRACED[id(key)] = (key, seen[1], seen[2] if seen[2] is not None or not consumes else event)
+    if kind != "consume":
+        parent = inputs[0] if inputs else None
+        _TRACED[id(out)] = (out, lineage.traced_node(name, parent, site, event), None)

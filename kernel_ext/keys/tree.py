@@ -1,0 +1,227 @@
+"""The key forest a view draws: seeds, then what was derived, then consumers; bounded.
+
+::
+
+    forest = lineage_tree(key_lineage(), max_items=2000)
+    forest.items[0]       # TreeItem(id="k0", parent=None, kind="key", label="seed", ...)
+    forest.hidden         # items not drawn (over max_items)
+
+Up to ``max_items`` keys and consumers, each is drawn, except that more than
+``GROUP`` untouched sibling keys made by one call (``split(key, 10_000)``) are one item
+with a count. Beyond that the forest is drawn by call site: one item per line that made
+keys (``split ×10000 at In[3], line 4``) and one per line that consumed them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from .record import KeyEvent, KeyLineage, KeyNode
+
+GROUP = 8  # more untouched siblings than this from one call are drawn as one item
+
+
+@dataclass(frozen=True)
+class TreeItem:
+    """One row of the forest: a key (``k3``), a consumer (``e7``) or a group (``g0``)."""
+
+    id: str
+    parent: str | None
+    kind: str  # key, consume, group
+    label: str
+    where: str
+    code: str
+    cell: str | None
+    reused: bool
+    count: int = 1
+    traced: bool = False
+
+
+@dataclass(frozen=True)
+class Forest:
+    items: tuple[TreeItem, ...]
+    hidden: int  # items not drawn because of max_items
+    by_site: bool  # drawn by call site (too many keys to draw one by one)
+
+
+def _key_label(node: KeyNode) -> str:
+    if node.origin == "split" and node.index is not None:
+        return f"split [{node.index}]"
+    if node.origin == "unknown":
+        return "key of unknown origin"
+    if node.origin == "traced":
+        return "key inside a loop body (traced)"
+    return node.origin
+
+
+def _use_label(event: KeyEvent) -> str:
+    shape = ",".join(str(s) for s in event.shape)
+    text = f"{event.op} {event.dtype}[{shape}]"
+    return text + " (each iteration)" if event.in_loop else text
+
+
+def lineage_tree(lineage: KeyLineage, max_items: int = 2000) -> Forest:
+    """The forest of ``lineage``: every key and consumer, or call sites when too many."""
+    nodes = lineage.nodes
+    events = lineage.events
+    reused = {r.key for r in lineage.reuses}
+    uses: dict[int, list[KeyEvent]] = defaultdict(list)
+    for event in events:
+        if event.kind == "consume" or event.op == "split":
+            for node in event.inputs:
+                uses[node].append(event)
+    known = {n.id for n in nodes}
+    children: dict[int | None, list[KeyNode]] = defaultdict(list)
+    for node in nodes:
+        children[node.parent if node.parent in known else None].append(node)
+    total = len(nodes) + sum(len(v) for v in uses.values())
+    if total > max_items:
+        return _by_site(nodes, uses, reused, max_items)
+    items: list[TreeItem] = []
+    stack: list[tuple[KeyNode, str | None]] = [(n, None) for n in reversed(children[None])]
+    while stack:
+        node, parent = stack.pop()
+        item_id = f"k{node.id}"
+        items.append(
+            TreeItem(
+                item_id,
+                parent,
+                "key",
+                _key_label(node),
+                node.site.where,
+                node.site.code,
+                node.site.cell,
+                node.id in reused,
+                1,
+                node.traced,
+            )
+        )
+        for event in uses.get(node.id, ()):
+            if event.op != "split":
+                items.append(_use_item(event, item_id, node.id in reused))
+        quiet, loud = _partition(children.get(node.id, []), uses, children, reused)
+        for group_event, members in quiet.items():
+            first = members[0]
+            items.append(
+                TreeItem(
+                    f"g{node.id}-{group_event}",
+                    item_id,
+                    "group",
+                    f"{len(members)} more keys from {first.origin}",
+                    first.site.where,
+                    first.site.code,
+                    first.site.cell,
+                    False,
+                    len(members),
+                    first.traced,
+                )
+            )
+        stack.extend((child, item_id) for child in reversed(loud))
+    return Forest(tuple(items), 0, False)
+
+
+def _use_item(event: KeyEvent, parent: str, reused: bool) -> TreeItem:
+    site = event.site
+    return TreeItem(
+        f"e{event.index}-{parent}",
+        parent,
+        "consume",
+        _use_label(event),
+        site.where,
+        site.code,
+        site.cell,
+        reused,
+        1,
+        event.traced,
+    )
+
+
+def _partition(kids, uses, children, reused):
+    """Untouched siblings made by one call, grouped when there are more than GROUP."""
+    by_event: dict[int | None, list[KeyNode]] = defaultdict(list)
+    for kid in kids:
+        if not uses.get(kid.id) and not children.get(kid.id) and kid.id not in reused:
+            by_event[kid.event].append(kid)
+    quiet = {e: m for e, m in by_event.items() if len(m) > GROUP}
+    grouped = {k.id for m in quiet.values() for k in m}
+    return quiet, [k for k in kids if k.id not in grouped]
+
+
+def _by_site(nodes, uses, reused, max_items) -> Forest:
+    """One item per line that made keys and per line that consumed them."""
+    site_of_node = {n.id: (n.origin, n.site.where) for n in nodes}
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    first: dict[tuple[str, str], KeyNode] = {}
+    parent_site: dict[tuple[str, str], tuple[str, str] | None] = {}
+    bad: set[tuple[str, str]] = set()
+    for n in nodes:
+        s = site_of_node[n.id]
+        counts[s] += 1
+        first.setdefault(s, n)
+        up = site_of_node.get(n.parent) if n.parent is not None else None
+        if up != s:  # a chain `key, sub = split(key)` stays on its own line
+            parent_site.setdefault(s, up)
+        if n.id in reused:
+            bad.add(s)
+    ids = {s: f"s{i}" for i, s in enumerate(counts)}
+    # a parent is drawn before its children: follow parents, and break cycles at roots
+    order: list[tuple[str, str]] = []
+    placed: set[tuple[str, str]] = set()
+
+    def place(s: tuple[str, str], seen: frozenset[tuple[str, str]]) -> None:
+        if s in placed:
+            return
+        up = parent_site.get(s)
+        if up is not None and up in counts and up not in seen:
+            place(up, seen | {s})
+        elif up is not None:
+            parent_site[s] = None
+        placed.add(s)
+        order.append(s)
+
+    for s in counts:
+        place(s, frozenset())
+    items: list[TreeItem] = []
+    use_counts: dict[tuple[str, str, tuple[str, str]], list[KeyEvent]] = defaultdict(list)
+    for node_id, events in uses.items():
+        for e in events:
+            if e.op != "split" and node_id in site_of_node:
+                use_counts[(e.op, e.site.where, site_of_node[node_id])].append(e)
+    for s in order:
+        n = first[s]
+        up = parent_site.get(s)
+        label = f"{_key_label(n).split(' [')[0]} ×{counts[s]}"
+        items.append(
+            TreeItem(
+                ids[s],
+                ids[up] if up is not None else None,
+                "key",
+                label,
+                n.site.where,
+                n.site.code,
+                n.site.cell,
+                s in bad,
+                counts[s],
+                n.traced,
+            )
+        )
+        for (_op, where, owner), events in use_counts.items():
+            if owner == s:
+                e = events[0]
+                items.append(
+                    TreeItem(
+                        f"u{len(items)}",
+                        ids[s],
+                        "consume",
+                        f"{_use_label(e)} ×{len(events)}",
+                        where,
+                        e.site.code,
+                        e.site.cell,
+                        s in bad,
+                        len(events),
+                        e.traced,
+                    )
+                )
+    hidden = max(0, len(items) - max_items)
+    return Forest(tuple(items[:max_items]), hidden, True)

@@ -1,0 +1,122 @@
+"""Static views of key lineage and key flow: a nested HTML list and plain text.
+
+::
+
+    lineage_html(key_lineage())   # <div class="jaxlab-keys"> with <details> per key
+    lineage_text(key_lineage())   # an indented tree
+
+What exported notebooks, GitHub and the docs show; the live view is the ``KeyLineage``
+widget. Every user-written text (source lines, names) is escaped.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from html import escape
+from typing import TYPE_CHECKING
+
+from .tree import Forest, TreeItem, lineage_tree
+
+if TYPE_CHECKING:
+    from .flow import KeyFlow
+    from .record import KeyLineage
+
+_STYLE = (
+    "<style>.jaxlab-keys ul{list-style:none;padding-left:1.2em;margin:0}"
+    ".jaxlab-keys .reused{color:var(--jp-error-color1,#c62828);font-weight:600}"
+    ".jaxlab-keys .where{color:var(--jp-ui-font-color2,#666);font-size:90%}"
+    ".jaxlab-keys code{font-size:90%}</style>"
+)
+
+
+def _summary(lineage: KeyLineage, forest: Forest) -> str:
+    text = f"{len(lineage.nodes)} keys, {len(lineage.events)} events, {len(lineage.reuses)} reuses"
+    if forest.by_site:
+        text += "; drawn by call site"
+    if forest.hidden:
+        text += f"; {forest.hidden} more not drawn"
+    if lineage.dropped:
+        text += f"; {lineage.dropped} oldest keys forgotten"
+    return text
+
+
+def _row(item: TreeItem) -> str:
+    cls = ' class="reused"' if item.reused else ""
+    mark = "● " if item.kind == "key" else "▸ " if item.kind == "consume" else "… "
+    code = f" <code>{escape(item.code)}</code>" if item.code else ""
+    return (
+        f"<span{cls}>{mark}{escape(item.label)}</span> "
+        f'<span class="where">{escape(item.where)}</span>{code}'
+    )
+
+
+def forest_html(forest: Forest) -> str:
+    kids: dict[str | None, list[TreeItem]] = defaultdict(list)
+    for item in forest.items:
+        kids[item.parent].append(item)
+
+    def render(parent: str | None) -> str:
+        parts = []
+        for item in kids.get(parent, ()):
+            inner = render(item.id)
+            body = (
+                f"<details open><summary>{_row(item)}</summary>{inner}</details>"
+                if inner
+                else _row(item)
+            )
+            parts.append(f"<li>{body}</li>")
+        return f"<ul>{''.join(parts)}</ul>" if parts else ""
+
+    return render(None)
+
+
+def lineage_html(lineage: KeyLineage, max_items: int = 2000) -> str:
+    forest = lineage_tree(lineage, max_items)
+    reuses = "".join(f'<li class="reused">{escape(r.message())}</li>' for r in lineage.reuses)
+    reuse_html = f"<p>Reused keys:</p><ul>{reuses}</ul>" if reuses else ""
+    return (
+        f'{_STYLE}<div class="jaxlab-keys"><p>Key lineage: {escape(_summary(lineage, forest))}</p>'
+        f"{reuse_html}{forest_html(forest)}</div>"
+    )
+
+
+def forest_text(forest: Forest) -> str:
+    depth: dict[str, int] = {}
+    lines = []
+    for item in forest.items:
+        d = depth[item.id] = depth.get(item.parent, -1) + 1 if item.parent else 0
+        flag = "  REUSED" if item.reused else ""
+        lines.append(f"{'  ' * d}{item.label}  ({item.where}){flag}")
+    return "\n".join(lines)
+
+
+def lineage_text(lineage: KeyLineage, max_items: int = 2000) -> str:
+    forest = lineage_tree(lineage, max_items)
+    head = [f"KeyLineage: {_summary(lineage, forest)}"]
+    head += [f"  reuse: {r.message()}" for r in lineage.reuses]
+    body = forest_text(forest)
+    return "\n".join(head + ([body] if body else []))
+
+
+def flow_text(flow: KeyFlow) -> str:
+    lines = [
+        f"KeyFlow of {flow.name}: {len(flow.keys)} keys, {len(flow.uses)} uses, "
+        f"{len(flow.reuses)} reuses"
+    ]
+    for r in flow.reuses:
+        lines.append(f"  reuse: {r.message()}")
+    return "\n".join(lines)
+
+
+def flow_html(flow: KeyFlow) -> str:
+    rows = "".join(
+        f"<li>{escape(u.op)} of key {u.key} <span class='where'>{escape(u.site.where)}</span>"
+        f"{' (in a loop)' if u.in_loop else ''}</li>"
+        for u in flow.uses
+    )
+    reuses = "".join(f'<li class="reused">{escape(r.message())}</li>' for r in flow.reuses)
+    verdict = f"<ul>{reuses}</ul>" if reuses else "<p>No key is reused.</p>"
+    return (
+        f'{_STYLE}<div class="jaxlab-keys"><p>Key flow of <code>{escape(flow.name)}</code>: '
+        f"{len(flow.keys)} keys, {len(flow.uses)} uses</p>{verdict}<ul>{rows}</ul></div>"
+    )
