@@ -219,19 +219,21 @@ def call_with_bound(source: str, fun: Callable[..., Any], name: str) -> str | No
     ]
     bound: ast.expr | None = None
     args: list[ast.expr] = []
-    keywords = [k for k in node.keywords if k.arg != name]
+    by_name: list[ast.keyword] = []
     for i, arg in enumerate(node.args):
         param = positional[i] if i < len(positional) else None
         if param == name:
             bound = arg
         elif bound is not None and param is not None:
             # After the bound one, arguments go by name so they keep their parameters.
-            keywords.append(ast.keyword(arg=param, value=arg))
+            by_name.append(ast.keyword(arg=param, value=arg))
         else:
             args.append(arg)
-    bound = bound or next((k.value for k in node.keywords if k.arg == name), None)
-    if bound is None:
+    named = [k.value for k in node.keywords if k.arg == name]
+    if (bound is None) == (not named) or len(named) > 1:  # not given, or given twice
         return None
+    bound = bound or named[0]
+    keywords = by_name + [k for k in node.keywords if k.arg != name]
     fun_text = ast.unparse(node.func)
     call = ast.unparse(ast.Call(func=ast.Name("CALLEE"), args=args, keywords=keywords))
     return call.replace("CALLEE", f"functools.partial({fun_text}, {name}={ast.unparse(bound)})", 1)
