@@ -36,6 +36,11 @@ from .explain.nans import NanCheck as NanCheck
 from .explain.nans import debug_nans as debug_nans
 from .graph import Graph as Graph
 from .graph import jaxpr_graph as jaxpr_graph
+from .keys.flow import KeyFlow as KeyFlow
+from .keys.flow import key_flow as key_flow
+from .keys.record import KeyLineage as KeyLineage
+from .keys.record import key_lineage as key_lineage
+from .keys.track import track_keys as track_keys
 from .timing.bench import bench as bench
 from .timing.profile import profile as profile
 from .timing.profile_result import ProfileResult as ProfileResult

@@ -40,6 +40,11 @@ PUBLIC_NAMES = {
     "BenchResult",
     "profile",
     "ProfileResult",
+    "KeyFlow",
+    "key_flow",
+    "KeyLineage",
+    "key_lineage",
+    "track_keys",
     "load_ipython_extension",
     "unload_ipython_extension",
 }
@@ -55,6 +60,7 @@ PUBLIC_MAGICS = {
     ("line", "jax_nans"),
     ("line", "bench"),
     ("cell", "profile"),
+    ("line", "keys"),
 }
 
 # The top of kernel_ext/: the entry point and the three shared modules (plus the warning

@@ -8,4 +8,5 @@ in the wheel and loaded from nowhere else::
 """
 
 from .compile_monitor import CompileMonitor as CompileMonitor
+from .key_lineage import KeyLineage as KeyLineage
 from .profile_timeline import ProfileTimeline as ProfileTimeline

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-FAMILIES = ("jaxpr", "devices", "grad", "jit", "compile_log", "errors", "timing")
+FAMILIES = ("jaxpr", "devices", "grad", "jit", "compile_log", "errors", "timing", "keys")
 
 
 @dataclass

@@ -1,0 +1,131 @@
+"""``%keys``: PRNG key lineage, switched on and shown.
+
+::
+
+    %keys on              # track every key made, split, folded in and consumed
+    %keys                 # the live KeyLineage widget (same as %keys show)
+    %keys show --static   # a nested HTML list (no widget)
+    %keys --cell In[4]    # only what cell In[4] did (static view)
+    %keys clear           # forget what was recorded
+    %keys off             # jax.random is JAX's again
+    lineage = %keys -o    # the KeyLineage record
+
+Its plain-Python twins are ``jaxlab.track_keys()`` and ``jaxlab.key_lineage()``; the
+static analysis is ``jaxlab.key_flow(f, key)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import HTML, display
+
+from ..keys.record import KeyLineage, key_lineage
+from ..keys.track import is_tracking, track_keys
+from ._options import parse_options
+
+ACTIONS = ("on", "off", "show", "clear")
+
+
+@magics_class
+class KeysMagics(Magics):
+    @magic_arguments()
+    @argument("action", nargs="?", default="show", help="on, off, show (default) or clear.")
+    @argument("--static", action="store_true", help="A nested HTML list, not the widget.")
+    @argument("--cell", metavar="CELL", help="Only keys and draws of this cell, e.g. In[4].")
+    @argument("--max", type=int, default=2000, metavar="N", help="Rows drawn at most.")
+    @argument("-o", dest="output", action="store_true", help="Return the KeyLineage.")
+    @line_magic
+    def keys(self, line: str = "") -> Any:
+        """Track PRNG keys and show their family tree, with reused keys in red.
+
+        Example: ``%keys on``, run cells, then ``%keys``.
+        """
+        args = parse_options(self.keys, line)
+        if args.action not in ACTIONS:
+            raise UsageError(
+                f"%keys: unknown action {args.action!r}; use one of {', '.join(ACTIONS)}"
+                " (e.g. `%keys on`)"
+            )
+        if args.max < 1:
+            raise UsageError(f"%keys: --max must be a positive number, not {args.max}")
+        lineage = key_lineage()
+        if args.action in ("on", "off"):
+            track_keys(args.action == "on")
+            print(f"key tracking {'on' if is_tracking() else 'off'}")
+            return lineage if args.output else None
+        if args.action == "clear":
+            lineage.clear()
+            return lineage if args.output else None
+        if args.output:
+            return lineage
+        if not is_tracking() and not lineage.events:
+            print("key tracking is off: `%keys on` (or jaxlab.track_keys()) starts it")
+            return None
+        if args.cell:
+            display(HTML(_cell_html(lineage, args.cell, args.max)))
+        elif args.static:
+            display(HTML(_html(lineage, args.max)))
+        else:
+            display(_widget(lineage, args.max))
+        return None
+
+
+def _html(lineage: KeyLineage, max_items: int) -> str:
+    from ..keys.view import lineage_html
+
+    return lineage_html(lineage, max_items)
+
+
+def _cell_html(lineage: KeyLineage, cell: str, max_items: int) -> str:
+    from ..keys.tree import Forest, lineage_tree
+    from ..keys.view import forest_html
+
+    forest = lineage_tree(lineage, max_items)
+    by_id = {item.id: item for item in forest.items}
+    keep: set[str] = set()
+    for item in forest.items:
+        at = item if item.cell == cell else None
+        while at is not None and at.id not in keep:
+            keep.add(at.id)
+            at = by_id.get(at.parent) if at.parent else None
+    if not keep:
+        cells = ", ".join(sorted({i.cell for i in forest.items if i.cell})) or "none"
+        raise UsageError(f"%keys: no key was made or drawn in {cell}; cells with keys: {cells}")
+    kept = Forest(tuple(i for i in forest.items if i.id in keep), forest.hidden, forest.by_site)
+    return forest_html(kept)
+
+
+_WIDGET: Any = None  # one live widget for the session's lineage, shared by every display
+
+
+def _widget(lineage: KeyLineage, max_items: int) -> Any:
+    from jaxlab.widgets import KeyLineage as KeyLineageWidget
+
+    global _WIDGET
+    if _WIDGET is None or _WIDGET.comm is None or _WIDGET.lineage is not lineage:
+        _WIDGET = KeyLineageWidget(lineage, max_items=max_items)
+    elif _WIDGET.max_items != max_items:
+        _WIDGET.max_items = max_items
+        _WIDGET.refresh()
+    return _WIDGET
+
+
+def install(ip: Any) -> Callable[[], None]:
+    """Nothing is switched on at load; the undo switches tracking off and closes the view."""
+
+    def undo() -> None:
+        global _WIDGET
+        track_keys(False)
+        if _WIDGET is not None:
+            _WIDGET.close()
+            _WIDGET = None
+
+    return undo
+
+
+MAGICS = (KeysMagics,)
