@@ -170,7 +170,10 @@ def _cost(target: _Target) -> tuple[float | None, float | None]:
         with own_work():
             if not callable(lower):
                 lower = jax.jit(target.fun).lower
-            analysis = cost_analysis(lower(*target.args, **target.kwargs).compile())
+            compiled = lower(*target.args, **target.kwargs).compile()
+            analysis = cost_analysis(compiled)
+            if not analysis:  # equinox's filter_jit wraps JAX's Compiled as `.compiled`
+                analysis = cost_analysis(getattr(compiled, "compiled", None))
     except Exception:  # a function jax.jit cannot trace as a whole (Python control flow)
         return None, None
     flops = analysis.get("flops")
