@@ -8,32 +8,113 @@ exercises every entry on the installed JAX.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 # --------------------------------------------------------------------------- compile log
-# JAX logs its cache-miss explanations, the argument types of each lowering and (with
-# the persistent cache on) its cache misses from private modules' loggers; their names
-# move when JAX reorganises its source. The flag says whether their DEBUG records are
-# needed (the argument types are logged at DEBUG).
-_COMPILE_MESSAGE_LOGGERS = {
-    "jax._src.interpreters.partial_eval": False,
-    "jax._src.interpreters.pxla": True,
-    "jax._src.compiler": False,
-    "jax._src.compilation_cache": False,
-}
+# Why a function compiled is read from the call JAX is tracing for ``jit``: the frame of
+# ``jax._src.pjit._trace_for_jit`` (JAX 0.4.36 to 0.12) holds the function object, its
+# arguments, the static argument numbers and names, the flat argument types and their
+# names. It is found by name from inside JAX's trace-duration listener call and only read;
+# a JAX that renames it or its locals yields None, and the log says it cannot tell.
+_JIT_TRACE_FRAME = ("_trace_for_jit", "pjit.py")
+_JIT_TRACE_LOCALS = ("fun", "ji", "dbg", "avals", "args", "kwargs")
+_JIT_TRACE_DEPTH = 12  # frames between the listener and the tracing function (6 today)
 
 
-def compile_message_loggers() -> dict[str, bool]:
-    """Logger names that carry ``TRACING CACHE MISS``, ``Compiling ... with global
-    shapes and types`` and the persistent cache's misses, each with whether its DEBUG
-    records are wanted; falls back to the ``jax`` logger (explanations only) when the
-    modules are gone."""
+class JitCall(NamedTuple):
+    """The call ``jit`` is tracing: what the compile log compares between compilations."""
+
+    fun: Any  # the Python function object being traced
+    args: tuple[Any, ...]  # positional arguments, static ones included
+    kwargs: dict[str, Any]
+    static_argnums: tuple[int, ...]
+    static_argnames: tuple[str, ...]
+    arg_names: tuple[str, ...]  # one per traced (flat) argument: "x", "params['w']"
+    avals: tuple[Any, ...]  # the traced arguments' abstract values
+    defined_at: str  # JAX's "f at /path/file.py:12", or ""
+
+
+def jit_call_being_traced() -> JitCall | None:
+    """The call ``jit`` is tracing right now (from a monitoring listener), or None."""
     import sys
 
-    import jax  # noqa: F401  (imports the modules whose loggers we look for)
+    frame = sys._getframe(1)
+    for _ in range(_JIT_TRACE_DEPTH):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if code.co_name == _JIT_TRACE_FRAME[0] and code.co_filename.endswith(_JIT_TRACE_FRAME[1]):
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    else:
+        return None
+    found = frame.f_locals
+    if not all(name in found for name in _JIT_TRACE_LOCALS):
+        return None
+    try:
+        ji, dbg = found["ji"], found["dbg"]
+        avals = tuple(found["avals"])
+        names = tuple(getattr(dbg, "arg_names", None) or ())
+        if len(names) != len(avals):
+            names = tuple(f"arg {i}" for i in range(len(avals)))
+        return JitCall(
+            fun=found["fun"],
+            args=tuple(found["args"]),
+            kwargs=dict(found["kwargs"] or {}),
+            static_argnums=tuple(ji.static_argnums),
+            static_argnames=tuple(ji.static_argnames),
+            arg_names=names,
+            avals=avals,
+            defined_at=str(getattr(dbg, "func_src_info", "") or ""),
+        )
+    except (AttributeError, TypeError):
+        return None
 
-    found = {n: debug for n, debug in _COMPILE_MESSAGE_LOGGERS.items() if n in sys.modules}
-    return found if len(found) == len(_COMPILE_MESSAGE_LOGGERS) else {"jax": False}
+
+# A compilation whose trace JAX did not report (a jit reached under grad or vmap, an eager
+# operation under a transformation) is read when it is lowered instead: the frame of
+# ``jax._src.interpreters.pxla._cached_lowering_to_hlo`` holds the program's argument
+# types and names and its debug info (no function object, no static values).
+_LOWERING_FRAME = ("_cached_lowering_to_hlo", "pxla.py")
+_LOWERING_LOCALS = ("closed_jaxpr", "in_avals", "arg_names", "num_const_args")
+
+
+def jaxpr_being_lowered() -> JitCall | None:
+    """The program JAX is lowering right now (from a monitoring listener), or None."""
+    import sys
+
+    frame = sys._getframe(1)
+    for _ in range(_JIT_TRACE_DEPTH):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if code.co_name == _LOWERING_FRAME[0] and code.co_filename.endswith(_LOWERING_FRAME[1]):
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    else:
+        return None
+    found = frame.f_locals
+    if not all(name in found for name in _LOWERING_LOCALS):
+        return None
+    try:
+        skip = int(found["num_const_args"])
+        avals = tuple(found["in_avals"])[skip:]
+        names = tuple(found["arg_names"])[skip:]
+        if len(names) != len(avals):
+            names = tuple(f"arg {i}" for i in range(len(avals)))
+        info = getattr(found["closed_jaxpr"].jaxpr, "debug_info", None)
+        return JitCall(
+            fun=None,
+            args=(),
+            kwargs={},
+            static_argnums=(),
+            static_argnames=(),
+            arg_names=names,
+            avals=avals,
+            defined_at=str(getattr(info, "func_src_info", "") or ""),
+        )
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 # --------------------------------------------------------------------------- jit report
@@ -131,47 +212,3 @@ def hook_array_conversions(
             setattr(cls, name, originals[name])
 
     return undo
-
-
-# --------------------------------------------------------------------------- key lineage
-# Reading a typed key's data eagerly through ``jax.random.key_data`` dispatches a
-# primitive (~75 µs on a busy CPU); the concrete ``PRNGKeyArray`` already holds it as the
-# private ``_base_array``, whose host copy jax caches. Checked by attribute, falling back
-# to the public call.
-_KEY_BASE_ARRAY = "_base_array"
-
-
-def key_data_now(key: Any) -> Any:
-    """The key data of a concrete typed key as a NumPy array (no dispatch when possible)."""
-    import jax
-    import numpy as np
-
-    base = getattr(key, _KEY_BASE_ARRAY, None)
-    if base is not None and not isinstance(base, jax.core.Tracer):
-        return np.asarray(base)
-    return np.asarray(jax.random.key_data(key))
-
-
-# A loop body (``scan``, ``while_loop``, ``fori_loop``, ``lax.map``) is traced once and
-# runs many times: a callback there would run on every iteration. Whether JAX is tracing
-# one now is read from the Python stack: a frame of JAX's control-flow loop module. A
-# JAX that moves that module makes this answer False (keys are then recorded by callback
-# inside loops too: slower, still correct).
-_LOOP_MODULE = ("lax", "control_flow", "loops.py")
-_LOOP_DEPTH = 200
-
-
-def tracing_loop_body() -> bool:
-    """Whether the caller runs while JAX traces the body of a loop primitive."""
-    import os
-    import sys
-
-    tail = os.sep + os.sep.join(_LOOP_MODULE)
-    frame = sys._getframe(1)
-    for _ in range(_LOOP_DEPTH):
-        if frame is None:
-            return False
-        if frame.f_code.co_filename.endswith(tail):
-            return True
-        frame = frame.f_back  # type: ignore[assignment]
-    return False

@@ -13,12 +13,13 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import jaxlab
-from jaxlab.compile.capture import _Handler, is_listening
+from jaxlab.compile.capture import is_listening, jaxlab_work
 from jaxlab.compile.log import ArgChange, CompileLog
 from jaxlab.compile.log_view import log_figure, log_html, log_text
-from jaxlab.compile.messages import base_name, parse_explanation, short_type
+from jaxlab.compile.messages import CallSignature, base_name, explain, short_type
 
 PE_LOGGER = "jax._src.interpreters.partial_eval"
+PXLA_LOGGER = "jax._src.interpreters.pxla"
 
 
 def fresh(name="f"):
@@ -31,55 +32,56 @@ def fresh(name="f"):
     return f
 
 
-# --------------------------------------------------------------------------- parsing
+# --------------------------------------------------------------------------- reasons
 
 
-def test_parse_type_change_names_argument_and_both_shapes():
-    message = (
-        "TRACING CACHE MISS at /tmp/a.py:23 (<module>):\n"
-        "  for f defined at /tmp/a.py:17\n"
-        "  all previously seen cache keys differ. For the closest previous key:\n"
-        "  different input types:\n"
-        "  * at x, now f32[4,4] and before f32[3,3]\n"
-        "  * at y, now f32[4] and before f32[3]"
+def signature(fun, args=(), statics=(), config=(), defined_at="a.py:1"):
+    return CallSignature.of(
+        fun, defined_at=defined_at, user_code=True, args=args, statics=statics, config=config
     )
-    parsed = parse_explanation(message)
-    assert parsed is not None and parsed.fun_name == "f" and not parsed.new_function
-    assert parsed.changes == (
-        ArgChange("x", "f32[3,3]", "f32[4,4]"),
-        ArgChange("y", "f32[3]", "f32[4]"),
-    )
-    assert parsed.text == "x: f32[3,3] → f32[4,4]; y: f32[3] → f32[4]"
 
 
-def test_parse_never_seen_and_other_reasons():
-    seen = parse_explanation(
-        "TRACING CACHE MISS at a.py:1 (<module>):\n  never seen function:\n"
-        "    Model.__call__ id=1234 defined at a.py:3"
+def test_explain_names_types_static_values_and_config_old_to_new():
+    f = fresh()
+    before = signature(
+        f, (("x", "f32[3]"), ("n", "i32[]")), (("k", "2"),), (("jax_enable_x64", "False"),)
     )
-    assert seen is not None and seen.new_function and seen.fun_name == "Model.__call__"
-    header = (
-        "TRACING CACHE MISS at a.py:1 (<module>):\n  for g defined at a.py:1\n"
-        "  all previously seen cache keys differ. For the closest previous key:\n"
+    assert explain([], before) == ("first compilation", ())
+    text, changes = explain(
+        [before],
+        signature(
+            f, (("x", "f32[4]"), ("n", "i32[]")), (("k", "3"),), (("jax_enable_x64", "True"),)
+        ),
     )
-    static = parse_explanation(  # JAX 0.10's words for a new static keyword value
-        header + "  different input pytree:\n  * at input path [1]['n'], now <class "
-        "'jax._src.tree_util.Static'> with pytree metadata Static(val=4) and before <class "
-        "'jax._src.tree_util.Static'> with pytree metadata Static(val=3), so the pytree node "
-        "metadata does not match"
+    assert changes == (
+        ArgChange("x", "f32[3]", "f32[4]"),
+        ArgChange("k (static)", "2", "3"),
+        ArgChange("config jax_enable_x64", "False", "True"),
     )
-    assert static is not None and static.changes == (ArgChange("n (static)", "3", "4"),)
-    tree = parse_explanation(
-        header + "  different input pytree:\n  * at input path [0][0], now <class 'dict'> "
-        "with 2 children and before <class 'dict'> with 1 child, so the numbers of children "
-        "do not match, with the symmetric difference of key sets: {'b'}"
+    assert text == "x: f32[3] → f32[4]; k (static): 2 → 3; config jax_enable_x64: False → True"
+    same_text, same_changes = explain([before], before)
+    assert same_changes == () and same_text.startswith("same function, argument types")
+    assert explain([before], None)[0].startswith("compiled again")
+
+
+def test_explain_compares_with_the_closest_of_a_few_earlier_signatures():
+    f = fresh()
+    a3 = signature(f, (("x", "f32[3]"), ("y", "f32[2]")))
+    b4 = signature(f, (("x", "f32[4]"), ("y", "f32[5]")))
+    # back to x: f32[3] with a new y: closest is the older a3 (one change), not b4 (two)
+    _, changes = explain([a3, b4], signature(f, (("x", "f32[3]"), ("y", "f32[9]"))))
+    assert changes == (ArgChange("y", "f32[2]", "f32[9]"),)
+
+
+def test_explain_names_a_new_function_object_and_where_it_was_defined():
+    old, new = fresh(), fresh()
+    text, changes = explain(
+        [signature(old, (("x", "f32[3]"),), defined_at="In[3], line 1")],
+        signature(new, (("x", "f32[3]"),), defined_at="In[5], line 1"),
     )
-    assert tree is not None and tree.changes == () and tree.text is not None
-    assert "symmetric difference of key sets: {'b'}" in tree.text
-    unavailable = parse_explanation(header + "  cache miss explanation unavailable")
-    assert unavailable is not None and unavailable.text is None  # the log compares signatures
-    assert not unavailable.new_function
-    assert parse_explanation("something else") is None
+    assert changes == ()
+    assert text.startswith("new function object at In[5], line 1")
+    assert "the last one at In[3], line 1" in text
 
 
 def test_short_type_and_base_name():
@@ -103,7 +105,7 @@ def test_record_fills_recompile_and_reason_from_signatures():
     assert first.explanation == "first compilation"
     assert again.changes == (ArgChange("arg 0", "f32[3]", "f32[4]"),)
     assert again.explanation == "arg 0: f32[3] → f32[4]"
-    assert "static argument" in same.explanation
+    assert same.explanation.startswith("compiled again")  # no call to compare: says so
     (row,) = log.functions()
     assert (row.name, row.count, row.recompiles) == ("g", 3, 2)
     assert row.total_s == pytest.approx(1.0) and row.last_s == pytest.approx(0.25)
@@ -162,53 +164,109 @@ def test_phases_cache_hits_and_new_shape():
     assert first.persistent_cache == "off"
 
 
-def test_listening_restores_config_and_loggers():
+def test_listening_changes_no_config_and_no_logger():
     log = CompileLog()
-    logger = logging.getLogger(PE_LOGGER)
-    before = (
-        jax.config.jax_explain_cache_misses,
-        logger.level,
-        logger.propagate,
-        list(logger.handlers),
-    )
+    loggers = [logging.getLogger(n) for n in ("jax", PE_LOGGER, PXLA_LOGGER)]
+
+    def state():
+        return (
+            jax.config.jax_explain_cache_misses,
+            [(lg.level, lg.propagate, list(lg.handlers), list(lg.filters)) for lg in loggers],
+        )
+
+    before = state()
     with log.recording():
-        assert jax.config.jax_explain_cache_misses is True
         assert is_listening(log)
-    after = (
-        jax.config.jax_explain_cache_misses,
-        logger.level,
-        logger.propagate,
-        list(logger.handlers),
-    )
-    assert after == before and not is_listening(log)
+        assert state() == before  # nothing switched on, no handler, no level
+        jax.jit(fresh("untouched"))(jnp.ones(2))
+    assert state() == before and not is_listening(log)
+    assert len(log.for_function("untouched")) == 1
 
 
-def test_explanations_reach_user_handlers_only_if_the_user_asked(monkeypatch):
+def _compiling_records(run):
+    """JAX's "Compiling ..." records that a user's own DEBUG handler on `jax` receives."""
     seen = []
 
     class Keep(logging.Handler):
         def emit(self, record):
             seen.append(record.getMessage())
 
-    handler = Keep(logging.DEBUG)
-    root = logging.getLogger()
-    root.addHandler(handler)
+    jax_logger = logging.getLogger("jax")
+    handler, level = Keep(logging.DEBUG), jax_logger.level
+    jax_logger.addHandler(handler)
+    jax_logger.setLevel(logging.DEBUG)
     try:
-        log = CompileLog()
-        with log.recording():
-            jax.jit(fresh("quiet"))(jnp.ones(2))
-        assert not any("TRACING CACHE MISS" in m for m in seen)
-        assert not any(m.startswith("Compiling") for m in seen)  # DEBUG, not for the user
-        jax.config.update("jax_explain_cache_misses", True)
-        try:
-            with log.recording():
-                jax.jit(fresh("loud"))(jnp.ones(2))
-        finally:
-            jax.config.update("jax_explain_cache_misses", False)
-        assert any("TRACING CACHE MISS" in m and "loud" in m for m in seen)
-        assert len(log.for_function("loud")) == 1
+        run()
     finally:
-        root.removeHandler(handler)
+        jax_logger.removeHandler(handler)
+        jax_logger.setLevel(level)
+    return [m.split(" with ")[0] for m in seen if m.startswith("Compiling ")]
+
+
+def test_users_debug_logging_gets_jaxs_records_as_without_jaxlab(ip):
+    # With the extension loaded, a user who turns JAX's logger to DEBUG with a handler of
+    # their own gets the same "Compiling ..." records as a session without jaxlab.
+    def compile_three():
+        f = jax.jit(fresh("logged"))
+        f(jnp.ones(2))
+        f(jnp.ones(3))
+        f(jnp.ones(4))
+
+    with_jaxlab = _compiling_records(compile_three)
+    ip.run_line_magic("unload_ext", "jaxlab")
+    try:
+        without = _compiling_records(compile_three)
+    finally:
+        ip.run_line_magic("load_ext", "jaxlab")
+    assert with_jaxlab == without == ["Compiling jit(logged)"] * 3
+    assert len(jaxlab.compile_log().for_function("logged")) == 3
+
+
+def test_jaxlab_work_is_counted_apart_not_logged():
+    log = CompileLog()
+    with log.recording():
+        with jaxlab_work():
+            jax.jit(fresh("ours"))(jnp.ones(5))
+        jax.jit(fresh("theirs"))(jnp.ones(5))
+    assert log.for_function("ours") == () and len(log.for_function("theirs")) == 1
+    assert log.jaxlab_count >= 1 and log.jaxlab_s > 0
+    assert all(e.fun_name != "ours" for e in log.events)
+
+
+def test_static_argument_and_random_normal_shape_are_named():
+    import functools
+
+    log = CompileLog()
+    key = jax.random.key(0)
+
+    @functools.partial(jax.jit, static_argnames="n")
+    def power(x, n):
+        return x**n
+
+    with log.recording():
+        power(jnp.ones(3), n=2)
+        power(jnp.ones(3), n=3)
+        jax.random.normal(key, (3,))
+        jax.random.normal(key, (2, 5))
+    _, again = log.for_function("power")
+    assert again.recompile and again.changes == (ArgChange("n (static)", "2", "3"),)
+    normal = [e for e in log.events if e.recompile and "shape (static)" in e.explanation]
+    assert normal and normal[-1].changes == (ArgChange("shape (static)", "(3,)", "(2, 5)"),)
+    assert not normal[-1].user_code  # JAX's function: hidden by "my functions only"
+    assert again.user_code and again.defined_at.startswith("test_compile_log.py:")
+
+
+def test_config_change_is_named():
+    log = CompileLog()
+    f = jax.jit(fresh("precise"))
+    with log.recording():
+        f(jnp.ones(3))
+        with jax.default_matmul_precision("highest"):
+            f(jnp.ones(3))
+    _, again = log.for_function("precise")
+    (change,) = again.changes
+    assert change.name == "config jax_default_matmul_precision"
+    assert (change.before, change.after) == ("None", "highest")
 
 
 def test_nested_recording_logs_each_compile_once():
@@ -282,7 +340,6 @@ def test_compiles_while_a_magic_reads_its_arguments_name_the_cell(ip):
 def test_unload_and_reload_log_each_compile_once(ip):
     ip.run_line_magic("unload_ext", "jaxlab")
     assert not is_listening(jaxlab.compile_log())
-    assert jax.config.jax_explain_cache_misses is False
     f = fresh("unloaded")
     jax.jit(f)(jnp.ones(2))
     assert jaxlab.compile_log().for_function("unloaded") == ()
@@ -293,8 +350,6 @@ def test_unload_and_reload_log_each_compile_once(ip):
     jax.jit(fresh("reloaded"))(jnp.ones(3))
     events = jaxlab.compile_log().for_function("reloaded")
     assert len(events) == 2
-    ours = [h for h in logging.getLogger(PE_LOGGER).handlers if isinstance(h, _Handler)]
-    assert len(ours) == 1
 
 
 def test_compile_log_magic(ip):
@@ -346,3 +401,56 @@ def test_views_escape_and_show_every_function():
     assert len(ax.containers) == 3  # trace, lower, compile
     assert [len(c) for c in ax.containers] == [3, 3, 3]
     assert ax.containers[2][2].get_width() == pytest.approx(3.0)  # ms
+
+
+# --------------------------------------------------------------------------- the lesson
+
+LESSON_SETUP = """import jax, jax.numpy as jnp
+def mlp(params, x):
+    for w, b in params:
+        x = jnp.tanh(x @ w + b)
+    return x.sum()
+def waves(x):
+    return jnp.sin(x) * 2
+params = [(jnp.ones((4, 8)) * 0.1, jnp.zeros(8)), (jnp.ones((8, 1)) * 0.1, jnp.zeros(1))]
+x = jnp.ones((2, 4))"""
+
+
+def test_lesson_logs_one_user_recompile_with_its_reason_and_none_of_jaxlabs_work(ip):
+    log = jaxlab.compile_log()
+    ip.run_cell(LESSON_SETUP, store_history=True)
+    ip.run_line_magic("compile_log", "--clear")
+    with capture_output():
+        assert ip.run_cell("%grad mlp(params, x)", store_history=True).success
+        count, ours = log.count, log.jaxlab_count
+        # drawing the gradient graph and checking it against finite differences compile
+        # dozens of programs: jaxlab's work, counted apart, none of it in the log
+        assert ip.run_cell("%grad --graph mlp(params, x)", store_history=True).success
+        assert ip.run_cell("%grad --check mlp(params, x)", store_history=True).success
+        assert log.count == count and log.jaxlab_count > ours + 10
+        assert ip.run_cell("%grad waves(jnp.ones(3))", store_history=True).success  # Jacobian
+        cell = "jf = jax.jit(mlp)\njf(params, x)\njf(params, jnp.ones((3, 4)))"
+        assert ip.run_cell(cell, store_history=True).success
+    n = ip.execution_count - 1
+    mine = [e for e in log.events if e.user_code]
+    assert [(e.fun_name, e.recompile) for e in mine] == [("mlp", False), ("mlp", True)]
+    recompiled = mine[1]
+    assert recompiled.changes == (ArgChange("x", "f32[2,4]", "f32[3,4]"),)
+    assert recompiled.where == f"In[{n}], line 3"
+    first_row = log.functions(mine_only=True)[0]
+    assert first_row.name == "mlp" and first_row.recompiles == 1
+    text = log_text(log)
+    assert "x: f32[2,4] → f32[3,4]" in text.split("last compilations:")[0]
+
+
+def test_a_rerun_cell_names_the_new_function_object(ip):
+    cell = "import jax, jax.numpy as jnp\nstep = jax.jit(lambda x: x + 1)\ny = step(jnp.ones(2))"
+    ip.run_cell(cell, store_history=True)
+    first = ip.execution_count - 1
+    ip.run_cell(cell, store_history=True)
+    second = ip.execution_count - 1
+    *_, again = jaxlab.compile_log().for_function("<lambda>")
+    assert again.recompile and again.changes == ()
+    assert again.explanation.startswith(f"new function object at In[{second}], line 2")
+    assert f"the last one at In[{first}], line 2" in again.explanation
+    assert again.where == f"In[{second}], line 3"

@@ -5,7 +5,6 @@ pair says the installed JAX still has what the entry expects (a JAX release that
 it fails here, not in a user's notebook); the second that the guard falls back quietly.
 """
 
-import logging
 import traceback
 from types import SimpleNamespace
 
@@ -15,36 +14,70 @@ import numpy as np
 import pytest
 
 from jaxlab import _jax_compat
-from jaxlab.compile.log import ArgChange, CompileLog
+from jaxlab.compile.log import CompileLog
 
 
 # --------------------------------------------------------------------------- compile log
-def test_compile_message_loggers_on_installed_jax():
-    assert _jax_compat.compile_message_loggers() == {
-        "jax._src.interpreters.partial_eval": False,
-        "jax._src.interpreters.pxla": True,  # the argument types come at DEBUG
-        "jax._src.compiler": False,
-        "jax._src.compilation_cache": False,
-    }
+def _traced_calls(run):
+    """What the two compile-log readers find from inside JAX's duration listener."""
+    import jax.monitoring as monitoring
+
+    found = []
+
+    def listener(event, duration_secs, **kwargs):
+        if event == "/jax/core/compile/jaxpr_trace_duration":
+            found.append(("trace", _jax_compat.jit_call_being_traced()))
+        elif event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            found.append(("lower", _jax_compat.jaxpr_being_lowered()))
+
+    monitoring.register_event_duration_secs_listener(listener)
+    try:
+        run()
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
+    return found
 
 
-def test_compile_message_loggers_fallback(monkeypatch):
-    monkeypatch.setattr(_jax_compat, "_COMPILE_MESSAGE_LOGGERS", {"jax._src.gone_away": True})
-    assert _jax_compat.compile_message_loggers() == {"jax": False}
+def test_jit_call_being_traced_on_installed_jax():
+    def scaled(x, n, *, y):
+        return x * n + y["a"]
 
-    def fallback(x):  # a function JAX has not seen: its first compilation is logged
+    jitted = jax.jit(scaled, static_argnums=1)
+    found = _traced_calls(lambda: jitted(jnp.ones(3), 2, y={"a": 1.0}))
+    traced = [c for kind, c in found if kind == "trace"]
+    assert traced and all(c is not None for c in traced)  # jnp.ones's eager ops too
+    (call,) = [c for c in traced if c.defined_at.startswith("scaled at ")]
+    assert call.fun is scaled
+    assert call.args[1] == 2 and 1 in call.static_argnums and "y" in call.kwargs
+    assert call.arg_names == ("x", "y['a']")
+    assert [str(a.shape) for a in call.avals] == ["(3,)", "()"]
+    assert call.defined_at.startswith("scaled at ") and call.defined_at.endswith(
+        f"test_jax_compat.py:{scaled.__code__.co_firstlineno}"
+    )
+    lowered = [c for kind, c in found if kind == "lower"]
+    assert lowered and all(c is not None for c in lowered)
+    (program,) = [c for c in lowered if c.defined_at == call.defined_at]
+    assert program.fun is None and program.arg_names == ("x", "y['a']")
+
+
+def test_jit_call_readers_fallback(monkeypatch):
+    monkeypatch.setattr(_jax_compat, "_JIT_TRACE_FRAME", ("_gone_away", "pjit.py"))
+    monkeypatch.setattr(_jax_compat, "_LOWERING_LOCALS", ("no_such_local",))
+
+    def fallback(x):
         return jnp.sin(x).sum()
 
+    found = _traced_calls(lambda: jax.jit(fallback)(jnp.ones(2)))
+    assert found and all(c is None for _, c in found)
     log = CompileLog()
     g = jax.jit(fallback)
-    handlers = list(logging.getLogger("jax").handlers)
-    with log.recording():  # explanations still arrive through the `jax` logger
-        g(jnp.ones(2))
+    with log.recording():  # without the call, the log still records and says it cannot tell
         g(jnp.ones(3))
+        g(jnp.ones(4))
     first, second = log.for_function("fallback")
-    assert second.changes == (ArgChange("x", "f32[2]", "f32[3]"),)
-    assert first.signature == ()  # no argument types without pxla's DEBUG records
-    assert logging.getLogger("jax").handlers == handlers  # the fallback logger is left clean
+    assert first.explanation == "first compilation"
+    assert second.recompile and second.explanation.startswith("compiled again")
+    assert _jax_compat.jit_call_being_traced() is None  # outside a trace: None, no error
 
 
 # --------------------------------------------------------------------------- jit report

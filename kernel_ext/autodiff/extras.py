@@ -15,12 +15,14 @@ import jax
 import jax.numpy as jnp
 from jax.extend import core as jcore
 
+from ..compile.capture import jaxlab_work
 from .args import Selection
 from .check import GradCheck, check_derivative
 from .derivative import GRADIENT, HESSIAN, HVP, Derivative, primary
 from .nans import NonFinite, locate_nonfinite
 
 
+@jaxlab_work()
 def check_report(
     sel: Selection,
     result: Derivative,

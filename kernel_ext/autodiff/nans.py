@@ -25,6 +25,7 @@ import numpy as np
 
 from .._jax_compat import bind_equation
 from ..graph.interpret import Adjoints, Step, adjoints
+from ..compile.capture import jaxlab_work
 from ..graph.walk import source_line
 
 _DOUBLE_WHERE = (
@@ -116,6 +117,7 @@ def _fix(primitive: str, masked: bool) -> str:
     )
 
 
+@jaxlab_work()
 def locate_nonfinite(closed: Any, flat_args: Sequence[Any]) -> NonFinite | None:
     """Find the equation where a scalar program's value or gradient turns non-finite.
 

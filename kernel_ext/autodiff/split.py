@@ -27,6 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from ..compile.capture import jaxlab_work
 from ..graph.text import plain_text
 from .args import GradError, select_arguments
 from .display import graph_html
@@ -124,6 +125,7 @@ class GradSplit:
         )
 
 
+@jaxlab_work()
 def grad_split(
     fun: Callable[..., Any],
     *args: Any,

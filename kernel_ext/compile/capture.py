@@ -1,31 +1,35 @@
 """Listen to JAX and turn what it reports into :class:`~jaxlab.compile.log.CompileEvent`.
 
-Three public channels feed one event per compilation:
+Two public channels feed one event per compilation, and nothing else is touched (no
+config flag, no logger, no handler: the user's logging stays exactly theirs):
 
 * ``jax.monitoring`` duration listeners: ``/jax/core/compile/jaxpr_trace_duration``
   (``fun_name="f"``), ``.../jaxpr_to_mlir_module_duration`` and
-  ``.../backend_compile_duration`` (``fun_name="jit(f)"``), which closes the event;
-* ``jax.monitoring`` event listeners: ``/jax/compilation_cache/...`` hits and requests;
-* a logging handler on JAX's compile loggers: the ``TRACING CACHE MISS`` explanation
-  (``jax_explain_cache_misses`` is on while we listen) and the argument types of the
-  lowering ("Compiling jit(f) with global shapes and types ..."), read by
-  :mod:`jaxlab.compile.messages`.
+  ``.../backend_compile_duration`` (``fun_name="jit(f)"``), which closes the event. At
+  the trace, :func:`jaxlab._jax_compat.jit_call_being_traced` reads the call being
+  traced (function object, argument types, static values), which
+  :mod:`jaxlab.compile.messages` compares with the same function's last few calls;
+* ``jax.monitoring`` event listeners: ``/jax/compilation_cache/...`` hits and requests.
+
+Compilations jaxlab makes for its own checks, drawings and reports run inside
+:func:`jaxlab_work` and are only counted, never logged as the user's::
+
+    with jaxlab_work():
+        finite_difference_check(f, x)   # compiles, but not the user's compilation
 
 :func:`start` is reference-counted: the extension and ``CompileLog.recording()`` can
-both listen and every listener is registered once. The last :func:`start`'s undo
-restores JAX's config and the loggers exactly as they were.
+both listen and every listener is registered once.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import inspect
 import os
 import sys
 import sysconfig
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import jax
 import jax.monitoring as monitoring
@@ -33,7 +37,9 @@ import jaxlib
 
 from .. import _jax_compat
 from .log import ArgChange, CompileLog
-from .messages import Explanation, base_name, parse_explanation, short_type
+from .messages import CONFIG_NAMES, CallSignature, base_name, short_type, short_value
+
+__all__ = ["explaining", "is_listening", "jaxlab_work", "short_type", "start"]
 
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
 LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -41,11 +47,6 @@ COMPILE = "/jax/core/compile/backend_compile_duration"
 CACHE_REQUEST = "/jax/compilation_cache/compile_requests_use_cache"
 CACHE_HIT = "/jax/compilation_cache/cache_hits"
 
-_PERSISTENT_MESSAGES = (
-    "PERSISTENT COMPILATION CACHE MISS",
-    "Writing %s to persistent compilation cache",
-    "Not writing persistent cache entry",
-)
 MAX_PENDING = 64  # unfinished compilations remembered per thread (traces never lowered)
 
 
@@ -90,6 +91,22 @@ class _Where:
             frame = frame.f_back  # type: ignore[assignment]
         return "", "", 0
 
+    def is_user_file(self, filename: str) -> bool:
+        """Whether code in ``filename`` is the user's (not JAX, a library or jaxlab)."""
+        if not filename or filename.startswith("<frozen"):
+            return False
+        if filename.startswith(os.sep):
+            return not os.path.abspath(filename).startswith(self._skip_dirs())
+        return True  # "<ipython-input-3-…>", "<jaxlab cell>", "<string>": typed by the user
+
+    def defined_at(self, src_info: str) -> tuple[str, bool]:
+        """JAX's ``"f at /path/a.py:12"`` → ``("a.py:12", user_code)``; cells as In[3]."""
+        _, _, place = src_info.rpartition(" at ")
+        filename, _, line = place.rpartition(":")
+        if not filename or not line.isdigit():
+            return "", False
+        return self.name(filename, int(line)), self.is_user_file(filename)
+
     def name(self, filename: str, lineno: int) -> str:
         cell = self.cell_namer(filename) if self.cell_namer is not None else None
         if cell:
@@ -100,37 +117,88 @@ class _Where:
 WHERE = _Where()
 
 
-# --------------------------------------------------------------------------- why, when told
+# --------------------------------------------------------------------------- whose work
 class _Told(threading.local):
-    explanation: Explanation | None = None
+    explanation: tuple[str, str, tuple[ArgChange, ...]] | None = None  # name, text, changes
+    jaxlab_depth = 0
 
 
-_TOLD = _Told()  # per thread: the reason explaining() was given, while its block runs
+_TOLD = _Told()  # per thread: what explaining() and jaxlab_work() say while their block runs
+
+
+@contextlib.contextmanager
+def jaxlab_work() -> Iterator[None]:
+    """Compilations in this block are jaxlab's own (a check, a drawing, a report's extra
+    runs): counted in ``CompileLog.jaxlab_count``, never logged as the user's.
+
+    >>> with jaxlab_work():
+    ...     jax.jit(jnp.sin)(x)   # not in jaxlab.compile_log().events
+    """
+    _TOLD.jaxlab_depth += 1
+    try:
+        yield
+    finally:
+        _TOLD.jaxlab_depth -= 1
 
 
 @contextlib.contextmanager
 def explaining(fun_name: str, text: str, changes: tuple[ArgChange, ...] = ()) -> Iterator[None]:
-    """Give compilations of ``fun_name`` in this block a reason known better than JAX's
-    (``%%jit`` knows which input of a cell changed, static values included)."""
+    """Give compilations of ``fun_name`` in this block a reason known better than the
+    log's comparison (``%%jit`` knows which input of a cell changed)."""
     previous = _TOLD.explanation
-    _TOLD.explanation = Explanation(fun_name, text, changes, False)
+    _TOLD.explanation = (fun_name, text, changes)
     try:
         yield
     finally:
         _TOLD.explanation = previous
 
 
+def _unique(names: tuple[str, ...]) -> list[str]:
+    # JAX leaves the names of a transformation's extra arguments (tangents) empty
+    seen: set[str] = set()
+    out = []
+    for i, n in enumerate(names):
+        out.append(n if n and n not in seen else f"arg {i}")
+        seen.add(n)
+    return out
+
+
+def call_signature(call: _jax_compat.JitCall) -> CallSignature:
+    """What the compile log compares: the function, argument types, static values, config."""
+    defined_at, user_code = WHERE.defined_at(call.defined_at)
+    statics: dict[str, str] = {}
+    if call.static_argnums and call.fun is not None:
+        try:
+            params = list(inspect.signature(call.fun).parameters)
+        except (TypeError, ValueError):  # a callable without a signature
+            params = []
+        for i in call.static_argnums:
+            if 0 <= i < len(call.args):
+                statics[params[i] if i < len(params) else f"arg {i}"] = short_value(call.args[i])
+    for n in call.static_argnames:
+        if n in call.kwargs:
+            statics[n] = short_value(call.kwargs[n])
+    config = tuple((n, str(getattr(jax.config, n, None))) for n in CONFIG_NAMES)
+    return CallSignature.of(
+        call.fun,
+        defined_at=defined_at,
+        user_code=user_code,
+        args=tuple(zip(_unique(call.arg_names), map(short_type, call.avals), strict=True)),
+        statics=tuple(statics.items()),
+        config=config,
+    )
+
+
 # --------------------------------------------------------------------------- the listener
 
 
 class _Pending:
-    __slots__ = ("explanation", "lower_s", "signature", "trace_s")
+    __slots__ = ("call", "lower_s", "trace_s")
 
     def __init__(self) -> None:
         self.trace_s = 0.0
         self.lower_s = 0.0
-        self.signature: tuple[str, ...] = ()
-        self.explanation: Explanation | None = None
+        self.call: CallSignature | None = None
 
 
 class _ThreadState(threading.local):
@@ -139,7 +207,6 @@ class _ThreadState(threading.local):
     def __init__(self) -> None:  # runs once in each thread that touches it
         self.pending: dict[str, _Pending] = {}
         self.cache: str | None = None  # the persistent cache's answer, since the last compile
-        self.explanation: Explanation | None = None  # the last one, whatever it named
 
 
 class _Listener:
@@ -148,10 +215,6 @@ class _Listener:
     def __init__(self) -> None:
         self.logs: tuple[CompileLog, ...] = ()
         self.local = _ThreadState()
-
-    def note_error(self, text: str) -> None:
-        for log in self.logs:
-            log.note_capture_error(text)
 
     def _pending(self, name: str) -> _Pending:
         pending = self.local.pending
@@ -169,8 +232,15 @@ class _Listener:
         if event == TRACE:
             entry = self._pending(name)
             entry.trace_s, entry.lower_s = duration_secs, 0.0
+            call = None if _TOLD.jaxlab_depth else _jax_compat.jit_call_being_traced()
+            entry.call = call_signature(call) if call is not None else None
         elif event == LOWER:
-            self._pending(name).lower_s = duration_secs
+            entry = self._pending(name)
+            entry.lower_s = duration_secs
+            if entry.call is None and not _TOLD.jaxlab_depth:
+                # traced under a transformation: JAX reported no trace, read the lowering
+                call = _jax_compat.jaxpr_being_lowered()
+                entry.call = call_signature(call) if call is not None else None
         elif event == COMPILE:
             self._finish(name, duration_secs)
 
@@ -180,47 +250,20 @@ class _Listener:
         elif event == CACHE_HIT:
             self.local.cache = "hit"
 
-    def on_record(self, record: logging.LogRecord) -> bool:
-        """Read one log record; True when it is a warning only because we switched
-        ``jax_explain_cache_misses`` on (the user does not see those)."""
-        msg = record.msg if isinstance(record.msg, str) else ""
-        if (
-            msg.startswith("Compiling %s with global shapes and types")
-            and len(record.args or ()) >= 2
-        ):
-            args: Any = record.args
-            module_name, avals = args[0], args[1]
-            self._pending(base_name(str(module_name))).signature = tuple(
-                short_type(a) for a in avals
-            )
-            return False  # the user sees it if they asked for DEBUG (or jax_log_compiles)
-        if msg.startswith(_PERSISTENT_MESSAGES):
-            return True  # at WARNING only because jax_explain_cache_misses is on
-        if msg.startswith("TRACING CACHE MISS"):
-            text = record.getMessage()
-            parsed = parse_explanation(text)
-            if parsed is None:
-                self.note_error(text[:500])
-            else:
-                self._pending(parsed.fun_name).explanation = parsed
-                self.local.explanation = parsed
-            return True
-        return False
-
     def _finish(self, name: str, compile_s: float) -> None:
         state = self.local
         entry = state.pending.pop(name, None) or _Pending()
-        forced = _TOLD.explanation
-        explanation = (
-            forced
-            if forced is not None and forced.fun_name == name
-            else entry.explanation or _matching(state.explanation, name)
-        )
-        state.explanation = None
         cache, state.cache = state.cache, None
+        if _TOLD.jaxlab_depth:
+            for log in self.logs:
+                log.record_jaxlab_work(entry.trace_s + entry.lower_s + compile_s)
+            return
+        told = _TOLD.explanation
+        text, changes = (told[1], told[2]) if told is not None and told[0] == name else (None, ())
         if cache is None or not jax.config.jax_compilation_cache_dir:
             cache = "off"
         where, filename, lineno = WHERE.find()
+        call = entry.call
         for log in self.logs:
             log.record(
                 name,
@@ -231,84 +274,27 @@ class _Listener:
                 filename=filename,
                 lineno=lineno,
                 persistent_cache=cache,
-                signature=entry.signature,
-                explanation=explanation.text if explanation else None,
-                changes=explanation.changes if explanation else (),
-                new_function=bool(explanation and explanation.new_function),
+                signature=call.types if call is not None else (),
+                explanation=text,
+                changes=changes,
+                call=call,
             )
-
-
-def _matching(explanation: Explanation | None, name: str) -> Explanation | None:
-    # JAX's explanation names the function by its qualified name ("Model.__call__").
-    if explanation is not None and explanation.fun_name.rsplit(".", 1)[-1] == name:
-        return explanation
-    return None
-
-
-class _Handler(logging.Handler):
-    """Reads JAX's compile messages and passes on those the user would have seen anyway."""
-
-    def __init__(self, listener: _Listener, thresholds: dict[str, int], explain_was_on: bool):
-        super().__init__(logging.DEBUG)
-        self.listener = listener
-        self.thresholds = thresholds  # logger name -> the level it had before we lowered it
-        self.explain_was_on = explain_was_on
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            ours = self.listener.on_record(record)
-        except Exception as e:  # a message format we do not know: keep it visible
-            self.listener.note_error(f"{type(e).__name__}: {e}")
-            ours = False
-        if ours and not self.explain_was_on:
-            return
-        owner = self._owner(record.name)
-        if owner is not None and record.levelno >= self.thresholds[owner]:
-            parent = logging.getLogger(owner).parent
-            if parent is not None:
-                parent.handle(record)  # as if propagation had never been switched off
-
-    def _owner(self, name: str) -> str | None:
-        for owner in self.thresholds:
-            if name == owner or name.startswith(owner + "."):
-                return owner
-        return None
 
 
 # --------------------------------------------------------------------------- start / stop
 
 
 class _Session:
-    """What listening changes in JAX and in logging, and how to put it back."""
+    """The listeners registered with ``jax.monitoring``, and how to take them off."""
 
     def __init__(self) -> None:
         self.listener = _Listener()
-        self.explain_before = bool(jax.config.jax_explain_cache_misses)
-        names = _jax_compat.compile_message_loggers()
-        self.saved = {
-            n: (logging.getLogger(n).level, logging.getLogger(n).propagate) for n in names
-        }
-        thresholds = {n: logging.getLogger(n).getEffectiveLevel() for n in names}
-        self.handler = _Handler(self.listener, thresholds, self.explain_before)
-        for n, debug in names.items():
-            logger = logging.getLogger(n)
-            logger.addHandler(self.handler)
-            if debug:
-                logger.setLevel(logging.DEBUG)  # the argument types are logged at DEBUG
-            logger.propagate = False  # the handler forwards what the user would have seen
-        jax.config.update("jax_explain_cache_misses", True)
         monitoring.register_event_duration_secs_listener(self.listener.on_duration)
         monitoring.register_event_listener(self.listener.on_event)
 
     def stop(self) -> None:
         monitoring.unregister_event_duration_listener(self.listener.on_duration)
         monitoring.unregister_event_listener(self.listener.on_event)
-        jax.config.update("jax_explain_cache_misses", self.explain_before)
-        for n, (level, propagate) in self.saved.items():
-            logger = logging.getLogger(n)
-            logger.removeHandler(self.handler)
-            logger.setLevel(level)
-            logger.propagate = propagate
 
 
 _lock = threading.Lock()

@@ -26,22 +26,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .messages import FIRST, UNKNOWN, ArgChange, CallSignature, explain
+
+__all__ = ["ArgChange", "CompileEvent", "CompileLog", "FunctionStats", "compile_log"]
+
 MAX_EVENTS = 10_000  # events kept; older ones are counted in `dropped`
 MAX_FUNCTIONS = 2_000  # functions with their own totals; the rest share one row
 RECENT_PER_FUNCTION = 20  # compilations kept per function for the live view
+HISTORY_PER_FUNCTION = 8  # earlier signatures a new compilation is compared with
 OTHER = "(other functions)"
-
-
-@dataclass(frozen=True)
-class ArgChange:
-    """One argument whose type changed between two compilations of a function."""
-
-    name: str  # "x", "params['w']" or "arg 0"
-    before: str  # "f32[3]"
-    after: str  # "f32[4]"
-
-    def __str__(self) -> str:
-        return f"{self.name}: {self.before} → {self.after}"
 
 
 @dataclass(frozen=True)
@@ -67,6 +60,8 @@ class CompileEvent:
     changes: tuple[ArgChange, ...] = ()
     recompile: bool = False  # the same function compiled before in this session
     timestamp: float = 0.0  # time.time() when the compilation finished
+    user_code: bool = True  # the function is the user's, not JAX's or a library's
+    defined_at: str = ""  # where the function was defined: "In[3], line 1", "a.py:4"
 
     @property
     def total_s(self) -> float:
@@ -86,18 +81,30 @@ class FunctionStats:
     last_s: float
     recompiles: int
     recent: tuple[CompileEvent, ...]  # the last few, oldest first
+    user_code: bool = True  # one of the user's functions ("my functions only")
 
 
 class _Totals:
-    __slots__ = ("count", "last_s", "recent", "recompiles", "signature", "total_s")
+    __slots__ = (
+        "count",
+        "history",
+        "last_s",
+        "recent",
+        "recompiles",
+        "signature",
+        "total_s",
+        "user_code",
+    )
 
     def __init__(self) -> None:
         self.count = 0
         self.total_s = 0.0
         self.last_s = 0.0
         self.recompiles = 0
+        self.user_code = False
         self.signature: tuple[str, ...] | None = None
         self.recent: deque[CompileEvent] = deque(maxlen=RECENT_PER_FUNCTION)
+        self.history: deque[CallSignature] = deque(maxlen=HISTORY_PER_FUNCTION)
 
 
 class CompileLog:
@@ -115,6 +122,8 @@ class CompileLog:
         self._compile_s = 0.0
         self._cell_s = 0.0
         self._cell_compile_s = 0.0
+        self._jaxlab_count = 0
+        self._jaxlab_s = 0.0
         self._subscribers: dict[int, Callable[[str], None]] = {}
         self._next_subscriber = 0
         self.capture_errors: list[str] = []  # bounded: what the listeners could not parse
@@ -147,6 +156,16 @@ class CompileLog:
         return self._compile_s
 
     @property
+    def jaxlab_count(self) -> int:
+        """Compilations jaxlab made for its own views and checks: counted, not logged."""
+        return self._jaxlab_count
+
+    @property
+    def jaxlab_s(self) -> float:
+        """Seconds jaxlab's own compilations took (not in :attr:`compile_s`)."""
+        return self._jaxlab_s
+
+    @property
     def running_s(self) -> float:
         """Seconds of cell execution not spent compiling (cells timed by the extension)."""
         return max(0.0, self._cell_s - self._cell_compile_s)
@@ -155,14 +174,21 @@ class CompileLog:
         """The kept events of one function, oldest first."""
         return tuple(e for e in self.events if e.fun_name == name)
 
-    def functions(self) -> tuple[FunctionStats, ...]:
-        """One row per function name, most compile time first."""
+    def functions(self, mine_only: bool = False) -> tuple[FunctionStats, ...]:
+        """One row per function name: the user's first, then most compile time first.
+
+        ``mine_only`` keeps the user's own functions (not JAX's eager operations and
+        libraries' internals).
+        """
         with self._lock:
             rows = [
-                FunctionStats(n, t.count, t.total_s, t.last_s, t.recompiles, tuple(t.recent))
+                FunctionStats(
+                    n, t.count, t.total_s, t.last_s, t.recompiles, tuple(t.recent), t.user_code
+                )
                 for n, t in self._functions.items()
+                if t.user_code or not mine_only
             ]
-        return tuple(sorted(rows, key=lambda r: (-r.total_s, r.name)))
+        return tuple(sorted(rows, key=lambda r: (not r.user_code, -r.total_s, r.name)))
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return [e.to_dict() for e in self.events]
@@ -188,21 +214,25 @@ class CompileLog:
         signature: tuple[str, ...] = (),
         explanation: str | None = None,
         changes: tuple[ArgChange, ...] = (),
-        new_function: bool = False,
+        call: CallSignature | None = None,
     ) -> CompileEvent:
-        """Add one compilation; fill in ``recompile`` and, when JAX gave none, the reason.
+        """Add one compilation; fill in ``recompile`` and, unless given, the reason.
 
-        ``explanation`` is JAX's (from ``jax_explain_cache_misses``); without it the
-        reason is worked out from the previous signature of the same function name.
-        ``new_function`` says JAX saw a function object it had never seen.
+        The reason compares ``call`` (what the compilation was asked for) with the same
+        function name's last few signatures; without it, with the last argument types.
+        ``explanation`` overrides it where the caller knows better (``%%jit``).
         """
         with self._lock:
             totals = self._functions.get(fun_name)
             if totals is None and len(self._functions) >= MAX_FUNCTIONS:
                 totals = self._functions.setdefault(OTHER, _Totals())
-            recompile = totals is not None and totals.count > 0 and not new_function
+            recompile = totals is not None and totals.count > 0
             if explanation is None:
-                explanation, changes = _explain(totals, signature, new_function)
+                if call is not None or totals is None:
+                    explanation, changes = explain(totals.history if totals else (), call)
+                else:
+                    explanation, changes = _explain_types(totals, signature)
+            user_code = call.user_code if call is not None else True
             event = CompileEvent(
                 index=self._count,
                 fun_name=fun_name,
@@ -218,6 +248,8 @@ class CompileLog:
                 changes=changes,
                 recompile=recompile,
                 timestamp=time.time(),
+                user_code=user_code,
+                defined_at=call.defined_at if call is not None else "",
             )
             if totals is None:
                 totals = self._functions[fun_name] = _Totals()
@@ -225,13 +257,22 @@ class CompileLog:
             totals.total_s += event.total_s
             totals.last_s = event.total_s
             totals.recompiles += recompile
+            totals.user_code = totals.user_code or user_code
             totals.signature = signature or totals.signature
+            if call is not None:
+                totals.history.append(call)
             totals.recent.append(event)
             self._events.append(event)
             self._count += 1
             self._compile_s += event.total_s
         self._notify("event")
         return event
+
+    def record_jaxlab_work(self, total_s: float) -> None:
+        """Count one compilation jaxlab made on its own behalf (kept out of the log)."""
+        with self._lock:
+            self._jaxlab_count += 1
+            self._jaxlab_s += total_s
 
     def add_cell_time(self, wall_s: float, compile_s: float) -> None:
         """Count one cell: ``wall_s`` seconds, of which ``compile_s`` were compiling."""
@@ -250,8 +291,8 @@ class CompileLog:
         with self._lock:
             self._events.clear()
             self._functions.clear()
-            self._count = 0
-            self._compile_s = self._cell_s = self._cell_compile_s = 0.0
+            self._count = self._jaxlab_count = 0
+            self._compile_s = self._cell_s = self._cell_compile_s = self._jaxlab_s = 0.0
         self._notify("clear")
 
     # ------------------------------------------------------------------ live views
@@ -299,17 +340,16 @@ class CompileLog:
         return log_figure(self, last=last)
 
 
-def _explain(
-    totals: _Totals | None, signature: tuple[str, ...], new_function: bool
+def _explain_types(
+    totals: _Totals, signature: tuple[str, ...]
 ) -> tuple[str, tuple[ArgChange, ...]]:
-    """Why a function compiled, when JAX did not say: compare with its last signature."""
-    if totals is None or totals.count == 0:
-        return "first compilation", ()
-    if new_function:
-        return "first compilation of a new function object with a name seen before", ()
+    """Why a function compiled when the listener could not read the call: its argument
+    types compared with the last ones."""
+    if totals.count == 0:
+        return FIRST, ()
     before = totals.signature
     if not signature or before is None:
-        return "compiled again (no argument signature to compare)", ()
+        return UNKNOWN, ()
     if len(before) != len(signature):
         return f"argument count changed: {len(before)} → {len(signature)}", ()
     changes = tuple(
@@ -317,13 +357,7 @@ def _explain(
         for i, (old, new) in enumerate(zip(before, signature, strict=True))
         if old != new
     )
-    if changes:
-        return "; ".join(map(str, changes)), changes
-    return (
-        "same argument types as before: a static argument, a closed-over value, "
-        "the function object or a config setting changed",
-        (),
-    )
+    return ("; ".join(map(str, changes)) if changes else UNKNOWN), changes
 
 
 _LOG = CompileLog()

@@ -51,9 +51,11 @@ def log_text(log: CompileLog, last: int = 10) -> str:
         head += f" ({log.dropped} oldest not kept)"
     lines = [head]
     for r in rows[:MAX_ROWS]:
+        why = next((e for e in reversed(r.recent) if e.recompile), None)
         lines.append(
             f"  {r.name}: {r.count}× total {seconds(r.total_s)}, last {seconds(r.last_s)}"
             + (f", {_count(r.recompiles, 'recompilation')}" if r.recompiles else "")
+            + (f"; last because {why.explanation}" if why is not None else "")
         )
     if len(rows) > MAX_ROWS:
         lines.append(f"  ... {len(rows) - MAX_ROWS} more functions")

@@ -1,95 +1,53 @@
-"""Read what JAX says about a compilation: its cache-miss explanation and its types.
+"""Why a function compiled again, in the user's terms: two calls' signatures compared.
 
-Pure functions over JAX's words, no listening (that is :mod:`jaxlab.compile.capture`)::
+Pure functions, no listening (that is :mod:`jaxlab.compile.capture`). A
+:class:`CallSignature` is what one compilation was asked for: the function object, its
+traced arguments' types, its static arguments' values and the config settings that reach
+JAX's cache keys. :func:`explain` compares a new signature with the same function's few
+earlier ones (never with every key JAX ever saw, as ``jax_explain_cache_misses`` does)::
 
+    explain([before], now)
+    # ("x: f32[3] → f32[4]", (ArgChange("x", "f32[3]", "f32[4]"),))
     base_name("jit(f)")                                     # "f"
     short_type(jax.ShapeDtypeStruct((3, 3), jnp.float32))   # "f32[3,3]"
-    parse_explanation(message).changes  # (ArgChange("x", "f32[3]", "f32[4]"),)
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from .log import ArgChange
-
 _WRAPPED = re.compile(r"^[A-Za-z_]\w*\((.*)\)$")  # "jit(f)" -> "f", "pmap(g)" -> "g"
+
+# Config settings that are part of JAX's tracing cache key and that a user changes by
+# name; read through the public ``jax.config`` each time a function compiles.
+CONFIG_NAMES = (
+    "jax_enable_x64",
+    "jax_default_matmul_precision",
+    "jax_numpy_rank_promotion",
+    "jax_numpy_dtype_promotion",
+    "jax_default_device",
+    "jax_debug_nans",
+    "jax_debug_infs",
+    "jax_disable_jit",
+)
+MAX_VALUE_CHARS = 48  # a static value's repr is cut to this many characters
+
+FIRST = "first compilation"
+UNKNOWN = "compiled again: JAX did not say which call it traced"
+SAME = (
+    "same function, argument types and static values as before: JAX does not say why "
+    "(a closed-over value changed, or its caches were cleared)"
+)
 
 
 def base_name(fun_name: str) -> str:
     """``"jit(f)" -> "f"``: JAX names a lowering after the transform that asked for it."""
     m = _WRAPPED.match(fun_name)
     return m.group(1) if m else fun_name
-
-
-# --------------------------------------------------------------------------- explanations
-@dataclass(frozen=True)
-class Explanation:
-    """JAX's ``TRACING CACHE MISS`` message, parsed."""
-
-    fun_name: str
-    text: str | None  # None for a function JAX had never seen
-    changes: tuple[ArgChange, ...]
-    new_function: bool
-
-
-_NEVER_SEEN = re.compile(r"never seen function:\s*\n\s*(?P<name>.+?) id=\d+")
-_FOR = re.compile(r"^\s*for (?P<name>.+?)(?: defined at .*)?$", re.M)
-_TYPE_CHANGE = re.compile(r"^\s*\* at (?P<name>.+?), now (?P<after>.+?) and before (?P<before>.+)$")
-_HEADER = re.compile(r"all previously seen cache keys differ\. For the closest previous key:")
-_STATIC_CHANGE = re.compile(
-    r"^\* at input path (?P<path>.+?), now .*?Static\(val=(?P<after>.*?)\) and before "
-    r".*?Static\(val=(?P<before>.*?)\)(?:, so .*)?$"
-)
-_KWARG_PATH = re.compile(r"^\[1\]\['(\w+)'\]$")  # (args, kwargs)[1][name]: a keyword
-
-
-def parse_explanation(message: str) -> Explanation | None:
-    """Read JAX's cache-miss explanation (the format of JAX 0.10 to 0.12).
-
-    >>> parse_explanation("TRACING CACHE MISS at a.py:3 (<module>):\\n  for f defined at a.py:1\\n"
-    ...     "  all previously seen cache keys differ. For the closest previous key:\\n"
-    ...     "  different input types:\\n  * at x, now f32[4] and before f32[3]").text
-    'x: f32[3] → f32[4]'
-    """
-    if not message.startswith("TRACING CACHE MISS"):
-        return None
-    seen = _NEVER_SEEN.search(message)
-    if seen:
-        return Explanation(seen.group("name").strip(), None, (), True)
-    named = _FOR.search(message)
-    if not named:
-        return None
-    body = message[named.end() :]
-    header = _HEADER.search(body)
-    if header:
-        body = body[header.end() :]
-    lines = [ln.strip() for ln in body.splitlines() if ln.strip()]
-    if not lines or lines[0].startswith("cache miss explanation unavailable"):
-        # JAX 0.12 says this when only a static argument changed: let the log compare
-        # signatures instead.
-        return Explanation(named.group("name").strip(), None, (), False)
-    changes = []
-    if lines[0].startswith("different input types"):
-        for line in lines[1:]:
-            m = _TYPE_CHANGE.match(line)
-            if m:
-                changes.append(ArgChange(m.group("name"), m.group("before"), m.group("after")))
-    else:
-        for line in lines[1:]:
-            m = _STATIC_CHANGE.match(line)
-            if m:
-                path = m.group("path")
-                kw = _KWARG_PATH.match(path)
-                name = f"{kw.group(1)} (static)" if kw else f"input {path} (static)"
-                changes.append(ArgChange(name, m.group("before"), m.group("after")))
-    if changes:
-        text = "; ".join(map(str, changes))
-    else:
-        text = " ".join(ln.lstrip("* ").strip() for ln in lines)
-    return Explanation(named.group("name").strip(), text, tuple(changes), False)
 
 
 _DTYPE = re.compile(r"^(?P<kind>bfloat|float|int|uint|complex)(?P<bits>\d+)")
@@ -107,3 +65,127 @@ def short_type(aval: Any) -> str:
         return f"{dtype}[{shape}]{weak}"
     except (AttributeError, TypeError):
         return str(aval)
+
+
+def short_value(value: Any) -> str:
+    """A static argument's value as the user would write it, cut to a readable length."""
+    try:
+        text = repr(value)
+    except Exception:  # a user's __repr__ that raises: name the type instead
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class ArgChange:
+    """One argument, static value or setting that changed between two compilations."""
+
+    name: str  # "x", "params['w']", "n (static)", "config jax_enable_x64"
+    before: str  # "f32[3]"
+    after: str  # "f32[4]"
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.before} → {self.after}"
+
+
+# --------------------------------------------------------------------------- signatures
+@dataclass(frozen=True, eq=False)
+class CallSignature:
+    """What one compilation was asked for; holds the function only weakly."""
+
+    fun_ref: Any  # weakref.ref to the function object, or None when it takes none
+    fun_id: int
+    defined_at: str  # "In[3], line 2", "model.py:12" or ""
+    user_code: bool  # defined in the user's code, not in JAX or an installed library
+    args: tuple[tuple[str, str], ...] = ()  # (name, type) per traced argument
+    statics: tuple[tuple[str, str], ...] = ()  # (name, value) per static argument
+    config: tuple[tuple[str, str], ...] = field(default=())
+
+    @staticmethod
+    def of(
+        fun: Any,
+        *,
+        defined_at: str,
+        user_code: bool,
+        args: tuple[tuple[str, str], ...] = (),
+        statics: tuple[tuple[str, str], ...] = (),
+        config: tuple[tuple[str, str], ...] = (),
+    ) -> CallSignature:
+        if fun is None:  # read from the lowering: the function object is not known
+            return CallSignature(None, 0, defined_at, user_code, args, statics, config)
+        try:
+            ref: Any = weakref.ref(fun)
+        except TypeError:  # builtins and some callables take no weak references
+            ref = None
+        return CallSignature(ref, id(fun), defined_at, user_code, args, statics, config)
+
+    def same_function(self, other: CallSignature) -> bool:
+        """The same function object (assumed when either side does not know it)."""
+        if not self.fun_id or not other.fun_id:
+            return True
+        if self.fun_ref is not None and other.fun_ref is not None:
+            mine = self.fun_ref()
+            return mine is not None and mine is other.fun_ref()
+        return self.fun_id == other.fun_id
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(t for _, t in self.args)
+
+
+def _changes(
+    pairs_before: tuple[tuple[str, str], ...],
+    pairs_now: tuple[tuple[str, str], ...],
+    suffix: str = "",
+    prefix: str = "",
+) -> list[ArgChange]:
+    before, now = dict(pairs_before), dict(pairs_now)
+    names = [n for n, _ in pairs_now] + [n for n, _ in pairs_before if n not in now]
+    return [
+        ArgChange(f"{prefix}{n}{suffix}", before.get(n, "absent"), now.get(n, "absent"))
+        for n in names
+        if before.get(n) != now.get(n)
+    ]
+
+
+def _difference(before: CallSignature, now: CallSignature) -> tuple[bool, list[ArgChange]]:
+    changes = (
+        _changes(before.args, now.args)
+        + _changes(before.statics, now.statics, suffix=" (static)")
+        + _changes(before.config, now.config, prefix="config ")
+    )
+    return not now.same_function(before), changes
+
+
+def explain(
+    history: Sequence[CallSignature], now: CallSignature | None
+) -> tuple[str, tuple[ArgChange, ...]]:
+    """Why ``now`` compiled, given the same function name's earlier signatures (newest
+    last): the closest earlier one is named, old → new, as the user wrote it."""
+    if not history:
+        return FIRST, ()
+    if now is None:
+        return UNKNOWN, ()
+    best: tuple[int, bool, list[ArgChange]] | None = None
+    for before in reversed(history):  # newest first: it wins a tie
+        new_function, changes = _difference(before, now)
+        score = len(changes) + new_function
+        if best is None or score < best[0]:
+            best = (score, new_function, changes)
+            closest = before
+    assert best is not None
+    _, new_function, changes = best
+    parts = []
+    if new_function:
+        if now.user_code:
+            where = f" at {now.defined_at}" if now.defined_at else ""
+            was = (
+                f"; the last one at {closest.defined_at}"
+                if closest.defined_at and closest.defined_at != now.defined_at
+                else ""
+            )
+            parts.append(f"new function object{where} (cell re-run or function re-created{was})")
+        else:
+            parts.append("new function object made by JAX or a library (new parameters)")
+    parts.extend(map(str, changes))
+    return ("; ".join(parts) if parts else SAME), tuple(changes)

@@ -25,6 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..compile.capture import jaxlab_work
 from . import interpret as jaxpr_eval
 from . import model as m
 
@@ -111,6 +112,7 @@ def _adjoints_by_signature(
     return queues
 
 
+@jaxlab_work()
 def annotate(
     graph: m.Graph,
     args: tuple[Any, ...],

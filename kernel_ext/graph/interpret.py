@@ -35,6 +35,7 @@ import numpy as np
 from jax.extend import core as jcore
 
 from .._jax_compat import bind_equation
+from ..compile.capture import jaxlab_work
 
 # Programs whose insides compute exactly what the call computes: recursing gives the
 # same values (and, for all but the custom rules, the same derivatives).
@@ -345,6 +346,7 @@ def new_interner() -> _Interner:
     return _Interner()
 
 
+@jaxlab_work()
 def evaluate(
     closed: Any,
     flat_args: Sequence[Any],
@@ -389,6 +391,7 @@ class Adjoints:
     output: Any  # the scalar output
 
 
+@jaxlab_work()
 def adjoints(
     closed: Any, flat_args: Sequence[Any], *, interner: _Interner | None = None
 ) -> Adjoints:

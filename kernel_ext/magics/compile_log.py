@@ -7,9 +7,9 @@
     %compile_log --clear      # forget what was logged so far
     log = %compile_log -o     # the CompileLog itself
 
-While the extension is loaded, :func:`install` keeps JAX's listeners on (monitoring
-durations and events, the cache-miss explanations of ``jax_explain_cache_misses``) and
-times each cell so the log can tell compiling from running. Its plain-Python twin is
+While the extension is loaded, :func:`install` keeps jaxlab's ``jax.monitoring``
+listeners on (JAX's config and logging stay the user's) and times each cell so the log
+can tell compiling from running. Its plain-Python twin is
 ``jaxlab.compile_log()``.
 """
 
