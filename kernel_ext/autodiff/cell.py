@@ -22,6 +22,7 @@ from typing import Any
 
 import jax
 
+from ..cell_guard import guarded, refuse_unfit, refuse_writes
 from ..program import analyse_cell
 from .args import GradError, is_float_leaf, parse_names
 from .report import GradReport, report_for_call
@@ -81,6 +82,7 @@ def grad_cell(
     """Differentiate the cell ``source``'s final expression with respect to notebook
     variables (``wrt``, default: every float array it reads) in ``namespace``."""
     program = analyse_cell(source)
+    refuse_unfit(program)
     if program.final is None:
         raise GradError(
             "the cell has no final expression: end it with the scalar to differentiate, "
@@ -108,29 +110,36 @@ def grad_cell(
                 f"`--wrt {name}`: the cell does not read `{name}`, so its gradient would "
                 "be zero; name a variable the cell uses"
             )
-    # The cell runs with the notebook as its globals, as a normal run would.
-    cell_fn = program.function(tuple(names), namespace)
+    # Every input the notebook holds is a parameter (those not differentiated are fixed),
+    # and the globals are a copy: whatever the cell assigns stays in the function, and
+    # the magic writes it back once everything succeeded.
+    fixed = {n: namespace[n] for n in program.inputs if n in namespace and n not in names}
+    refuse_writes(program, {n: namespace[n] for n in program.inputs if n in namespace})
+    params = tuple(n for n in program.inputs if n in namespace)
+    cell_fn = program.function(params, dict(namespace))
 
     def cell(*values: Any) -> tuple[Any, dict[str, Any]]:
-        outputs, final = cell_fn(*values)
+        given = dict(zip(names, values, strict=True))
+        outputs, final = cell_fn(*(given[n] if n in given else fixed[n] for n in params))
         return final, outputs
 
     cell.__name__ = "the cell"
     cell.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
     )
-    report = report_for_call(
-        cell,
-        [namespace[n] for n in names],
-        {},
-        wrt=names,
-        has_aux=True,
-        check=check,
-        mode=mode,
-        jacobian=jacobian,
-        graph=graph,
-        directions=directions,
-        seed=seed,
-    )
+    with guarded(fixed):  # a change through an alias the analysis cannot see
+        report = report_for_call(
+            cell,
+            [namespace[n] for n in names],
+            {},
+            wrt=names,
+            has_aux=True,
+            check=check,
+            mode=mode,
+            jacobian=jacobian,
+            graph=graph,
+            directions=directions,
+            seed=seed,
+        )
     assignments = dict(report.aux or {})
     return CellGrad(report, assignments)
