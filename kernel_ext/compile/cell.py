@@ -28,17 +28,24 @@ from typing import Any
 
 import numpy as np
 
+from ..cell_guard import OutsideWrite, guarded, outside_writes, refuse_unfit
 from ..explain.trace_failure import first_line, needs_concrete_value, returns_non_array
 from ..program import CellProgram, ProgramError, analyse_cell
+from .cell_inputs import (
+    SplitPart,
+    array_key,
+    merge_args,
+    nnx_of,
+    nnx_part,
+    split_changes,
+    split_part,
+    to_split,
+)
 from .log import ArgChange, CompileLog, compile_log
 
 MAX_CELLS = 256  # compiled cells kept (one per source and static pattern)
 MAX_KEYS = 64  # signatures remembered per cell, to tell a cache hit from a compile
 CELL_FILE = "<jaxlab cell>"  # the filename program.CellProgram.function compiles under
-_MUTATORS = frozenset(
-    {"append", "extend", "insert", "pop", "popitem", "update", "setdefault", "clear", "remove",
-     "add", "discard"}
-)  # fmt: skip
 _CONTROL_FLOW_HINT = (
     "Python control flow (`if`, `while`, `range(n)`, `int(x)`) needs concrete values, but "
     "under %%jit the inputs are abstract tracers. Use `jax.lax.cond(pred, f_true, f_false, x)` "
@@ -102,6 +109,7 @@ class _Variant:
     jitted: Callable[..., Any]
     static: tuple[str, ...]
     dynamic: tuple[str, ...]
+    split: tuple[int, ...] = ()  # positions of inputs passed split (arrays traced, rest static)
     last_key: tuple[Any, ...] | None = None
 
 
@@ -111,8 +119,8 @@ class _Cell:
     name: str
     forced_static: frozenset[str]
     outputs: tuple[str, ...]
-    container_methods: tuple[tuple[str, str, int], ...]  # (name, method, line) to check
-    variants: dict[tuple[bool, ...], _Variant] = field(default_factory=dict)
+    container_writes: tuple[OutsideWrite, ...]  # refused if the input is a list, dict, set
+    variants: dict[tuple[str, ...], _Variant] = field(default_factory=dict)
     # Signatures that ran, and the variant each ran with: a hit here compiles nothing.
     seen: OrderedDict[tuple[Any, ...], _Variant] = field(default_factory=OrderedDict)
 
@@ -121,25 +129,15 @@ def _line(node: ast.AST) -> int:
     return getattr(node, "lineno", 0)
 
 
-def _root_name(node: ast.expr) -> str | None:
-    while isinstance(node, ast.Attribute | ast.Subscript):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _check(program: CellProgram) -> tuple[tuple[str, ...], tuple[tuple[str, str, int], ...]]:
+def _check(program: CellProgram) -> tuple[tuple[str, ...], tuple[OutsideWrite, ...]]:
     """Refuse what a compiled cell cannot do; return its outputs and the method calls
     that mutate an input if that input turns out to be a list, dict or set."""
-    if program.global_names:
-        names = ", ".join(program.global_names)
-        raise ProgramError(
-            f"the cell declares `global {names}`: a %%jit cell cannot change the notebook's "
-            f"globals as a side effect. Assign the new value instead (`{program.global_names[0]} "
-            "= ...`): assigned names are written back after the compiled call."
-        )
+    refuse_unfit(program)
+    writes = outside_writes(program)
+    for write in writes:
+        if not write.containers_only:
+            raise ProgramError(write.message())
     helpers: set[str] = set()
-    assigned: set[str] = set()
-    methods: list[tuple[str, str, int]] = []
     for stmt in program.body:
         for node in ast.walk(stmt):
             if (
@@ -152,48 +150,17 @@ def _check(program: CellProgram) -> tuple[tuple[str, ...], tuple[tuple[str, str,
                     "while tracing, and shows tracers rather than values. Use "
                     '`jax.debug.print("x = {}", x)` to print on every run.'
                 )
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-                targets = [node.target]
-            elif isinstance(node, ast.Delete):
-                targets = node.targets
-            for target in targets:
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Attribute | ast.Subscript):
-                        root = _root_name(sub)
-                        if root is not None and root in program.inputs and root not in assigned:
-                            code = ast.unparse(node).splitlines()[0]
-                            raise ProgramError(
-                                f"the cell changes `{root}` in place (line {_line(node)}: "
-                                f"`{code}`): a %%jit cell cannot mutate notebook objects, and "
-                                "JAX arrays are immutable. Build a new value instead, e.g. "
-                                f"`{root} = {root}.at[i].set(v)`."
-                            )
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.attr in _MUTATORS
-                and node.func.value.id in program.inputs
-                and node.func.value.id not in assigned
-            ):
-                methods.append((node.func.value.id, node.func.attr, _line(node)))
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             helpers.add(stmt.name)
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             helpers.update((a.asname or a.name).split(".")[0] for a in stmt.names)
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                assigned.add(node.id)
     outputs = tuple(n for n in program.outputs if n not in helpers)
     if not outputs and program.final is None:
         raise ProgramError(
             "the cell assigns no name and ends in no expression, so a compiled version "
             "would have no result: assign what you want to keep (`y = ...`) or end with it."
         )
-    return outputs, tuple(methods)
+    return outputs, tuple(w for w in writes if w.containers_only)
 
 
 # --------------------------------------------------------------------------- values
@@ -316,7 +283,7 @@ class CellJit:
         if variant is None or record:
             return self._call_slow(cell, values, signature_key, namespace)
         count = self._log.count
-        outs, value = self._invoke(variant, values)
+        outs, value = self._invoke(variant, values, signature_key)
         namespace.update(outs)
         if self._log.count != count:  # JAX compiled although the signature ran before
             why = self._logged_reason()
@@ -329,53 +296,71 @@ class CellJit:
         ``("static", type, value)`` triple for static inputs."""
         import jax
 
-        for m_name, method, line in cell.container_methods:
-            if m_name == name and isinstance(value, list | dict | set):
-                raise ProgramError(
-                    f"the cell changes `{name}` in place (line {line}: `{name}.{method}(...)`):"
-                    " a %%jit cell cannot mutate notebook objects; build a new value instead"
-                )
+        for write in cell.container_writes:
+            if write.name == name and isinstance(value, list | dict | set):
+                raise ProgramError(write.message())
         forced = name in cell.forced_static
         if not forced:
-            if isinstance(value, jax.Array) and hasattr(value, "weak_type"):
-                self._fast.add(type(value))
-                return (value.shape, value.dtype, value.weak_type)
+            if isinstance(value, jax.Array):
+                if hasattr(value, "weak_type"):
+                    self._fast.add(type(value))
+                    return (value.shape, value.dtype, value.weak_type)
+                return array_key(value)  # a typed PRNG key array (dtype key<fry>)
             if isinstance(value, self._arrays):
                 return (tuple(np.shape(value)), np.asarray(value).dtype, False)
-            if not isinstance(value, _STATIC_TYPES) and not callable(value):
+            if not isinstance(value, _STATIC_TYPES):  # callable too: an equinox model
                 leaves, tree = jax.tree_util.tree_flatten(value)
                 if leaves and any(isinstance(v, self._arrays) for v in leaves):
-                    bad = [v for v in leaves if not isinstance(v, (*self._arrays, *_SCALARS))]
-                    if not bad:
+                    if all(isinstance(v, self._arrays) for v in leaves):
                         return (tree, tuple(short(v) for v in leaves))
+                    # An equinox model, a dict of arrays and settings: arrays traced,
+                    # the rest static, as eqx.filter_jit does.
+                    return split_part(value, leaves, tree, self._arrays, name)
+                if leaves == [value] and nnx_of(value) is not None:
+                    return nnx_part(value, self._arrays, name)
         try:
             hash(value)
         except TypeError:
-            hint = (
-                "marked --static, so it must be hashable: use a tuple"
-                if forced
-                else "neither an array (or pytree of arrays) nor a hashable static value: "
-                f"convert it (`{name} = jnp.asarray({name})`) or make it a tuple"
-            )
-            raise ProgramError(f"input `{name}` is a {type(value).__name__}, {hint}") from None
+            raise ProgramError(
+                f"input `{name}` is a {type(value).__name__}, "
+                f"{_unhashable_hint(name, value, forced)}"
+            ) from None
         return ("static", type(value), value)
 
-    def _compile(self, cell: _Cell, pattern: tuple[bool, ...]) -> _Variant:
+    def _compile(self, cell: _Cell, pattern: tuple[str, ...]) -> _Variant:
+        import functools
+
         import jax
 
         inputs = cell.program.inputs
         program = dataclasses.replace(cell.program, outputs=cell.outputs)
         fun = program.function(inputs, {"__builtins__": builtins}, name=cell.name)
-        static_nums = tuple(i for i, s in enumerate(pattern) if s)
+        split = tuple(i for i, kind in enumerate(pattern) if kind == "split")
+        if split:
+            cell_fun = fun
+
+            @functools.wraps(cell_fun)
+            def fun(*args: Any) -> Any:
+                return cell_fun(*merge_args(args))
+
         variant = _Variant(
-            jitted=jax.jit(fun, static_argnums=static_nums),
-            static=tuple(n for n, s in zip(inputs, pattern, strict=True) if s),
-            dynamic=tuple(n for n, s in zip(inputs, pattern, strict=True) if not s),
+            jitted=jax.jit(
+                fun, static_argnums=tuple(i for i, k in enumerate(pattern) if k == "static")
+            ),
+            static=tuple(n for n, k in zip(inputs, pattern, strict=True) if k == "static"),
+            dynamic=tuple(n for n, k in zip(inputs, pattern, strict=True) if k != "static"),
+            split=split,
         )
         cell.variants[pattern] = variant
         return variant
 
-    def _invoke(self, variant: _Variant, values: list[Any]) -> tuple[dict[str, Any], Any]:
+    def _invoke(
+        self, variant: _Variant, values: list[Any], key: tuple[Any, ...]
+    ) -> tuple[dict[str, Any], Any]:
+        if variant.split:
+            values = [
+                to_split(v, key[i]) if i in variant.split else v for i, v in enumerate(values)
+            ]
         try:
             return variant.jitted(*values)
         except Exception as e:
@@ -394,16 +379,19 @@ class CellJit:
 
         from .capture import explaining
 
-        pattern = tuple(_is_static(part) for part in key)
+        pattern = tuple(_kind(part) for part in key)
         variant = cell.variants.get(pattern) or self._compile(cell, pattern)
         why = _why(cell, variant, key) if key not in cell.seen else None
         count = self._log.count
         t0 = time.perf_counter()
-        if why is not None and why[0] != "first run":
-            with explaining(cell.name, *why):
-                outs, value = self._invoke(variant, values)
-        else:
-            outs, value = self._invoke(variant, values)
+        # Tracing runs the cell's Python: an input changed in place through an alias the
+        # analysis cannot see is put back and refused.
+        with guarded(dict(zip(cell.program.inputs, values, strict=True))):
+            if why is not None and why[0] != "first run":
+                with explaining(cell.name, *why):
+                    outs, value = self._invoke(variant, values, key)
+            else:
+                outs, value = self._invoke(variant, values, key)
         if why is None and self._log.count != count:
             why = self._logged_reason()
         if why is not None:
@@ -452,6 +440,29 @@ def _is_static(part: Any) -> bool:
     return isinstance(part, tuple) and len(part) == 3 and isinstance(part[0], str)
 
 
+def _kind(part: Any) -> str:
+    """How an input reaches the compiled cell: "static", "traced" or "split"."""
+    if isinstance(part, SplitPart):
+        return "split"
+    return "static" if _is_static(part) else "traced"
+
+
+def _unhashable_hint(name: str, value: Any, forced: bool) -> str:
+    """The fix for an input that is neither traceable nor hashable."""
+    if forced:
+        return "marked --static, so it must be hashable: use a tuple"
+    if isinstance(value, list | tuple):
+        return (
+            "neither an array (or pytree of arrays) nor a hashable static value: "
+            f"convert it (`{name} = jnp.asarray({name})`) or make it a tuple"
+        )
+    return (
+        "which holds no array the cell could trace and is not hashable, so it cannot be "
+        f"a static value either: read what the cell needs from it into names in a normal "
+        f"cell (`k = {name}.k`, `k = {name}['k']`), or pass arrays"
+    )
+
+
 def _is_tool(part: Any) -> bool:
     """A static input that is a module, function or class rather than a setting."""
     return _is_static(part) and isinstance(
@@ -460,6 +471,8 @@ def _is_tool(part: Any) -> bool:
 
 
 def _describe_part(part: Any) -> str:
+    if isinstance(part, SplitPart):
+        return part.describe()
     if _is_static(part):
         return f"{short(part[2])} (static)"
     if isinstance(part, tuple) and len(part) == 3:
@@ -484,9 +497,14 @@ def _why(cell: _Cell, variant: _Variant, key: tuple[Any, ...]) -> tuple[str, tup
             return "an input changed kind (an array now, a static value before, or back)", ()
         return "first run", ()
     changes = tuple(
-        ArgChange(n, _describe_part(old), _describe_part(new))
+        change
         for n, old, new in zip(cell.program.inputs, before, key, strict=True)
         if old != new
+        for change in (
+            split_changes(n, old, new)
+            if isinstance(old, SplitPart) and isinstance(new, SplitPart)
+            else (ArgChange(n, _describe_part(old), _describe_part(new)),)
+        )
     )
     return "; ".join(
         map(str, changes)
