@@ -2,6 +2,12 @@
 
 IPython reads config from ``<sys.prefix>/etc/ipython`` besides the user's profile, so a
 file there applies to this virtual environment alone. Run with the environment's python.
+
+The config calls ``jaxlab.load_ipython_extension`` at start rather than listing jaxlab in
+``InteractiveShellApp.extensions``: listed, jaxlab would be in the extension manager's
+``loaded`` set and every notebook's own ``%load_ext jaxlab`` (kept so that notebooks run in
+any kernel) would print "The jaxlab extension is already loaded". Loading is idempotent,
+so that ``%load_ext`` registers nothing twice and says nothing.
 """
 
 import sys
@@ -9,8 +15,12 @@ from pathlib import Path
 
 BODY = """# Written by jaxlab's `make lab` / `make test`: this environment's kernels load jaxlab.
 c = get_config()  # noqa: F821
-# Unset, `extensions` is a lazy value that supports append (loading twice is harmless).
-c.InteractiveShellApp.extensions.append("jaxlab")
+# Loaded by a start-up line, not listed in `extensions`: a notebook's own `%load_ext jaxlab`
+# then loads it silently (loading is idempotent) instead of saying it is already loaded.
+# An expression statement: it leaves no name in the user namespace.
+c.InteractiveShellApp.exec_lines.append(
+    "__import__('jaxlab').load_ipython_extension(get_ipython())"
+)
 """
 
 
