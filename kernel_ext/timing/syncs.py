@@ -14,6 +14,8 @@ The conversions are observed on ``jax.Array``'s concrete class while recording
 (``_jax_compat.hook_array_conversions``): ``jax.transfer_guard("log")`` only reports
 transfers that copy, and on a CPU the host already holds the data, so it is silent there.
 An explicit ``jax.device_get`` is a transfer the user asked for, and is not counted.
+On a CPU, NumPy reads an array through the buffer protocol, not ``__array__``, so
+``np.asarray(x)`` is not seen there (it is on GPU and TPU).
 """
 
 from __future__ import annotations

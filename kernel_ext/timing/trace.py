@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -42,10 +43,13 @@ class Span:
 
 
 def _stats(event: Any) -> dict[str, Any]:
-    try:
-        return {str(k): v for k, v in event.stats}
-    except Exception:  # a stat of a type ProfileData cannot convert
-        return {}
+    # Python 3.12 warns that jaxlib's stats type has no __module__: not the user's concern.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return {str(k): v for k, v in event.stats}
+        except Exception:  # a stat of a type ProfileData cannot convert
+            return {}
 
 
 def _raw_spans(data: Any) -> list[tuple[str, str, str, float, float, str, Any]]:
