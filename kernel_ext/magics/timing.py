@@ -143,12 +143,15 @@ class TimingMagics(Magics):
         XLA modules and ops, and the implicit device-to-host syncs with their lines."""
         from ..timing.profile import ProfileError, profile
 
+        __tracebackhide__ = True  # IPython leaves this frame out of the cell's traceback
         args = parse_options(self.profile, line, cell=True)
         shell = self.shell
-        body, last, filename = _compile_cell(shell, cell)
+        body, last = _compile_cell(shell, cell)
         namespace = shell.user_ns
         value = None
         try:
+            # The cell's own error propagates as in a normal run, after the trace is closed
+            # and its files removed; its traceback starts at the cell's line.
             with profile() as session:
                 exec(body, namespace)
                 if last is not None:
@@ -156,9 +159,6 @@ class TimingMagics(Magics):
                 _block_on(value, namespace, cell)
         except ProfileError as e:
             raise UsageError(f"%%profile: {e}") from e
-        except Exception as e:  # the cell's own error: the trace is closed and removed
-            shell.showtraceback((type(e), e, _from_cell(e.__traceback__, filename)))
-            return None
         result = session.result
         if args.output:
             return result
@@ -171,7 +171,7 @@ class TimingMagics(Magics):
         return value
 
 
-def _compile_cell(shell: Any, cell: str) -> tuple[Any, Any, str]:
+def _compile_cell(shell: Any, cell: str) -> tuple[Any, Any]:
     """The cell as (statements, last expression or None, filename): compiled under IPython's
     cell name, so syncs and tracebacks read ``In[5], line 2``."""
     source = shell.transform_cell(cell)
@@ -186,7 +186,7 @@ def _compile_cell(shell: Any, cell: str) -> tuple[Any, Any, str]:
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         expr = ast.Expression(tree.body.pop().value)
         last = compile(expr, filename, "eval")
-    return compile(tree, filename, "exec"), last, filename
+    return compile(tree, filename, "exec"), last
 
 
 def _block_on(value: Any, namespace: dict[str, Any], cell: str) -> None:
@@ -208,14 +208,6 @@ def _block_on(value: Any, namespace: dict[str, Any], cell: str) -> None:
             array.block_until_ready()
         except Exception:  # deleted or donated: nothing left to wait for
             continue
-
-
-def _from_cell(tb: Any, filename: str) -> Any:
-    """The traceback from the cell's own frame on (jaxlab's frames above it dropped)."""
-    start = tb
-    while start is not None and start.tb_frame.f_code.co_filename != filename:
-        start = start.tb_next
-    return start if start is not None else tb
 
 
 MAGICS = (TimingMagics,)

@@ -91,6 +91,7 @@ def profile() -> Iterator[Profile]:
     >>> p.result.functions()
     ['f']
     """
+    __tracebackhide__ = True  # IPython leaves this frame out of the block's errors
     folder = tempfile.mkdtemp(prefix="jaxlab-profile-")
     session = Profile(folder=folder)
     try:
