@@ -32,7 +32,7 @@ from jax.extend import core, source_info_util
 
 from .._jax_compat import scan_counts
 from .record import KeyReuse
-from .site import Site, site_of
+from .site import Site, is_user, site_of
 from .track import DERIVERS, SAMPLERS, paused
 
 _SUMMARY = re.compile(r"^(.*?):(\d+)(?::\d+)? \((.*)\)$")
@@ -136,8 +136,12 @@ def key_flow(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> KeyFlow:
 
     Example: ``jaxlab.key_flow(f, jax.random.key(0)).reuses``.
     """
+
+    def traced(*a: Any, **k: Any) -> Any:  # a new function: JAX's trace cache for `fun`
+        return fun(*a, **k)  # is neither read (tracked) nor filled (untracked) here
+
     with paused():  # jaxlab's trace: the runtime tracker stays out of it
-        closed = jax.make_jaxpr(fun, **{})(*args, **kwargs)
+        closed = jax.make_jaxpr(traced)(*args, **kwargs)
     state = _State()
     jaxpr = closed.jaxpr
     env: dict[Any, int] = {}
@@ -155,6 +159,15 @@ def _is_key(aval: Any) -> bool:
 
 
 def _site(eqn: Any) -> Site:
+    """The user's line of an equation: its innermost frame of user code.
+
+    JAX's own summary skips only JAX's frames; a jaxpr traced while tracking was on has
+    jaxlab's wrappers between JAX and the user, so the frames are read here.
+    """
+    frames = getattr(getattr(eqn.source_info, "traceback", None), "frames", None) or ()
+    for frame in frames:  # innermost first
+        if is_user(frame.file_name):
+            return site_of(frame.file_name, frame.line_num)
     text = source_info_util.summarize(eqn.source_info)
     match = _SUMMARY.match(text)
     return site_of(match.group(1), int(match.group(2))) if match else Site(text, None, "")

@@ -38,7 +38,8 @@ class Site:
         return cls("unknown line", None, "")
 
 
-def _is_user(filename: str) -> bool:
+def is_user(filename: str) -> bool:
+    """Whether ``filename`` holds user code (cached per file)."""
     found = _USER_FILE.get(filename)
     if found is None:
         found = is_user_file(filename) and not filename.startswith("<jaxlab")
@@ -54,7 +55,7 @@ def user_frame() -> FrameType | None:
     for _ in range(_MAX_DEPTH):
         if frame is None:
             return None
-        if _is_user(frame.f_code.co_filename):
+        if is_user(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None

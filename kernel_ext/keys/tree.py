@@ -8,7 +8,8 @@
 
 Up to ``max_items`` keys and consumers, each is drawn, except that more than
 ``GROUP`` untouched sibling keys made by one call (``split(key, 10_000)``) are one item
-with a count. Beyond that the forest is drawn by call site: one item per line that made
+with a count. Beyond that (or for chains deeper than ``MAX_DEPTH``) the forest is drawn
+by call site: one item per line that made
 keys (``split ×10000 at In[3], line 4``) and one per line that consumed them.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from .record import KeyEvent, KeyLineage, KeyNode
 
 GROUP = 8  # more untouched siblings than this from one call are drawn as one item
+MAX_DEPTH = 64  # a longer chain (`key, sub = split(key)` in a loop) is drawn by call site
 
 
 @dataclass(frozen=True)
@@ -75,13 +77,12 @@ def lineage_tree(lineage: KeyLineage, max_items: int = 2000) -> Forest:
     children: dict[int | None, list[KeyNode]] = defaultdict(list)
     for node in nodes:
         children[node.parent if node.parent in known else None].append(node)
-    total = len(nodes) + sum(len(v) for v in uses.values())
-    if total > max_items:
-        return _by_site(nodes, uses, reused, max_items)
     items: list[TreeItem] = []
-    stack: list[tuple[KeyNode, str | None]] = [(n, None) for n in reversed(children[None])]
+    stack: list[tuple[KeyNode, str | None, int]] = [(n, None, 0) for n in reversed(children[None])]
     while stack:
-        node, parent = stack.pop()
+        node, parent, depth = stack.pop()
+        if len(items) > max_items or depth > MAX_DEPTH:  # too many to draw one by one
+            return _by_site(nodes, uses, reused, max_items)
         item_id = f"k{node.id}"
         items.append(
             TreeItem(
@@ -117,7 +118,9 @@ def lineage_tree(lineage: KeyLineage, max_items: int = 2000) -> Forest:
                     first.traced,
                 )
             )
-        stack.extend((child, item_id) for child in reversed(loud))
+        stack.extend((child, item_id, depth + 1) for child in reversed(loud))
+    if len(items) > max_items:
+        return _by_site(nodes, uses, reused, max_items)
     return Forest(tuple(items), 0, False)
 
 
