@@ -65,9 +65,17 @@ def first_pass(sel: Selection, has_aux: bool) -> FirstPass:
         return FirstPass(shape[0] if has_aux else shape, None, None, e)
     if has_aux:
         out, vjp, aux = res
-        return FirstPass(out, aux, vjp)
+        return FirstPass(as_arrays(out), aux, vjp)
     out, vjp = res
-    return FirstPass(out, None, vjp)
+    return FirstPass(as_arrays(out), None, vjp)
+
+
+def as_arrays(out: Any) -> Any:
+    """The output with Python numbers as arrays: ``return 0.0`` (a stub) is a constant
+    whose gradient is zero, as ``jax.grad`` says, not an object without a dtype."""
+    return jax.tree_util.tree_map(
+        lambda leaf: jnp.asarray(leaf) if isinstance(leaf, int | float | complex) else leaf, out
+    )
 
 
 @dataclass(frozen=True)
@@ -82,20 +90,23 @@ class Derivative:
     apply: Callable[[list[list[Any]]], Any]
     why: str = ""
     notes: tuple[str, ...] = ()
+    vector: list[list[Any]] | None = None  # the v of a Hessian-vector product
 
 
 def traced(call: Callable[[], Any]) -> Any:
-    """Run a JAX transform of user code, turning tracer leaks into a GradError."""
+    """Run a JAX transform of user code, turning JAX's own leaked-tracer error into a
+    GradError that explains it.
+
+    No ``jax.checking_leaks()`` here: it misfires on libraries that cache traced
+    functions (equinox, and so diffrax, keep jaxprs whose tracers outlive the trace, on
+    purpose) and makes every derivative several times slower. A leak is reported only
+    when JAX itself raises :class:`jax.errors.UnexpectedTracerError`, and after the call
+    :func:`jaxlab.autodiff.args.leaked_tracer` looks where the user's leaks land.
+    """
     try:
-        with jax.checking_leaks():
-            out = call()
+        return call()
     except jax.errors.UnexpectedTracerError as e:
         raise GradError(leak_message(str(e))) from e
-    except Exception as e:
-        if str(e).startswith("Leaked trace"):
-            raise GradError(leak_message(str(e))) from e
-        raise
-    return out
 
 
 def leak_message(detail: str) -> str:
