@@ -2,10 +2,13 @@
 
 ``%grad --wrt w,b loss(x, w, b)`` and ``grad_report(loss, x, w, b, argnums=(1, 2))``
 both come here. Each chosen argument may be an array, a Python float or a pytree (dict,
-list, tuple, a dataclass pytree such as an equinox module); its float leaves are
+list, tuple, a dataclass pytree such as an equinox module). Its float arrays are
 differentiated and its other leaves (integers, functions, strings) are held fixed, as
-``equinox.filter_grad`` does. The result is a function of the float leaves only, in the
-form every JAX transform takes.
+``equinox.filter_grad`` does. Python floats are differentiated only in an argument that
+holds no float array (``f(2.0)``, ``f({"a": 1.0})``, as ``jax.grad`` does); beside float
+arrays they are settings, held fixed (equinox's ``MaxPool.init = -inf``, a dropout rate),
+and :attr:`Selection.fixed` says which. The result is a function of the differentiated
+leaves only, in the form every JAX transform takes.
 
 >>> sel = select_arguments(lambda x, w: (x * w).sum(), (1.0, 2.0), {}, wrt="w")  # doctest: +SKIP
 >>> sel.names, sel.function(*sel.diff)                                          # doctest: +SKIP
@@ -45,6 +48,11 @@ def is_float_leaf(x: Any) -> bool:
         return False
 
 
+def is_float_array(x: Any) -> bool:
+    """A float (or complex) array or tracer: what ``equinox.filter_grad`` differentiates."""
+    return _array_like(x) and is_float_leaf(x)
+
+
 def _array_like(x: Any) -> bool:
     """An array (or tracer): a tuple shape and a dtype (not a module such as jnp)."""
     return isinstance(getattr(x, "shape", None), tuple) and hasattr(x, "dtype")
@@ -76,6 +84,7 @@ class Chosen:
     treedef: Any
     mask: tuple[bool, ...]  # per leaf: differentiated?
     leaves: tuple[Any, ...]
+    fixed: tuple[str, ...] = ()  # Python floats held fixed beside float arrays: "m.init"
 
     @property
     def diff_leaves(self) -> list[Any]:
@@ -124,6 +133,11 @@ class Selection:
     @property
     def size(self) -> int:
         return sum(c.size for c in self.chosen)
+
+    @property
+    def fixed(self) -> tuple[str, ...]:
+        """The Python floats held fixed, by path (``model.layers[2].init``)."""
+        return tuple(path for c in self.chosen for path in c.fixed)
 
     def rebuild(self, per_arg: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """Per-argument float-leaf lists → {name: value with the argument's structure}."""
@@ -243,11 +257,20 @@ def _place_by_number(i: int, positional: list[str]) -> tuple[str, int]:
 
 def _choose(name: str, where: int | str, args: Sequence[Any], kwargs: dict[str, Any]) -> Chosen:
     value = args[where] if isinstance(where, int) else kwargs[where]
-    leaves, treedef = jax.tree_util.tree_flatten(value)
-    mask = tuple(is_float_leaf(leaf) for leaf in leaves)
+    with_paths, treedef = jax.tree_util.tree_flatten_with_path(value)
+    leaves = [leaf for _, leaf in with_paths]
+    # Beside float arrays, a Python float is a setting (a pooling init, a dropout rate):
+    # held fixed, as equinox.filter_grad does. Alone, it is what the user differentiates.
+    arrays = any(is_float_array(leaf) for leaf in leaves)
+    mask = tuple(is_float_array(leaf) if arrays else is_float_leaf(leaf) for leaf in leaves)
     if not any(mask):
         raise GradError(_no_float_message(name, value, leaves))
-    return Chosen(name, where, value, treedef, mask, tuple(leaves))
+    fixed = tuple(
+        name + jax.tree_util.keystr(path)
+        for (path, leaf), m in zip(with_paths, mask, strict=True)
+        if not m and isinstance(leaf, float | complex)
+    )
+    return Chosen(name, where, value, treedef, mask, tuple(leaves), fixed)
 
 
 def _no_float_message(name: str, value: Any, leaves: list[Any]) -> str:

@@ -82,6 +82,7 @@ class GradReport:
     check: GradCheck | None = None
     nonfinite: NonFinite | None = None
     graph: Any = field(default=None, compare=False, repr=False)
+    fixed: tuple[str, ...] = ()  # Python floats held fixed beside float arrays ("m.init")
 
     @property
     def grad(self) -> Any:
@@ -113,6 +114,7 @@ class GradReport:
             "value": [asdict(s) for s in self.value_summary()],
             "grad": [asdict(s) for s in self.leaves()],
             "notes": list(self.notes),
+            "fixed": list(self.fixed),
             "check": self.check.to_dict() if self.check else None,
             "nonfinite": self.nonfinite.to_dict() if self.nonfinite else None,
         }
