@@ -384,12 +384,120 @@ def test_graph_option_names_inputs_after_the_argument():
     assert r.graph.node("in0").adjoint is not None
 
 
-def test_check_of_a_function_that_casts_to_float32_says_so():
-    r = grad_report(
-        lambda x: jnp.sum(jnp.sin(x.astype(jnp.float32)) ** 2), jnp.linspace(0, 1, 5), check=True
-    )
-    assert r.check.passed and not r.check.x64
-    assert "float32 (the function casts to it)" in r.check.text()
+def test_check_runs_in_the_reported_dtypes_and_never_touches_x64():
+    # Reading the config inside the function, on every call the check makes: a check
+    # that switched jax_enable_x64 on would be seen here (and would change the function).
+    seen = []
+
+    def f(x):
+        seen.append(bool(jax.config.read("jax_enable_x64")))
+        return jnp.sum(jnp.sin(x) ** 2)
+
+    r = grad_report(f, jnp.linspace(0, 1, 5), check=True)
+    assert r.check.passed and r.check.dtype == "float32"
+    assert len(seen) >= 1 + 2 * 4 and not any(seen)  # value + 4 evaluations per direction
+    assert "central differences in float32" in r.check.text()
+
+
+def test_dropout_loss_with_a_fixed_key_passes_the_check_and_equals_jax_grad():
+    key = jax.random.key(0)
+
+    def dropout_loss(w, x):
+        keep = jax.random.bernoulli(key, 0.5, x.shape)
+        h = jnp.where(keep, x * w / 0.5, 0.0)
+        return jnp.sum(jnp.tanh(h) ** 2)
+
+    w, x = jnp.linspace(0.1, 1.0, 8), jnp.linspace(-1.0, 1.0, 8)
+    r = grad_report(dropout_loss, w, x, check=True)
+    np.testing.assert_allclose(r.grad, jax.grad(dropout_loss)(w, x), rtol=1e-6)
+    assert r.check.passed and r.check.max_error < 1e-3
+    assert not jax.config.read("jax_enable_x64")
+
+
+def _planted_sin():
+    """sin with a custom_jvp whose derivative is 1.5× too large."""
+
+    @jax.custom_jvp
+    def bad_sin(x):
+        return jnp.sin(x)
+
+    @bad_sin.defjvp
+    def _(primals, tangents):
+        return bad_sin(primals[0]), 1.5 * jnp.cos(primals[0]) * tangents[0]
+
+    return lambda x: jnp.sum(bad_sin(x))
+
+
+def test_planted_wrong_rule_fails_the_first_order_check():
+    f, x = _planted_sin(), jnp.array([0.3, 1.1, -0.7])
+    r = grad_report(f, x, check=True)
+    np.testing.assert_allclose(r.grad, 1.5 * jnp.cos(x), rtol=1e-6)  # the rule's numbers
+    assert not r.check.passed and r.check.max_error == pytest.approx(1 / 3, abs=0.02)
+    assert not r.check.kink
+    assert any("custom_jvp bad_sin" in n for n in r.notes)
+
+
+def test_planted_wrong_rule_fails_the_hessian_and_hvp_checks():
+    f, x = _planted_sin(), jnp.array([0.3, 1.1, -0.7])
+    h = grad_report(f, x, hessian=True, check=True)
+    np.testing.assert_allclose(h.grad, jnp.diag(-1.5 * jnp.sin(x)), rtol=1e-5, atol=1e-7)
+    assert h.check.order == 2 and not h.check.passed
+    assert h.check.max_error == pytest.approx(1 / 3, abs=0.02)
+    assert "second differences of the value" in h.check.text()
+    hv = grad_report(f, x, hvp=jnp.array([1.0, 2.0, 3.0]), check=True)
+    assert not hv.check.passed and hv.check.max_error == pytest.approx(1 / 3, abs=0.02)
+    # The same checks pass on the true sin: they can tell right from wrong.
+    good = grad_report(lambda x: jnp.sum(jnp.sin(x)), x, hessian=True, check=True)
+    assert good.check.passed and good.check.max_error < 1e-2
+
+
+@pytest.mark.parametrize("fn", [jax.nn.relu, jax.nn.selu], ids=["relu", "selu"])
+def test_check_at_a_kink_says_so_and_does_not_blame_a_rule(fn):
+    r = grad_report(lambda x: jnp.sum(fn(x)), jnp.zeros(3), check=True)
+    assert not r.check.passed and r.check.kink
+    assert "kink" in r.check.text() and "move the point" in r.check.text()
+    assert not any("custom" in n for n in r.notes)
+    # Away from the kink (by more than the step) the same check passes.
+    shifted = grad_report(lambda x: jnp.sum(fn(x)), jnp.full(3, 0.5), check=True)
+    assert shifted.check.passed and not shifted.check.kink
+
+
+def test_python_number_output_has_a_zero_gradient_as_jax_grad():
+    def stub(p):
+        return 0.0
+
+    x = jnp.ones(3)
+    r = grad_report(stub, x, check=True)
+    np.testing.assert_array_equal(r.grad, jax.grad(stub)(x))
+    assert float(r.value) == 0.0 and r.check.passed
+
+
+def test_python_floats_beside_arrays_are_held_fixed_and_named():
+    params = {"w": jnp.array([1.0, 2.0]), "scale": 3.0}
+
+    def f(p):
+        return p["scale"] * jnp.sum(p["w"] ** 2)
+
+    r = grad_report(f, params, check=True)
+    np.testing.assert_allclose(r.grad["w"], [6.0, 12.0])
+    assert r.grad["scale"] is None and r.fixed == ("p['scale']",)
+    assert any("held fixed" in n and "p['scale']" in n for n in r.notes)
+    assert r.check.passed
+    # Alone, Python floats are what the user differentiates (as jax.grad).
+    alone = grad_report(lambda p: p["a"] ** 2, {"a": 3.0})
+    assert float(alone.grad["a"]) == pytest.approx(6.0) and alone.fixed == ()
+
+
+def test_jax_own_leak_error_is_explained():
+    saved = []
+    jax.grad(lambda x: saved.append(x) or x)(1.0)
+    stale = saved[0]
+
+    def uses_stale(x):
+        return x * stale
+
+    with pytest.raises(GradError, match="leaks a tracer"):
+        grad_report(uses_stale, 2.0)
 
 
 def test_check_of_a_jacobian_tests_the_reported_numbers():

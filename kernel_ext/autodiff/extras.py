@@ -18,8 +18,9 @@ from jax.extend import core as jcore
 from ..compile.capture import jaxlab_work
 from .args import Selection
 from .check import GradCheck, check_derivative
-from .derivative import GRADIENT, HESSIAN, HVP, Derivative, primary
+from .derivative import GRADIENT, HESSIAN, HVP, WHILE_REVERSE, Derivative, primary
 from .nans import NonFinite, locate_nonfinite
+from .second_order import check_second_order
 
 
 @jaxlab_work()
@@ -31,14 +32,15 @@ def check_report(
     seed: int,
     tolerance: float | None,
 ) -> GradCheck:
-    """The finite-difference check of ``result``: of the output for first derivatives, of
-    the gradient for second ones."""
-    fun = primary(sel, has_aux)
+    """The finite-difference check of ``result``: of the output for first derivatives,
+    second differences of the value for second ones (never a derivative rule)."""
     if result.kind in (HESSIAN, HVP):
-        grad_fn = jax.grad(fun, argnums=tuple(range(len(sel.chosen))))
-        checked = lambda x: grad_fn(*x)  # noqa: E731
-    else:
-        checked = lambda x: fun(*x)  # noqa: E731
+        return check_second_order(sel, result, has_aux, directions, seed, tolerance)
+    fun = primary(sel, has_aux)
+
+    def checked(x: list[list[Any]]) -> Any:
+        return fun(*x)
+
     leaves = [leaf for per in result.per_arg for leaf in jax.tree_util.tree_leaves(per)]
     dtype = jnp.result_type(*leaves) if leaves else jnp.float32
     return check_derivative(
@@ -116,4 +118,15 @@ def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str |
 
         packed, arg = leaves, list(sel.diff)
     packed.__name__ = sel.function.__name__
-    return jaxpr_graph(packed, arg, grad=True, values=True), None
+    try:
+        return jaxpr_graph(packed, arg, grad=True, values=True), None
+    except ValueError as e:
+        if WHILE_REVERSE not in str(e):
+            raise
+        # The graph draws jax.grad's program, which reverse mode cannot build here; the
+        # report's numbers (forward mode) stand without it.
+        return None, (
+            "the gradient graph is left out: it draws reverse mode's program (jax.grad), "
+            "and reverse mode cannot go through a `while_loop` whose trip count depends "
+            "on the data. The gradient above was taken in forward mode"
+        )

@@ -9,7 +9,8 @@ would (``jax.value_and_grad``), but never stops at JAX's refusals:
   when the inputs are small, and says so;
 * integer inputs, integer outputs and leaked tracers get a message that names the
   problem and the fix;
-* ``check=True`` compares the derivative with float64 finite differences, and a NaN
+* ``check=True`` compares the derivative with finite differences of the same function
+  in its own dtypes (second differences of the value for a Hessian), and a NaN
   or inf gradient is traced to the first equation whose adjoint turns non-finite.
 
 This module decides which derivative to take and assembles the report; the parts live
@@ -66,7 +67,7 @@ def grad_report(
     ``mode`` (``"fwd"``/``"rev"``) forces the Jacobian's mode; ``hessian=True`` gives the
     Hessian and ``hvp=v`` the Hessian-vector product (``v`` shaped like the chosen
     arguments); ``jacobian=False`` refuses a non-scalar output instead of giving its
-    Jacobian; ``check=True`` adds a float64 finite-difference check (``directions``
+    Jacobian; ``check=True`` adds a finite-difference check (``directions``
     random directions per argument, ``tolerance`` by default from the dtype);
     ``graph=True`` attaches the annotated gradient graph.
 
@@ -158,10 +159,13 @@ def report_for_call(
     else:  # reverse mode failed there, so it gave only shapes: run the function itself
         value, aux = compute.unwrap(sel.function(*sel.diff), has_aux)
     notes = list(result.notes)
+    if sel.fixed:
+        notes.append(fixed_note(sel.fixed))
     checked = None
     if check:
         checked = extras.check_report(sel, result, has_aux, directions, seed, tolerance)
-        custom = [] if checked.passed else extras.custom_rules(sel, has_aux)
+        # At a kink the rule is not to blame: the check says so itself.
+        custom = [] if checked.passed or checked.kink else extras.custom_rules(sel, has_aux)
         if custom:
             notes.append(
                 f"the function has custom derivative rules ({', '.join(custom)}): "
@@ -190,6 +194,19 @@ def report_for_call(
         check=checked,
         nonfinite=nonfinite,
         graph=drawn,
+        fixed=sel.fixed,
+    )
+
+
+def fixed_note(paths: Sequence[str], limit: int = 6) -> str:
+    """Which Python floats were held fixed: settings beside the arrays, not parameters."""
+    shown = ", ".join(paths[:limit]) + (
+        f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    )
+    return (
+        f"held fixed (not differentiated): {shown}: Python float{'s' if len(paths) != 1 else ''} "
+        "beside float arrays are settings (a pooling init, a dropout rate), as in "
+        "equinox.filter_grad; make one an array (jnp.asarray) to differentiate it"
     )
 
 

@@ -1,7 +1,15 @@
-"""Second derivatives: the Hessian and Hessian-vector products, forward over reverse.
+"""Second derivatives: the Hessian and Hessian-vector products, forward over reverse,
+and their check against second differences of the value.
 
 ``jax.hessian`` is ``jacfwd(jacrev(f))``: one JVP of the gradient per input element.
 A Hessian-vector product needs one JVP of the gradient and never builds the Hessian.
+
+The check (:func:`check_second_order`) must not use a derivative rule: differencing
+``jax.grad`` would run the same rule that made the Hessian, and a wrong rule would pass.
+It compares ``dᵀHd`` (Hessian) or ``dᵀHv`` (by polarization, ``(q(d+v) - q(d-v)) / 4``)
+with second differences ``q(d) = (f(x+hd) - 2f(x) + f(x-hd)) / h²`` of the value alone,
+with the exact steps, Richardson extrapolation and noise floor of
+:mod:`jaxlab.autodiff.check`.
 
 >>> sel = select_arguments(lambda x: jnp.sum(x ** 3), (jnp.ones(2),), {})  # doctest: +SKIP
 >>> second_order(sel, False, jnp.ones(2)).per_arg                          # doctest: +SKIP
@@ -17,8 +25,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import check as fd
 from .args import GradError, Selection
+from .check import ArgCheck, Direction, GradCheck
 from .derivative import CUSTOM_VJP_FORWARD, HESSIAN, HVP, Derivative, contract, primary, traced
+
+# Second differences divide by h²: a larger step keeps the function's rounding small.
+STEP2 = {"float64": 1e-2, "float32": 5e-2, "float16": 1e-1, "bfloat16": 1e-1}
 
 
 def second_order(sel: Selection, has_aux: bool, v: Any) -> Derivative:
@@ -41,12 +54,17 @@ def second_order(sel: Selection, has_aux: bool, v: Any) -> Derivative:
         ) from e
 
     def apply(d: list[list[Any]]) -> Any:
-        # H·v is all that is reported: the check tests the operator it came from (a JVP
-        # of the gradient) along its own random directions.
-        return jax.jvp(grad_fn, sel.diff, d)[1]
+        # dᵀ(H·v) from the numbers reported: the check compares it with second
+        # differences of the value along d ± v, which no derivative rule touches.
+        return sum(
+            jnp.vdot(t, h).real
+            for ts, hs in zip(d, hv, strict=True)
+            for t, h in zip(ts, hs, strict=True)
+        )
 
     why = "forward-over-reverse (jax.jvp of jax.grad): one JVP of the gradient, no Hessian built"
-    return Derivative(HVP, "forward-over-reverse", [list(h) for h in hv], apply, why=why)
+    per_arg = [list(h) for h in hv]
+    return Derivative(HVP, "forward-over-reverse", per_arg, apply, why=why, vector=tangents)
 
 
 def _hessian(sel: Selection, hess: Any) -> Derivative:
@@ -104,3 +122,80 @@ def _hvp_tangents(sel: Selection, v: Any) -> list[list[Any]]:
             fixed.append(jnp.asarray(t, dtype=jnp.result_type(x)))
         out.append(fixed)
     return out
+
+
+def check_second_order(
+    sel: Selection,
+    result: Derivative,
+    has_aux: bool,
+    directions: int,
+    seed: int,
+    tolerance: float | None,
+) -> GradCheck:
+    """The Hessian's (or HVP's) check against second differences of the value, along
+    ``directions`` random unit directions per argument."""
+    fun = primary(sel, has_aux)
+    diff = sel.diff
+
+    def value(x: list[list[Any]]) -> Any:
+        return fun(*x)
+
+    rng = np.random.default_rng(seed)
+    out0 = value(diff)
+    f0, eps = fd.flat(out0), fd.eps_of(out0)
+    leaves = [leaf for per in result.per_arg for leaf in jax.tree_util.tree_leaves(per)]
+    tol = tolerance if tolerance is not None else fd.tolerance_for(jnp.result_type(*leaves), 2)
+    v_hat: list[list[np.ndarray]] | None = None
+    if result.vector is not None:
+        v_np = [[np.asarray(t, dtype=np.float64) for t in ts] for ts in result.vector]
+        v_norm = float(np.sqrt(sum(np.sum(t**2) for ts in v_np for t in ts))) or 1.0
+        v_hat = [[t / v_norm for t in ts] for ts in v_np]
+    all_leaves = [x for xs in diff for x in xs]
+    results = []
+    for i, name in enumerate(sel.names):
+        h = fd.step_for(all_leaves if v_hat else diff[i], STEP2)
+        per_direction = []
+        for _ in range(directions):
+            d = fd.unit_direction(rng, diff, i)
+            if v_hat is None:
+                q_fd, q_ad = _quadratic(value, diff, d, h, f0, eps, result.apply)
+            else:
+                plus, _ = _quadratic(value, diff, fd.combine(d, v_hat, 1, 1), h, f0, eps)
+                minus, _ = _quadratic(value, diff, fd.combine(d, v_hat, 1, -1), h, f0, eps)
+                q_fd = ((plus[0] - minus[0]) / 4, (plus[1] + minus[1]) / 4)
+                q_ad = float(result.apply(fd.cast_like(d, diff))) / v_norm
+            found = Direction.compare(np.array([q_fd[0]]), np.array([q_ad]), q_fd[1], tol)
+            per_direction.append(found)
+        results.append(ArgCheck.of(name, h, per_direction))
+    return GradCheck(tuple(results), tol, directions, seed, dtype=fd.dtype_name(out0), order=2)
+
+
+def _quadratic(
+    value: Any,
+    diff: list[list[Any]],
+    direction: list[list[np.ndarray]],
+    h: float,
+    f0: np.ndarray,
+    eps: float,
+    apply: Any = None,
+) -> tuple[tuple[float, float], float]:
+    """((dᵀHd by second differences, its noise), dᵀHd from ``apply``: H·d, or 0.0)."""
+    qs, ads, sizes = [], [], [abs(float(f0[0].real))]
+    for s in (h, h / 2):
+        delta = [
+            [fd.exact_step(x, t, s) for x, t in zip(xs, ts, strict=True)]
+            for xs, ts in zip(diff, direction, strict=True)
+        ]
+        fp = float(fd.flat(value(fd.shifted(diff, delta, 1.0)))[0].real)
+        fm = float(fd.flat(value(fd.shifted(diff, delta, -1.0)))[0].real)
+        qs.append((fp - 2 * float(f0[0].real) + fm) / s**2)
+        sizes += [abs(fp), abs(fm)]
+        if apply is not None:
+            unit = fd.scaled(delta, s)
+            hu = fd.flat(apply(fd.cast_like(unit, diff)))
+            ads.append(float(np.vdot(fd.flat(unit), hu).real))
+    # Richardson: (4 q(h/2) - q(h)) / 3; the noise of q(s) is 4 ε|f| / s².
+    q = (4 * qs[1] - qs[0]) / 3
+    noise = (68 / 3) * fd.NOISE_ULPS * eps * max(sizes) / h**2
+    ad = (4 * ads[1] - ads[0]) / 3 if ads else 0.0
+    return (q, noise), ad
