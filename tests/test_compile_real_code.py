@@ -17,8 +17,13 @@ from IPython.core.error import UsageError
 from jax.extend.core import jaxpr_as_fun
 
 import jaxlab
-from jaxlab.compile.report import duration, resolve_static
-from jaxlab.compile.static_leaves import blamed_parameter, call_with_bound, split_static
+from jaxlab.compile.report import duration
+from jaxlab.compile.static_leaves import (
+    blamed_parameter,
+    call_with_bound,
+    resolve_static,
+    split_static,
+)
 
 
 def power(x, n):

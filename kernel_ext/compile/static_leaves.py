@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,6 +172,49 @@ def _wraps(fun: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[...
         return functools.wraps(fun)(wrapper)
     except (AttributeError, TypeError):  # an object whose attributes cannot be read
         return wrapper
+
+
+def resolve_static(
+    fun: Callable[..., Any], nums: Sequence[int], names: Sequence[str]
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Static positions and names completed from ``fun``'s signature, as ``jax.jit`` does
+    when given only one of them: ``n`` static means position 1 too in ``f(x, n)``, so a
+    call that passes ``n`` by position holds it static as well.
+
+    Raises ValueError naming the parameters when a name or position is not ``fun``'s.
+    """
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: as given
+        return tuple(nums), tuple(names)
+    kinds = inspect.Parameter
+    positional = [
+        p for p in params if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
+    ]
+    by_name = {p.name: p for p in params}
+    open_args = any(p.kind == kinds.VAR_POSITIONAL for p in params)
+    open_kwargs = any(p.kind == kinds.VAR_KEYWORD for p in params)
+    listed = ", ".join(p.name for p in params) or "none"
+    fun_name = getattr(fun, "__name__", "the function")
+    out_nums = set(nums)
+    out_names = set(names)
+    for name in names:
+        param = by_name.get(name)
+        if param is None and not open_kwargs:
+            raise ValueError(f"{fun_name} has no parameter {name!r} (its parameters: {listed})")
+        if param is not None and param in positional:
+            out_nums.add(positional.index(param))
+    for num in nums:
+        index = num + len(positional) if num < 0 else num
+        if 0 <= index < len(positional):
+            if positional[index].kind != kinds.POSITIONAL_ONLY:
+                out_names.add(positional[index].name)
+        elif not open_args:
+            raise ValueError(
+                f"{fun_name} has {len(positional)} positional parameters ({listed}); "
+                f"static position {num} is not one of them"
+            )
+    return tuple(sorted(out_nums)), tuple(sorted(out_names))
 
 
 def filter_jit_target(fun: Any) -> Callable[..., Any] | None:

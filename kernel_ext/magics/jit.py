@@ -27,11 +27,12 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..compile.cell import cell_jit
-from ..compile.static_leaves import blamed_parameter, filter_jit_target
+from ..compile.static_leaves import blamed_parameter, filter_jit_target, resolve_static
 from ..explain.trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ..program import Call, ProgramError, parse_call
 from ._failures import failure_text
 from ._options import parse_options, split_options
+from ._progress import watching
 
 _VALUED = frozenset({"--static"})
 
@@ -95,7 +96,7 @@ class JitMagics(Magics):
         return self._cell(cell, args, static)
 
     def _report(self, source: str, args: Any, static: tuple[str, ...]) -> Any:
-        from ..compile.report import compile_report, resolve_static
+        from ..compile.report import compile_report
 
         if not source:
             raise UsageError("%jit: give a call such as `%jit f(x)` (or use %%jit on a cell)")
@@ -122,17 +123,18 @@ class JitMagics(Magics):
             resolve_static(call.fun, nums, names)
         except ValueError as e:
             raise UsageError(f"%jit --static: {e}") from e
-        try:
-            report = compile_report(
-                call.fun,
-                *call.args,
-                static_argnums=nums,
-                static_argnames=names,
-                show=show,
-                **call.kwargs,
-            )
-        except Exception as e:
-            raise UsageError(_describe_failure(call, e)) from e
+        with watching("%jit", f"compiling `{call.source}`"):
+            try:
+                report = compile_report(
+                    call.fun,
+                    *call.args,
+                    static_argnums=nums,
+                    static_argnames=names,
+                    show=show,
+                    **call.kwargs,
+                )
+            except Exception as e:
+                raise UsageError(_describe_failure(call, e)) from e
         if args.output:
             return report
         display(report)
@@ -140,10 +142,12 @@ class JitMagics(Magics):
 
     def _cell(self, source: str, args: Any, static: tuple[str, ...]) -> Any:
         namespace = self.shell.user_ns if self.shell is not None else {}
-        try:
-            value, run = cell_jit().run(source, namespace, static, record=args.output)
-        except ProgramError as e:
-            raise UsageError(f"%%jit: {e}") from e
+        # no notice: a %%jit cell may run for long on purpose; an interrupt still ends cleanly
+        with watching("%%jit", "running the cell", notice=False):
+            try:
+                value, run = cell_jit().run(source, namespace, static, record=args.output)
+            except ProgramError as e:
+                raise UsageError(f"%%jit: {e}") from e
         if args.output:
             return run
         if run is not None and run.compiled and not args.quiet:
