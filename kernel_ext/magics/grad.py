@@ -32,7 +32,6 @@ from IPython.display import display
 from ..program import Call, ProgramError, parse_call, parse_expression
 from ._failures import failure_text, raised_in_jaxlab
 from ._options import parse_options, split_options
-from ._progress import watching
 
 _VALUED = frozenset({"--wrt", "--argnums", "--mode", "--hvp"})
 _LINE_ONLY = ("argnums", "has_aux", "hessian", "hvp", "split")
@@ -66,19 +65,16 @@ class GradMagics(Magics):
         args = parse_options(self.grad, options, cell=cell is not None)
         ns = self.shell.user_ns if self.shell is not None else {}
         magic, what = ("%grad", f"`{source}`") if cell is None else ("%%grad", "the cell")
-        with watching(magic, f"differentiating {what}"):
-            try:
-                result = (
-                    _line(args, source, ns) if cell is None else _cell(args, source, cell, ns)
-                )
-            except UsageError:
-                raise
-            except ProgramError as e:  # GradError too: the user's input, already explained
-                raise UsageError(f"{magic}: {e}") from e
-            except Exception as e:
-                if raised_in_jaxlab(e):
-                    raise  # a bug of ours: show it whole rather than blame the user's program
-                raise UsageError(failure_text(f"{magic}: differentiating {what}", e)) from e
+        try:
+            result = _line(args, source, ns) if cell is None else _cell(args, source, cell, ns)
+        except UsageError:
+            raise
+        except ProgramError as e:  # GradError too: the user's input, already explained
+            raise UsageError(f"{magic}: {e}") from e
+        except Exception as e:
+            if raised_in_jaxlab(e):
+                raise  # a bug of ours: show it whole rather than blame the user's program
+            raise UsageError(failure_text(f"{magic}: differentiating {what}", e)) from e
         if args.output:
             return result
         display(result)
