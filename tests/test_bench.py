@@ -160,3 +160,18 @@ def test_bench_magic_a_raising_call_is_told_once_with_its_line(ip):
         ip.run_line_magic("bench", "broken(x)")
     assert "return a / 'x'" in str(e.value)
     assert ip.user_ns["calls"] == [1]  # not retried
+
+
+def test_bench_magic_logs_only_the_users_function_in_the_compile_log(ip):
+    from jaxlab.timing import peak
+
+    peak._measure.cache_clear()  # so this %bench measures the peak (jaxlab's own work)
+    ip.run_cell("import jax, jax.numpy as jnp\ndef f(a):\n    return jnp.sin(a) @ a\n")
+    ip.run_cell("x = jnp.ones((32, 32))\nmine = jax.jit(f)")
+    log = jaxlab.compile_log()
+    log.clear()
+    r = ip.run_line_magic("bench", "-o -n 2 -r 1 mine(x)")
+    assert r.flops is not None and r.peak_flops_s is not None  # cost and peak were measured
+    names = [e.fun_name for e in log.events]
+    assert names == ["f"]  # the user's function, compiled once; nothing of jaxlab's
+    assert log.jaxlab_count >= 2  # the peak's matmul and stream kernels, the cost analysis

@@ -26,8 +26,8 @@ from typing import Any
 import jax
 
 from .._jax_compat import cost_analysis
+from ..compile.capture import jaxlab_work
 from ..compile.messages import short_type
-from ._work import own_work
 from .result import BenchResult, CallSpan
 
 ROUND_S = 0.2  # a round of calls lasts at least this long (as %timeit's autorange)
@@ -167,7 +167,7 @@ def _cost(target: _Target) -> tuple[float | None, float | None]:
     """XLA's FLOPs and bytes for the call, or (None, None) when it cannot be compiled alone."""
     lower = getattr(target.fun, "lower", None)
     try:
-        with own_work():
+        with jaxlab_work():
             if not callable(lower):
                 lower = jax.jit(target.fun).lower
             compiled = lower(*target.args, **target.kwargs).compile()

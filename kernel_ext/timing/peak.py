@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from ._work import own_work
+from ..compile.capture import jaxlab_work
 
 # Sizes per platform: big enough to saturate the device, small enough to stay quick.
 _MATMUL_N = {"cpu": 1024, "gpu": 8192, "tpu": 8192}
@@ -54,7 +54,7 @@ def _best_seconds(fun: object, *args: jax.Array) -> float:
 def _measure(platform: str) -> Peak:
     n = _MATMUL_N.get(platform, 4096)
     size = _STREAM_ELEMENTS.get(platform, 1 << 26)
-    with own_work():
+    with jaxlab_work():
         a = jnp.ones((n, n), jnp.float32)
         matmul = jax.jit(jnp.matmul).lower(a, a).compile()
         x = jnp.ones((size,), jnp.float32)
