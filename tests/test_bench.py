@@ -174,4 +174,6 @@ def test_bench_magic_logs_only_the_users_function_in_the_compile_log(ip):
     assert r.flops is not None and r.peak_flops_s is not None  # cost and peak were measured
     names = [e.fun_name for e in log.events]
     assert names == ["f"]  # the user's function, compiled once; nothing of jaxlab's
-    assert log.jaxlab_count >= 2  # the peak's matmul and stream kernels, the cost analysis
+    # jaxlab's own compilations were counted instead: the cost analysis at least (the
+    # peak's kernels may be in JAX's cache from an earlier measurement in this process)
+    assert log.jaxlab_count >= 1
