@@ -186,3 +186,46 @@ def test_xla_runtime_error_older_name():
 
     assert _jax_compat.is_xla_runtime_error(XlaRuntimeError("x"))
     assert not _jax_compat.is_xla_runtime_error(RuntimeError("x"))
+
+
+# --------------------------------------------------------------------------- timing
+def test_hook_array_conversions_on_installed_jax():
+    seen = []
+
+    def wrap(name, method):
+        def hooked(self, *args, **kwargs):
+            seen.append(name)
+            return method(self, *args, **kwargs)
+
+        return hooked
+
+    undo = _jax_compat.hook_array_conversions(("__float__", "item", "__bool__"), wrap)
+    assert undo is not None  # this jaxlib's array class can be observed
+    try:
+        x = jnp.arange(3.0)
+        assert float(x[1]) == 1.0 and x[2].item() == 2.0 and bool(x[1])
+    finally:
+        undo()
+    assert seen == ["__float__", "item", "__bool__"]
+    float(jnp.ones(()))  # restored: no longer observed
+    assert seen == ["__float__", "item", "__bool__"]
+
+
+def test_hook_array_conversions_fallback_on_a_class_that_refuses_attributes(monkeypatch):
+    class Frozen(type(jax.Array)):
+        def __setattr__(cls, name, value):
+            raise TypeError("immutable type")
+
+    class FrozenArray(jax.Array, metaclass=Frozen):
+        def __float__(self):
+            return 1.0
+
+        def item(self):
+            return 2.0
+
+    original = dict(FrozenArray.__dict__)
+    monkeypatch.setattr(jax, "device_put", lambda _: object.__new__(FrozenArray))
+    assert _jax_compat.hook_array_conversions(("__float__", "item"), lambda n, m: m) is None
+    assert dict(FrozenArray.__dict__) == original  # nothing changed
+    monkeypatch.setattr(jax, "device_put", lambda _: object())  # not an array at all
+    assert _jax_compat.hook_array_conversions(("__float__",), lambda n, m: m) is None
