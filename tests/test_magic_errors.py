@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import jax
+import jax.numpy as jnp
 import pytest
 from IPython.core.error import UsageError
 
@@ -249,6 +250,7 @@ def test_in_a_kernel_the_error_keeps_its_name_and_value(tmp_path, monkeypatch):
 BAD_INPUT_SETUP = """
 import jax
 import jax.numpy as jnp
+import jax.numpy as jnp
 def f(x):
     return jnp.sin(x).sum()
 def kwonly(x, *, k):
@@ -357,3 +359,81 @@ def test_when_dot_fails_the_note_says_what_dot_said(ip, tmp_path, monkeypatch):
     )
     assert "sin" in bundle["text/plain"]  # the text view follows
     assert "dot said: Error: syntax error in line 3 near ;" in bundle["text/html"]
+
+
+# --------------------------------------------------------------------------- long steps
+SLOW_SETUP = """
+import time
+def slow(v):
+    for _ in range(4):
+        time.sleep(0.15)  # tracing that takes a while, as 50 nested conds do
+        v = jnp.tanh(v)
+    return v.sum()
+def stop(v):
+    raise KeyboardInterrupt  # the user pressing ■ while JAX traces
+"""
+
+
+def test_a_slow_trace_says_what_it_is_doing(ip, capsys, monkeypatch):
+    from jaxlab.magics import _progress
+
+    monkeypatch.setattr(_progress, "NOTICE_AFTER_S", 0.1)
+    ip.run_cell(BAD_INPUT_SETUP + SLOW_SETUP)
+    capsys.readouterr()
+    graph = ip.run_line_magic("jaxpr", "-o slow(x)")
+    out = capsys.readouterr().out
+    assert graph.n_equations == 5  # 4 tanh and the sum
+    assert out == "%jaxpr: still tracing `slow(x)` after 0.1 s … (interrupt the kernel to stop)\n"
+    report = ip.run_line_magic("grad", "-o slow(x)")
+    assert "%grad: still differentiating `slow(x)` after 0.1 s" in capsys.readouterr().out
+    assert report.value == pytest.approx(float(jnp.tanh(jnp.tanh(jnp.tanh(jnp.tanh(1.0))))) * 3)
+
+
+def test_a_quick_trace_says_nothing(ip, capsys):
+    ip.run_cell(BAD_INPUT_SETUP)
+    capsys.readouterr()
+    ip.run_line_magic("jaxpr", "-o f(x)")
+    ip.run_line_magic("grad", "-o f(x)")
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("magic", "line", "cell", "doing"),
+    [
+        ("jaxpr", "stop(x)", None, "tracing `stop(x)`"),
+        ("jaxpr", "--grad stop(x)", None, "tracing `stop(x)`"),
+        ("grad", "--graph stop(x)", None, "differentiating `stop(x)`"),
+        ("grad", "", "y = x * 2\nstop(y)", "differentiating the cell"),
+        ("jit", "stop(x)", None, "compiling `stop(x)`"),
+        ("jit", "", "y = x * 2\nstop(y)", "running the cell"),
+    ],
+)
+def test_an_interrupt_ends_the_magic_cleanly(ip, magic, line, cell, doing):
+    ip.run_cell(BAD_INPUT_SETUP + SLOW_SETUP)
+    before = _names(ip)
+    with pytest.raises(UsageError) as caught:
+        if cell is None:
+            ip.run_line_magic(magic, line)
+        else:
+            ip.run_cell_magic(magic, line, cell)
+    prefix = "%%" if cell is not None else "%"
+    assert re.fullmatch(
+        rf"{re.escape(prefix + magic)}: interrupted while {re.escape(doing)} after \d+\.\d s; "
+        "nothing in the notebook changed",
+        str(caught.value),
+    )
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert _names(ip) == before
+    # JAX's tracing state was unwound: the next trace works
+    assert ip.run_line_magic("jaxpr", "-o f(x)").n_equations == 2
+
+
+def test_an_interrupt_in_the_shell_shows_one_line(ip, capsys):
+    ip.run_cell(BAD_INPUT_SETUP + SLOW_SETUP)
+    capsys.readouterr()
+    result = ip.run_cell("%jaxpr stop(x)")
+    captured = capsys.readouterr()
+    out = ANSI.sub("", captured.out + captured.err)
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "UsageError: %jaxpr: interrupted while tracing `stop(x)`" in out
+    assert "Traceback" not in out and "jaxlab" not in out.replace("%jaxpr", "")

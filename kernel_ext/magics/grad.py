@@ -4,7 +4,7 @@
 
     %grad loss(params, x)                  # value and gradient w.r.t. the first argument
     %grad --wrt w,b loss(x, w, b)          # ... w.r.t. arguments by name (--argnums 1,2)
-    %grad --check loss(params, x)          # ... with a finite-difference check
+    %grad --check loss(params, x)          # ... with a float64 finite-difference check
     %grad --graph loss(params, x)          # ... with the annotated gradient graph below
     %grad f(x)                             # a non-scalar output gives its Jacobian
     %grad --hessian f(x)                   # the Hessian (--hvp v: Hessian-vector product)
@@ -32,6 +32,7 @@ from IPython.display import display
 from ..program import Call, ProgramError, parse_call, parse_expression
 from ._failures import failure_text, raised_in_jaxlab
 from ._options import parse_options, split_options
+from ._progress import watching
 
 _VALUED = frozenset({"--wrt", "--argnums", "--mode", "--hvp"})
 _LINE_ONLY = ("argnums", "has_aux", "hessian", "hvp", "split")
@@ -43,7 +44,7 @@ class GradMagics(Magics):
     @argument("--wrt", metavar="NAMES", help="Differentiate w.r.t. these arguments (x,y).")
     @argument("--argnums", metavar="NUMS", help="... or these positions (0,1); default 0.")
     @argument("--has-aux", action="store_true", help="f returns (value, aux).")
-    @argument("--check", action="store_true", help="Check against finite differences.")
+    @argument("--check", action="store_true", help="Check against float64 finite differences.")
     @argument("--mode", choices=("fwd", "rev"), help="Jacobian mode (default: the cheaper one).")
     @argument("--hessian", action="store_true", help="The Hessian (scalar outputs).")
     @argument("--hvp", metavar="V", help="The Hessian-vector product with V.")
@@ -65,16 +66,17 @@ class GradMagics(Magics):
         args = parse_options(self.grad, options, cell=cell is not None)
         ns = self.shell.user_ns if self.shell is not None else {}
         magic, what = ("%grad", f"`{source}`") if cell is None else ("%%grad", "the cell")
-        try:
-            result = _line(args, source, ns) if cell is None else _cell(args, source, cell, ns)
-        except UsageError:
-            raise
-        except ProgramError as e:  # GradError too: the user's input, already explained
-            raise UsageError(f"{magic}: {e}") from e
-        except Exception as e:
-            if raised_in_jaxlab(e):
-                raise  # a bug of ours: show it whole rather than blame the user's program
-            raise UsageError(failure_text(f"{magic}: differentiating {what}", e)) from e
+        with watching(magic, f"differentiating {what}"):
+            try:
+                result = _line(args, source, ns) if cell is None else _cell(args, source, cell, ns)
+            except UsageError:
+                raise
+            except ProgramError as e:  # GradError too: the user's input, already explained
+                raise UsageError(f"{magic}: {e}") from e
+            except Exception as e:
+                if raised_in_jaxlab(e):
+                    raise  # a bug of ours: show it whole rather than blame the user's program
+                raise UsageError(failure_text(f"{magic}: differentiating {what}", e)) from e
         if args.output:
             return result
         display(result)

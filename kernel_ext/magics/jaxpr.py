@@ -30,6 +30,7 @@ from ..explain.trace_failure import is_non_array_argument, needs_concrete_value
 from ..program import Call, ProgramError, parse_call
 from ._failures import failure_text, raised_in_jaxlab
 from ._options import parse_options, split_options
+from ._progress import watching
 
 # Options that take a value: the call expression starts after the last option (and value).
 _VALUED = frozenset({"--depth", "--budget"})
@@ -81,12 +82,13 @@ class JaxprMagics(Magics):
             call = parse_call(source, self.shell.user_ns if self.shell is not None else {})
         except ProgramError as e:
             raise UsageError(f"%jaxpr: {e}") from e
-        try:
-            result = _trace(call, args, views[0] if views else "graph")
-        except Exception as e:
-            if raised_in_jaxlab(e):
-                raise  # a bug of ours: show it whole rather than blame the user's program
-            raise UsageError(describe_trace_failure(call, e)) from e
+        with watching("%jaxpr", f"tracing `{call.source}`"):
+            try:
+                result = _trace(call, args, views[0] if views else "graph")
+            except Exception as e:
+                if raised_in_jaxlab(e):
+                    raise  # a bug of ours: show it whole rather than blame the user's program
+                raise UsageError(describe_trace_failure(call, e)) from e
         if args.output:
             return result
         display(result)
