@@ -4,7 +4,7 @@
 
     %grad loss(params, x)                  # value and gradient w.r.t. the first argument
     %grad --wrt w,b loss(x, w, b)          # ... w.r.t. arguments by name (--argnums 1,2)
-    %grad --check loss(params, x)          # ... with a float64 finite-difference check
+    %grad --check loss(params, x)          # ... with a finite-difference check
     %grad --graph loss(params, x)          # ... with the annotated gradient graph below
     %grad f(x)                             # a non-scalar output gives its Jacobian
     %grad --hessian f(x)                   # the Hessian (--hvp v: Hessian-vector product)
@@ -44,7 +44,7 @@ class GradMagics(Magics):
     @argument("--wrt", metavar="NAMES", help="Differentiate w.r.t. these arguments (x,y).")
     @argument("--argnums", metavar="NUMS", help="... or these positions (0,1); default 0.")
     @argument("--has-aux", action="store_true", help="f returns (value, aux).")
-    @argument("--check", action="store_true", help="Check against float64 finite differences.")
+    @argument("--check", action="store_true", help="Check against finite differences.")
     @argument("--mode", choices=("fwd", "rev"), help="Jacobian mode (default: the cheaper one).")
     @argument("--hessian", action="store_true", help="The Hessian (scalar outputs).")
     @argument("--hvp", metavar="V", help="The Hessian-vector product with V.")

@@ -27,7 +27,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..compile.cell import cell_jit
-from ..compile.static_leaves import blamed_parameter, filter_jit_target
+from ..compile.static_leaves import blamed_parameter, filter_jit_target, resolve_static
 from ..explain.trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ..program import Call, ProgramError, parse_call
 from ._failures import failure_text
@@ -96,7 +96,7 @@ class JitMagics(Magics):
         return self._cell(cell, args, static)
 
     def _report(self, source: str, args: Any, static: tuple[str, ...]) -> Any:
-        from ..compile.report import compile_report, resolve_static
+        from ..compile.report import compile_report
 
         if not source:
             raise UsageError("%jit: give a call such as `%jit f(x)` (or use %%jit on a cell)")
