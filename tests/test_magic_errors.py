@@ -437,3 +437,41 @@ def test_an_interrupt_in_the_shell_shows_one_line(ip, capsys):
     assert isinstance(result.error_in_exec, UsageError)
     assert "UsageError: %jaxpr: interrupted while tracing `stop(x)`" in out
     assert "Traceback" not in out and "jaxlab" not in out.replace("%jaxpr", "")
+
+
+# --------------------------------------------------------------------------- words
+def test_long_fix_lines_wrap_at_words_and_code_stays_whole():
+    from jaxlab.explain.explanation import Explanation
+
+    note = (
+        "every pair of batches; or make the batch axes equal, or map over the batch axis "
+        "with jax.vmap so that each pair of rows meets once, as jnp.einsum would"
+    )
+    code = "scores = queries[:, None] @ keys_transposed_for_the_attention_heads[None]"
+    long_code = "y = " + " + ".join(f"weights_{k} @ inputs_{k}" for k in range(8))
+    fix = f"{code}  # {note}\n{long_code}"
+    assert len(fix.splitlines()[0]) > 190
+    lines = Explanation(
+        kind="shapes",
+        error_type="TypeError",
+        error_message="",
+        what="Shapes.",
+        fix=fix,
+        docs_url="",
+    ).lines()
+    fix_lines = [line[13:] for line in lines[1:]]  # after "  fix        " and its indent
+    assert lines[1].startswith("  fix        # every pair")
+    comments = [line for line in fix_lines if line.startswith("# ")]
+    assert " ".join(c[2:] for c in comments) == note  # every word, none cut
+    assert all(len(line) <= 100 for line in lines[1:-1])
+    assert fix_lines[len(comments) :] == [code, long_code]  # code as written, never broken
+    assert len(lines[-1]) > 100
+    html = Explanation(
+        kind="shapes",
+        error_type="TypeError",
+        error_message="",
+        what="Shapes.",
+        fix=fix,
+        docs_url="",
+    )._repr_html_()
+    assert "white-space:pre-wrap;word-break:normal" in html

@@ -20,7 +20,10 @@ extension loaded the same text appears above the traceback (``jaxlab.magics.erro
 from __future__ import annotations
 
 import html
+import io
 import re
+import textwrap
+import tokenize
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -28,6 +31,9 @@ from .rules import find_rule
 from .source import UserLine, error_site
 
 _LABEL_WIDTH = 11  # "your line  " — the fix's extra lines align under its first
+# Columns for a fix line in the text view, after its label: 100 in all. A notebook wraps
+# longer lines anywhere, mid-word (JupyterLab's outputs break-all).
+FIX_WIDTH = 100 - 2 - _LABEL_WIDTH
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class Explanation:
                 where += f", in {self.user_line.function}"
             out.append(f"  your line  {where}:  {self.user_line.text}")
         if self.fix:
-            first, *rest = self.fix.splitlines()
+            first, *rest = wrap_fix(self.fix)
             out.append(f"  fix        {first}")
             out.extend(" " * _LABEL_WIDTH + "  " + line for line in rest)
         if self.docs_url:
@@ -81,7 +87,8 @@ class Explanation:
             )
         if self.fix:
             rows.append(
-                "<b>fix</b><pre style='margin:0;padding:2px 6px;"
+                "<b>fix</b><pre style='margin:0;padding:2px 6px;white-space:pre-wrap;"
+                "word-break:normal;overflow-wrap:normal;overflow-x:auto;"
                 f"background:var(--jp-layout-color2,#f3f3f3)'>{e(self.fix)}</pre>"
             )
         if self.docs_url:
@@ -101,6 +108,42 @@ class Explanation:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/plain": str(self), "text/html": self._repr_html_()}
+
+
+def wrap_fix(fix: str, width: int = FIX_WIDTH) -> list[str]:
+    """The fix's lines, each within ``width`` where it can be: comments wrapped at word
+    boundaries (a trailing comment moves above its code), code never broken, so that what
+    the user copies still runs.
+
+    >>> wrap_fix("y = x @ w  # contract the last axis of x with the first of w", 30)
+    ['# contract the last axis of x', '# with the first of w', 'y = x @ w']
+    """
+    out: list[str] = []
+    for line in fix.splitlines():
+        code, comment = _split_comment(line)
+        if len(line) <= width or comment is None:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        words = comment.lstrip("#").strip()
+        room = max(width - len(indent) - 2, 20)
+        wrapped = textwrap.wrap(words, room, break_long_words=False, break_on_hyphens=False)
+        out.extend(f"{indent}# {piece}" for piece in wrapped)
+        if code.strip():
+            out.append(code.rstrip())
+    return out
+
+
+def _split_comment(line: str) -> tuple[str, str | None]:
+    """``line`` as (code, comment); the comment found by Python's tokenizer (not a ``#``
+    inside a string), or None."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line + "\n").readline):
+            if token.type == tokenize.COMMENT:
+                return line[: token.start[1]], token.string
+    except (tokenize.TokenError, SyntaxError):  # a piece of a longer statement
+        pass
+    return line, None
 
 
 def _code_spans(escaped: str) -> str:
