@@ -276,11 +276,23 @@ def test_a_static_leaf_change_recompiles_and_a_model_is_not_told_to_become_an_ar
 
 def test_a_dict_of_arrays_and_settings_takes_the_settings_as_static():
     cells = CellJit(CompileLog())
-    ns = {"jnp": jnp, "cfg": {"w": jnp.ones(3), "steps": 3}}
-    value, run = cells.run(
-        "y = cfg['w']\nfor _ in range(cfg['steps']):\n    y = y * 2\ny.sum()", ns
+    ns = {"jnp": jnp, "cfg": {"w": jnp.ones(3), "mode": "double", "act": jnp.tanh}}
+    source = "y = cfg['act'](cfg['w'])\nif cfg['mode'] == 'double':\n    y = y * 2\ny.sum()"
+    value, run = cells.run(source, ns)
+    assert float(value) == pytest.approx(6 * np.tanh(1.0), rel=1e-6)
+    assert run is not None and run.inputs == ("cfg",)
+    ns["cfg"] = {**ns["cfg"], "mode": "single"}
+    value, run = cells.run(source, ns)
+    assert float(value) == pytest.approx(3 * np.tanh(1.0), rel=1e-6)
+    assert (
+        run is not None and run.explanation == "cfg['mode']: 'double' (static) → 'single' (static)"
     )
-    assert float(value) == 24.0 and run is not None and run.inputs == ("cfg",)
+    # Arrays and numbers only: traced as plain JAX takes them, a new number compiles nothing.
+    ns = {"p": {"w": jnp.ones(3), "lr": 0.1}}
+    cells.run("y = p['w'] * p['lr']", ns)
+    ns["p"] = {"w": jnp.ones(3), "lr": 0.2}
+    assert cells.run("y = p['w'] * p['lr']", ns)[1] is None
+    np.testing.assert_allclose(ns["y"], 0.2 * np.ones(3), rtol=1e-6)
 
 
 def test_jit_cell_over_a_flax_nnx_module_equals_the_eager_call():

@@ -166,7 +166,8 @@ def _check(program: CellProgram) -> tuple[tuple[str, ...], tuple[OutsideWrite, .
 # --------------------------------------------------------------------------- values
 
 _ARRAY_TYPES: tuple[type, ...] = (np.ndarray, np.generic)
-_SCALARS = (bool, int, float, complex, str, bytes, type(None))
+_NUMBERS = (bool, int, float, complex)
+_SCALARS = (*_NUMBERS, str, bytes, type(None))
 _STATIC_TYPES = (*_SCALARS, types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)
 _STATIC_FAST = frozenset(_STATIC_TYPES)  # exact types the hot path takes as static
 
@@ -311,10 +312,15 @@ class CellJit:
             if not isinstance(value, _STATIC_TYPES):  # callable too: an equinox model
                 leaves, tree = jax.tree_util.tree_flatten(value)
                 if leaves and any(isinstance(v, self._arrays) for v in leaves):
-                    if all(isinstance(v, self._arrays) for v in leaves):
-                        return (tree, tuple(short(v) for v in leaves))
-                    # An equinox model, a dict of arrays and settings: arrays traced,
-                    # the rest static, as eqx.filter_jit does.
+                    if all(isinstance(v, (*self._arrays, *_NUMBERS)) for v in leaves):
+                        # As JAX takes it: a number is traced, so its type is the key.
+                        arrays = self._arrays
+                        kinds = (
+                            short(v) if isinstance(v, arrays) else type(v).__name__ for v in leaves
+                        )
+                        return (tree, tuple(kinds))
+                    # An equinox model, a dict of arrays and settings: arrays traced, the
+                    # rest (numbers too) static, as eqx.filter_jit and %jit do.
                     return split_part(value, leaves, tree, self._arrays, name)
                 if leaves == [value] and nnx_of(value) is not None:
                     return nnx_part(value, self._arrays, name)
