@@ -531,3 +531,51 @@ def test_jacobian_of_a_pytree_output_in_two_arguments_matches_jax_and_passes_che
         for key in ("a", "b"):
             np.testing.assert_allclose(r.grad[i][key], want[key][i], rtol=1e-6)
     assert r.kind == "jacobian" and r.check.passed
+
+
+# --------------------------------------------------------------------------- words
+
+
+def test_scalar_rows_fill_min_and_max_and_show_six_digits():
+    r = grad_report(lambda x: x**0.5, 2.0)
+    row = next(line for line in r.text().splitlines() if line.strip().startswith("∇ x"))
+    cells = row.split()
+    assert cells[-3:] == ["0.353553", "0.353553", "0.353553"]  # value, min, max
+    assert float(cells[-1]) == pytest.approx(0.5 / math.sqrt(2.0), rel=1e-5)
+    html = r._repr_mimebundle_()["text/html"]
+    assert "<td>0.353553</td><td>0.353553</td><td>0.353553</td>" in html
+
+
+def test_small_jacobian_is_shown_as_a_matrix():
+    a = jnp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]])
+    r = grad_report(lambda x: a @ x, jnp.ones(3))
+    summary = next(s for s in r.leaves())
+    assert summary.whole and summary.first == tuple(np.asarray(a).reshape(-1))
+    text = r.text()
+    assert "[[1  2   3]" in text and " [4  5   6]" in text and " [7  8  10]]" in text
+    assert "…" not in text
+    html = r._repr_mimebundle_()["text/html"]
+    assert html.count('<table class="matrix">') == 1 and "<td>10</td></tr></table>" in html
+    # A large leaf still shows its first entries only.
+    big = grad_report(lambda x: jnp.sum(x**2), jnp.ones(20))
+    assert "[2, 2, 2, 2, …]" in big.text()
+
+
+def test_nan_report_names_the_primitive_and_line_in_plain_text_and_code_in_html():
+    def norm(x):
+        return jnp.sqrt(jnp.sum(x**2))
+
+    r = grad_report(norm, jnp.zeros(3))
+    line = next(s for s in r.text().splitlines() if "non-finite in" in s)
+    assert "`" not in line and "equation" not in line
+    assert line.startswith("the gradient first turns non-finite in sqrt at ")
+    assert "test_autodiff.py" in line and "(norm)" in line
+    html = r._repr_mimebundle_()["text/html"]
+    assert "<code>sqrt</code>" in html and "`" not in html
+
+
+def test_split_says_one_residual_in_the_singular():
+    s = grad_split(lambda x: jnp.sin(x), 1.0)
+    assert s.n_residuals == 1
+    assert "(1 residual kept" in s.text()
+    assert "1 residual kept" in s._repr_mimebundle_()["text/html"]

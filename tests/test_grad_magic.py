@@ -57,7 +57,7 @@ def test_line_magic_displays_html_table(shell):
     expected = jax.grad(lambda w: jnp.sum(jnp.tanh(jnp.ones((4, 3)) @ w) ** 2))(
         jnp.full((3, 2), 0.3)
     )
-    assert f"{float(jnp.linalg.norm(expected)):.4g}" in shown.data["text/plain"]
+    assert f"{float(jnp.linalg.norm(expected)):.6g}" in shown.data["text/plain"]
     # the gradient's row carries the heading's ∇, so it does not read as w itself
     rows = shown.data["text/plain"].splitlines()
     assert rows[0].startswith("∇ loss w.r.t. w") and any(r.startswith("  ∇ w ") for r in rows)
@@ -188,3 +188,54 @@ def test_bad_cell_input_changes_nothing(shell, options, cell, needle):
     assert needle in str(e.value)
     assert _names(shell) == before
     assert "y" not in shell.user_ns
+
+
+def test_graph_of_a_dynamic_while_loop_keeps_the_forward_report(shell):
+    shell.run_cell(
+        "from jax import lax\n"
+        "def newton_sqrt(a):\n"
+        "    def cond(s): return jnp.abs(s[0] ** 2 - a) > 1e-6\n"
+        "    def body(s): return (0.5 * (s[0] + a / s[0]),)\n"
+        "    return lax.while_loop(cond, body, (a,))[0]\n"
+    )
+    plain = shell.run_line_magic("grad", "-o newton_sqrt(2.0)")
+    r = shell.run_line_magic("grad", "-o --graph newton_sqrt(2.0)")
+    assert r.mode == plain.mode == "forward"
+    assert float(r.grad) == pytest.approx(float(plain.grad)) == pytest.approx(0.5 / 2**0.5, 1e-5)
+    assert r.graph is None
+    assert any("gradient graph is left out" in n and "while_loop" in n for n in r.notes)
+    with capture_output() as captured:
+        shell.run_line_magic("grad", "--graph newton_sqrt(2.0)")
+    assert "graph is left out" in captured.outputs[0].data["text/plain"]
+
+
+def test_python_number_returned_gives_a_zero_gradient(shell):
+    shell.run_cell("def stub(p):\n    return 0.0\n")
+    r = shell.run_line_magic("grad", "-o stub(x)")
+    np.testing.assert_array_equal(r.grad, np.zeros((4, 3)))
+    np.testing.assert_array_equal(r.grad, jax.grad(lambda p: 0.0)(jnp.ones((4, 3))))
+
+
+def test_check_graph_and_split_on_an_equinox_max_pool(shell):
+    pytest.importorskip("equinox")
+    shell.run_cell(
+        "import equinox as eqx\n"
+        "class Net(eqx.Module):\n"
+        "    w: jax.Array\n"
+        "    pool: eqx.nn.MaxPool1d\n"
+        "    def __call__(self, x):\n"
+        "        return jnp.sum(self.pool((x * self.w)[None]) ** 2)\n"
+        "net = Net(jnp.linspace(0.5, 1.5, 6), eqx.nn.MaxPool1d(2, 2))\n"
+        "sig = jnp.linspace(-1.0, 1.0, 6)\n"
+        "pool_loss = lambda net, sig: net(sig)\n"
+    )
+    want = jax.grad(
+        lambda w: shell.user_ns["net"].__class__(w, shell.user_ns["net"].pool)(shell.user_ns["sig"])
+    )(shell.user_ns["net"].w)
+    r = shell.run_line_magic("grad", "-o --check pool_loss(net, sig)")
+    np.testing.assert_allclose(r.grad.w, want, rtol=1e-6)
+    assert r.grad.pool.init is None and r.fixed == ("net.pool.init",)
+    assert r.check.passed and np.isfinite(r.check.max_error)
+    s = shell.run_line_magic("grad", "-o --split pool_loss(net, sig)")
+    (only,) = s.apply_transposed()  # one cotangent: w's, none for the pool's -inf
+    np.testing.assert_allclose(only, want, rtol=1e-6)

@@ -31,6 +31,11 @@ GRADIENT, JACOBIAN, HESSIAN, HVP = "gradient", "jacobian", "hessian", "hvp"
 FORWARD_LIMIT = 4096
 WHILE_REVERSE = "Reverse-mode differentiation does not work for lax.while_loop"
 CUSTOM_VJP_FORWARD = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
+WHILE_GRAPH_NOTE = (
+    "the gradient graph is left out: it draws reverse mode's program (jax.grad), and "
+    "reverse mode cannot go through a `while_loop` whose trip count depends on the data. "
+    "The gradient above was taken in forward mode"
+)
 
 
 @dataclass(frozen=True)
@@ -183,7 +188,8 @@ def forward_fallback(
         notes=(
             *result.notes,
             "reverse mode failed on a `while_loop` with a data-dependent trip count; the "
-            f"gradient was computed in forward mode instead ({n} JVPs, one per input element)",
+            f"gradient was computed in forward mode instead ({n} JVP{'s' if n != 1 else ''}, "
+            "one per input element)",
         ),
     )
 

@@ -12,25 +12,66 @@ that reaches HTML is escaped.
 from __future__ import annotations
 
 import html
-import math
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .record import GradReport, LeafSummary
 
 _MAX_ROWS = 40  # leaves beyond this are counted, not listed
+_MAX_MATRICES = 8  # small matrices drawn whole under the text table
 _VALUE_COLUMN = "value or norm"  # a scalar's value, an array's L2 norm
 
 
 def _num(x: float) -> str:
-    return f"{x:.4g}"
+    # Six significant digits: a float32 shows what it holds, and a tutorial that
+    # compares five digits reads them here.
+    return f"{x:.6g}"
 
 
 def _first(s: LeafSummary) -> str:
     if not s.first:
         return ""
-    more = ", …" if math.prod(s.shape) > len(s.first) else ""
+    if _matrix(s) is not None:
+        return f"{s.shape[0]}×{s.shape[1]}, below"
+    more = ", …" if not s.whole else ""
     return "[" + ", ".join(_num(v) for v in s.first) + more + "]"
+
+
+def _matrix(s: LeafSummary) -> list[list[str]] | None:
+    """A small 2-D leaf's entries as rows of text (a 3×3 Jacobian shown whole), else None."""
+    if len(s.shape) != 2 or not s.whole:
+        return None
+    n, m = s.shape
+    return [[_num(v) for v in s.first[i * m : (i + 1) * m]] for i in range(n)]
+
+
+def _inline_matrix(s: LeafSummary) -> str:
+    rows = _matrix(s) or []
+    return "[" + ", ".join("[" + ", ".join(r) + "]" for r in rows) + "]"
+
+
+def _matrix_block(name: str, s: LeafSummary) -> list[str]:
+    """A small matrix, rows under rows, columns aligned: the text view's picture of it."""
+    rows = _matrix(s) or []
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))] if rows else []
+    body = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    lines = [f"  {name} ="]
+    for i, line in enumerate(body):
+        opening = "[[" if i == 0 else " ["
+        closing = "]]" if i == len(body) - 1 else "]"
+        lines.append(f"    {opening}{line}{closing}")
+    return lines
+
+
+def _plain(line: str) -> str:
+    """A line as plain text: code marks (backticks) dropped."""
+    return line.replace("`", "")
+
+
+def _html_line(line: str) -> str:
+    """A line as HTML: escaped, with `code` in <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(line))
 
 
 def _shape(s: LeafSummary) -> str:
@@ -51,8 +92,9 @@ def _rows(report: GradReport) -> list[_Row]:
     named += [(f"{_symbol(report)} {s.path}", s) for s in report.leaves()]
     rows: list[_Row] = []
     for name, s in named:
-        if s.shape == ():
-            rows.append((name, _shape(s), _num(s.first[0]), "", "", "", s.finite))
+        if s.shape == ():  # a scalar is its own min and max
+            value = _num(s.first[0])
+            rows.append((name, _shape(s), value, value, value, "", s.finite))
         else:
             rows.append(
                 (name, _shape(s), _num(s.norm), _num(s.min), _num(s.max), _first(s), s.finite)
@@ -65,13 +107,19 @@ def _heading(report: GradReport) -> str:
 
 
 def _lines(report: GradReport) -> list[str]:
+    """The sentences under the table, with code in backticks (see _plain, _html_line)."""
     lines = [f"how: {report.why}"] if report.why else []
     lines += [f"note: {n}" for n in report.notes]
     if report.check is not None:
         lines.append(report.check.text())
     if report.nonfinite is not None:
-        lines.append(report.nonfinite.text())
+        lines.append(report.nonfinite.markdown())
     return lines
+
+
+def _matrices(report: GradReport) -> list[tuple[str, LeafSummary]]:
+    """The derivative leaves small enough to show whole as matrices."""
+    return [(f"{_symbol(report)} {s.path}", s) for s in report.leaves() if _matrix(s) is not None]
 
 
 def report_bundle(report: GradReport) -> dict[str, str]:
@@ -96,7 +144,9 @@ def _text(report: GradReport, rows: list[_Row]) -> str:
         out.append("  " + "  ".join(cells).rstrip() + flag)
     if len(rows) > _MAX_ROWS:
         out.append(f"  … {len(rows) - _MAX_ROWS} more leaves")
-    out += _lines(report)
+    for name, s in _matrices(report)[:_MAX_MATRICES]:
+        out += _matrix_block(name, s)
+    out += [_plain(line) for line in _lines(report)]
     return "\n".join(out)
 
 
@@ -111,7 +161,9 @@ _STYLE = (
     ".jaxlab-grad th:last-child{text-align:left}"
     ".jaxlab-grad .bad{color:var(--jp-error-color1,#b00020);font-weight:bold}"
     ".jaxlab-grad .ok{color:var(--jp-success-color1,#1b5e20)}"
-    ".jaxlab-grad .note{font-size:12px;margin:2px 0}</style>"
+    ".jaxlab-grad .note{font-size:12px;margin:2px 0}"
+    ".jaxlab-grad table.matrix{margin:0;border-left:1px solid;border-right:1px solid}"
+    ".jaxlab-grad table.matrix td{border:none;padding:0 4px;text-align:right}</style>"
 )
 
 
@@ -122,9 +174,13 @@ def _html(report: GradReport, rows: list[_Row]) -> str:
         f"<tr><th></th><th>shape</th><th>{_VALUE_COLUMN}</th><th>min</th><th>max</th>"
         "<th>first entries</th></tr>"
     )
+    matrices = dict(_matrices(report))
     for r in rows[:_MAX_ROWS]:
         cls = "" if r[6] else ' class="bad"'
-        parts.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in r[:6]) + "</tr>")
+        cells = [f"<td>{esc(c)}</td>" for c in r[:5]]
+        small = matrices.get(r[0])
+        cells.append(f"<td>{_html_matrix(small) if small else esc(r[5])}</td>")
+        parts.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     parts.append("</table>")
     if len(rows) > _MAX_ROWS:
         parts.append(f'<p class="note">… {len(rows) - _MAX_ROWS} more leaves</p>')
@@ -132,13 +188,21 @@ def _html(report: GradReport, rows: list[_Row]) -> str:
         cls = "note"
         if report.check is not None and line == report.check.text():
             cls += " ok" if report.check.passed else " bad"
-        if report.nonfinite is not None and line == report.nonfinite.text():
+        if report.nonfinite is not None and line == report.nonfinite.markdown():
             cls += " bad"
-        parts.append(f'<p class="{cls}">{esc(line)}</p>')
+        parts.append(f'<p class="{cls}">{_html_line(line)}</p>')
     if report.graph is not None:
         parts.append(graph_html(report.graph))
     parts.append("</div>")
     return "".join(parts)
+
+
+def _html_matrix(s: LeafSummary) -> str:
+    rows = _matrix(s) or []
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows
+    )
+    return f'<table class="matrix">{body}</table>'
 
 
 def graph_html(graph: Any) -> str:

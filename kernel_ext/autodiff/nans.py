@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._jax_compat import bind_equation
-from ..graph.interpret import Adjoints, Step, adjoints
 from ..compile.capture import jaxlab_work
+from ..graph.interpret import Adjoints, Step, adjoints
 from ..graph.walk import source_line
 
 _DOUBLE_WHERE = (
@@ -64,13 +64,19 @@ class NonFinite:
     fix: str
     masked: bool = False  # the equation's own adjoint was zero (masked by a where)
 
-    def text(self) -> str:
+    def markdown(self) -> str:
+        """The sentence with code in backticks (the HTML view turns them into <code>):
+        the primitive and the user's line name the place, not a graph id."""
         at = f" at {self.source}" if self.source else ""
         verb = "value" if self.where == "value" else "gradient"
         return (
-            f"the {verb} first turns non-finite in `{self.primitive}`{at} "
-            f"(equation {self.node_id}): {self.detail}. Fix: {self.fix}"
+            f"the {verb} first turns non-finite in `{self.primitive}`{at}: {self.detail}. "
+            f"Fix: {self.fix}"
         )
+
+    def text(self) -> str:
+        """The sentence as plain text."""
+        return self.markdown().replace("`", "")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -36,12 +36,19 @@ class LeafSummary:
     norm: float
     min: float
     max: float
-    first: tuple[float, ...]  # the first few entries, flattened
+    first: tuple[float, ...]  # the first few entries (all of a small leaf), flattened
     finite: bool
+
+    @property
+    def whole(self) -> bool:
+        """Every entry is in ``first`` (a small leaf, shown whole: a 3×3 Jacobian)."""
+        return len(self.first) == math.prod(self.shape)
 
     @classmethod
     def of(cls, path: str, value: Any, n_first: int = 4) -> LeafSummary:
         arr = np.asarray(value)
+        if _small(arr.shape):
+            n_first = max(n_first, arr.size)
         flat = arr.reshape(-1)
         real = np.real(flat).astype(np.float64)
         finite = bool(np.all(np.isfinite(flat)))
@@ -58,6 +65,16 @@ class LeafSummary:
                 first=tuple(float(v) for v in real[:n_first]),
                 finite=finite,
             )
+
+
+# Leaves shown whole: a vector of up to 8 entries, a matrix of up to 6×6.
+SMALL_VECTOR, SMALL_MATRIX = 8, 6
+
+
+def _small(shape: tuple[int, ...]) -> bool:
+    if len(shape) == 1:
+        return shape[0] <= SMALL_VECTOR
+    return len(shape) == 2 and max(shape) <= SMALL_MATRIX
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,12 @@ def report_for_call(
         nonfinite = extras.locate(sel, has_aux)
     drawn = None
     if graph:
-        drawn, note = extras.gradient_graph(sel, has_aux, result.kind)
+        try:
+            drawn, note = extras.gradient_graph(sel, has_aux, result.kind)
+        except ValueError as e:  # the graph is jax.grad's program: no reverse mode here
+            if compute.WHILE_REVERSE not in str(e):
+                raise
+            drawn, note = None, compute.WHILE_GRAPH_NOTE
         if note:
             notes.append(note)
     return GradReport(

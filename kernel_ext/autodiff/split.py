@@ -80,7 +80,7 @@ class GradSplit:
     def text(self) -> str:
         parts = [
             f"reverse mode of {self.fun_name} w.r.t. {', '.join(self.names)} in three "
-            f"programs ({self.n_residuals} residuals kept from the forward pass)"
+            f"programs ({_residuals(self.n_residuals)} kept from the forward pass)"
         ]
         for title, explain, program in zip(_TITLES, _EXPLAIN, self.programs, strict=True):
             parts.append(f"── {title}: {explain.format(name=self.fun_name)}\n{plain_text(program)}")
@@ -116,7 +116,7 @@ class GradSplit:
             )
         head = (
             f"<p>reverse mode of <code>{esc(self.fun_name)}</code> w.r.t. "
-            f"{esc(', '.join(self.names))}: {self.n_residuals} residuals kept from the "
+            f"{esc(', '.join(self.names))}: {_residuals(self.n_residuals)} kept from the "
             f"forward pass {esc(note)}</p>"
         )
         return (
@@ -126,6 +126,10 @@ class GradSplit:
 
 
 @jaxlab_work()
+def _residuals(n: int) -> str:
+    return f"{n} residual{'s' if n != 1 else ''}"
+
+
 def grad_split(
     fun: Callable[..., Any],
     *args: Any,
