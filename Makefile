@@ -11,11 +11,12 @@ PY311   := $(shell tools/find_python.sh 3.11)
 VENV311 := .venv311
 PORT    ?= 8888
 
-.PHONY: help lab setup test lint unit py311 bench lock clean
+.PHONY: help lab setup test lint unit docs py311 bench lock clean
 
 help:
 	@echo "make lab    set up .venv and start JupyterLab on notebooks/"
-	@echo "make test   set up, lint and run the whole test suite"
+	@echo "make test   set up, lint and run the whole test suite, then build the docs"
+	@echo "make docs   build the documentation site into docs/_build/html (offline)"
 	@echo "make bench  run every benchmark in benchmarks/ and print its figures"
 
 # One stamp per environment: rebuilt when its lock or pyproject.toml changes.
@@ -55,6 +56,13 @@ unit: setup
 	@tools/ensure_system.sh chromium
 	$(VENV)/bin/python -m pytest
 
+# The site, offline, warnings as errors. Alone it executes the tutorials; in `make test` the
+# notebook test has executed them already and saved the copies the docs then take.
+DOCS_HTML := docs/_build/html
+docs: setup
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs $(DOCS_HTML)
+	$(VENV)/bin/python docs/check_site.py $(DOCS_HTML)
+
 # The quicker second run: unit and magic tests on Python 3.11 with its own lock.
 py311:
 	@if [ -n "$(PY311)" ] && [ "$(MINOR)" != "3.11" ]; then \
@@ -62,7 +70,9 @@ py311:
 	  $(VENV311)/bin/python -m pytest -m "not browser and not notebooks and not slow" -q; \
 	else echo "jaxlab: no separate Python 3.11 run (python3.11 absent, or it is the main one)"; fi
 
-test: lint unit py311
+# Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
+test: export JAXLAB_EXECUTED_NOTEBOOKS := test-output/notebooks
+test: lint unit docs py311
 
 bench: setup
 	@for f in benchmarks/*.py; do echo "== $$f"; $(VENV)/bin/python $$f || exit 1; done

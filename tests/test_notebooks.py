@@ -4,16 +4,22 @@ A notebook passes when no cell errors, every cell that draws a graph with ``%jax
 (no ``--text`` / ``--stablehlo`` / ``--hlo`` / ``-o``) shows an SVG, and every ``%grad --graph``
 or ``%grad --split`` cell (no ``-o``) shows its graphs as SVG inside its HTML. The science is
 checked by the notebooks themselves: their cells assert against analytic results.
+
+Each executed notebook is saved (outputs and widget state included) into the folder
+``$JAXLAB_EXECUTED_NOTEBOOKS`` names, ``test-output/notebooks`` by default: ``make test``
+builds the docs from those copies, so every notebook runs once.
 """
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 _GRAPH_LINE = re.compile(r"^\s*%jaxpr\b(?!.*\s(?:--text|--stablehlo|--hlo|-o)\b)", re.MULTILINE)
 _GRAD_GRAPH_LINE = re.compile(r"^\s*%%?grad\b(?=.*\s--(?:graph|split)\b)(?!.*\s-o\b)", re.MULTILINE)
 
@@ -56,9 +62,16 @@ def test_there_are_notebooks():
     assert any(p.name == "00_welcome.ipynb" for p in NOTEBOOKS)
 
 
-@pytest.mark.notebooks
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path, kernel_name):
+def executed_folder() -> Path:
+    """Where executed copies go: ``$JAXLAB_EXECUTED_NOTEBOOKS`` (relative to the repository
+    root, as the docs read it) or ``test-output/notebooks``."""
+    return ROOT / (
+        os.environ.get("JAXLAB_EXECUTED_NOTEBOOKS", "").strip() or "test-output/notebooks"
+    )
+
+
+def execute(path: Path, kernel_name: str):
+    """Run a notebook top to bottom; return it with outputs and the cells' errors."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -78,6 +91,17 @@ def test_notebook_runs(path, kernel_name):
         for out in cell.outputs
         if out.output_type == "error"
     ]
+    return nb, errors
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path, kernel_name):
+    import nbformat
+
+    nb, errors = execute(path, kernel_name)
+    saved = executed_folder() / path.name
+    saved.unlink(missing_ok=True)  # a failing notebook leaves no copy for the docs to show
     assert errors == []
     for cell in graph_cells(nb):
         kinds = {k for out in cell.outputs for k in out.get("data", {})}
@@ -85,3 +109,75 @@ def test_notebook_runs(path, kernel_name):
     for cell in graph_cells(nb, _GRAD_GRAPH_LINE):
         html = "".join(out.get("data", {}).get("text/html", "") for out in cell.outputs)
         assert "<svg" in html, cell.source
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, saved)
+
+
+# The docs take the executed copies (docs/_ext/tutorials.py): they must be the notebooks'.
+
+
+def _docs_module(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "_ext" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _notebook(*sources, outputs=()):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A tutorial")]
+    nb.cells += [nbformat.v4.new_code_cell(s, outputs=list(outputs)) for s in sources]
+    return nbformat.writes(nb)
+
+
+def test_docs_take_the_executed_copies(tmp_path):
+    tutorials = _docs_module("tutorials")
+    source, executed, dest = tmp_path / "nb", tmp_path / "executed", tmp_path / "docs"
+    for folder in (source, executed, dest):
+        folder.mkdir()
+    (source / "01_a.ipynb").write_text(_notebook("x = 1", "x + 1"))
+    import nbformat
+
+    out = nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=2)
+    ran = _notebook("x = 1", "x + 1", outputs=[out])
+    (executed / "01_a.ipynb").write_text(ran)
+    (dest / "gone.ipynb").write_text("{}")  # a notebook since removed from notebooks/
+
+    assert tutorials.copy_tutorials(source, dest, executed) == ["01_a"]
+    assert (dest / "01_a.ipynb").read_text() == ran
+    assert sorted(p.name for p in dest.iterdir()) == ["01_a.ipynb"]
+
+    # Without executed copies the docs get the stored notebook and execute it themselves.
+    tutorials.copy_tutorials(source, dest, None)
+    assert (dest / "01_a.ipynb").read_text() == (source / "01_a.ipynb").read_text()
+
+
+def test_docs_refuse_a_stale_or_missing_executed_copy(tmp_path):
+    tutorials = _docs_module("tutorials")
+    source, executed = tmp_path / "nb", tmp_path / "executed"
+    source.mkdir()
+    executed.mkdir()
+    (source / "01_a.ipynb").write_text(_notebook("x = 2"))
+    with pytest.raises(tutorials.StaleNotebook, match="missing"):
+        tutorials.copy_tutorials(source, tmp_path / "docs", executed)
+    (executed / "01_a.ipynb").write_text(_notebook("x = 1"))  # run before the edit
+    with pytest.raises(tutorials.StaleNotebook, match="older"):
+        tutorials.copy_tutorials(source, tmp_path / "docs", executed)
+
+
+@pytest.mark.parametrize(("value", "mode"), [("", "cache"), ("test-output/notebooks", "off")])
+def test_docs_execute_unless_given_executed_copies(monkeypatch, value, mode):
+    import runpy
+
+    monkeypatch.setenv("JAXLAB_EXECUTED_NOTEBOOKS", value)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # conf.py prepends docs/_ext
+    conf = runpy.run_path(str(ROOT / "docs" / "conf.py"))
+    assert conf["nb_execution_mode"] == mode
+    assert conf["nb_ipywidgets_js"] == {}  # no widget JavaScript from a CDN
+    tutorials = _docs_module("tutorials")
+    expected = (ROOT / value).resolve() if value else None
+    assert tutorials.executed_folder(ROOT) == expected
