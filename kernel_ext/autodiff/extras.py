@@ -7,6 +7,7 @@ GradCheck(...)
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -98,6 +99,7 @@ def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str |
         return None, "the gradient graph is drawn for scalar outputs only (not for a " + kind + ")"
     from ..graph import jaxpr_graph
 
+    call = _call_of(sel)
     fun = primary(sel, has_aux)
     (only,) = sel.chosen if len(sel.chosen) == 1 else (None,)
     if only is not None and all(only.mask):
@@ -119,6 +121,8 @@ def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str |
         packed, arg = leaves, list(sel.diff)
     packed.__name__ = sel.function.__name__
     try:
+        if call is not None and sel.original is not None:
+            return _named_gradient_graph(sel, has_aux, *call), None
         return jaxpr_graph(packed, arg, grad=True, values=True), None
     except ValueError as e:
         if WHILE_REVERSE not in str(e):
@@ -130,3 +134,42 @@ def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str |
             "and reverse mode cannot go through a `while_loop` whose trip count depends "
             "on the data. The gradient above was taken in forward mode"
         )
+
+
+def _call_of(sel: Selection) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The call's arguments, as ``select_arguments`` closed over them (None if not)."""
+    try:
+        found = inspect.getclosurevars(sel.function).nonlocals
+    except (TypeError, ValueError):
+        return None
+    args, kwargs = found.get("args"), found.get("kwargs")
+    if isinstance(args, tuple | list) and isinstance(kwargs, dict):
+        return tuple(args), dict(kwargs)
+    return None
+
+
+def _named_gradient_graph(
+    sel: Selection, has_aux: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """The gradient graph of the whole call: every argument a named input (those not
+    differentiated greyed), outputs ``∂loss/∂x1`` in argument order (issue 11)."""
+    from ..graph.gradient import gradient_graph
+
+    original = sel.original
+    assert original is not None
+    fun: Callable[..., Any] = original
+    if has_aux:
+
+        @functools.wraps(original)
+        def fun(*a: Any, **kw: Any) -> Any:
+            return original(*a, **kw)[0]
+
+    return gradient_graph(
+        fun,
+        args,
+        kwargs,
+        wrt=[c.where for c in sel.chosen],
+        masks={c.where: c.mask for c in sel.chosen},
+        values=True,
+        name=sel.function.__name__,
+    )

@@ -149,6 +149,8 @@ def annotate(
                 by_slot[slot] = queue.popleft()
         for n in graph.nodes:
             s = slots[n.id]
+            if n.role in (m.FIXED, m.SEED):
+                continue  # not differentiated: the graph shows no adjoint there
             if s is not None and n.kind != m.OUTPUT and n.phase != m.BACKWARD and s in by_slot:
                 adjoint_of[n.id] = by_slot[s]
         residual = _residuals(graph)

@@ -54,6 +54,14 @@ def jaxpr_graph(
     from ..compile.static_leaves import split_static
 
     name = getattr(fun, "__name__", None) or type(fun).__name__
+    if grad:
+        from .gradient import gradient_graph
+
+        # jax.grad's program with every node named: the other arguments as named inputs
+        # (not constants), the seed cotangent and the outputs ∂f/∂x.
+        return gradient_graph(
+            fun, args, kwargs, wrt=(0,), values=values, depth=depth, budget=budget, name=name
+        )
     split = split_static(fun, args, kwargs)
     fun, args, kwargs = split.fun, split.args, split.kwargs
     target = jax.grad(fun) if grad else fun
@@ -108,8 +116,10 @@ def graph_from_jaxpr(
     depth: int | None = None,
     budget: int = DEFAULT_BUDGET,
     input_names: list[str] | None = None,
+    output_names: list[str] | None = None,
 ) -> m.Graph:
-    """Draw an already traced ``ClosedJaxpr`` as a Graph (see module docstring)."""
+    """Draw an already traced ``ClosedJaxpr`` as a Graph (see module docstring);
+    ``input_names``/``output_names`` label its inputs and outputs (``x``, ``∂loss/∂x``)."""
     tree = walk(closed_jaxpr.jaxpr)
     names = input_names if input_names and len(input_names) == len(tree.jaxpr.invars) else None
     names = names or [f"in{k}" for k in range(len(tree.jaxpr.invars))]
@@ -119,6 +129,8 @@ def graph_from_jaxpr(
     for _ in range(4):
         plan = _Plan(tree, depth=depth, budget=node_budget, input_names=names)
         emitter = _Emitter(plan, grad=grad)
+        if output_names and len(output_names) == len(tree.jaxpr.outvars):
+            emitter.output_names = output_names
         emitter.program(tree, names)
         edges = tuple(dict.fromkeys(emitter.edges))
         if len(edges) <= EDGE_BUDGET or node_budget <= MIN_BUDGET:
@@ -297,6 +309,7 @@ class _Emitter:
         self.edges: list[m.Edge] = []
         self.clusters: list[m.Cluster] = []
         self.var_node: dict[Any, str] = {}
+        self.output_names: list[str] | None = None
 
     # -- helpers
     def _edge_from(self, var: Any, dst: str) -> None:
@@ -338,10 +351,8 @@ class _Emitter:
                 self.nodes.append(m.Node("out0", m.OUTPUT, f"{len(j.outvars)} outputs"))
                 return
         for k, v in enumerate(j.outvars):
-            if isinstance(v, jcore.Literal):
-                label = f"out{k} = {literal_text(v)}"
-            else:
-                label = "∂out" if self.grad and len(j.outvars) == 1 else f"out{k}"
+            name = self.output_names[k] if self.output_names else f"out{k}"
+            label = f"{name} = {literal_text(v)}" if isinstance(v, jcore.Literal) else name
             self.nodes.append(m.Node(f"out{k}", m.OUTPUT, label, types=(type_text(v.aval),)))
             self._edge_from(v, f"out{k}")
 

@@ -31,6 +31,10 @@ SEGMENT = "segment"  # a run of consecutive equations drawn as one node
 FORWARD = "forward"
 BACKWARD = "backward"
 
+# Node roles in gradient graphs (Node.role).
+FIXED = "fixed"  # an argument not differentiated: named, greyed, no adjoint
+SEED = "seed"  # the seed cotangent ∂loss/∂loss = 1
+
 
 @dataclass(frozen=True)
 class ValueSummary:
@@ -65,6 +69,7 @@ class Node:
     value: ValueSummary | None = None
     adjoint: ValueSummary | None = None
     residual: bool = False  # a forward value the backward pass keeps
+    role: str = ""  # FIXED / SEED for such inputs of gradient graphs
 
     @property
     def shape(self) -> str | None:

@@ -1,0 +1,204 @@
+"""The gradient program of a call, drawn with the names the user knows.
+
+``jax.grad(f)`` traced by itself loses names: arguments it does not differentiate are
+closed over (drawn ``const 0``), its outputs are ``out0, out1 ...`` and the seed cotangent
+is a bare literal ``1.0``. Here the program is traced as a function of *every* array
+leaf of the call plus the seed, so that each node a user can name is named by it:
+
+* inputs by argument name and pytree path (``x1``, ``params[0]['W']``); the ones not
+  differentiated stay inputs, marked ``fixed`` (greyed, no adjoint);
+* the seed cotangent is an input ``∂loss/∂loss = 1``;
+* outputs are ``∂loss/∂x1``, ``∂loss/∂params[0]['W']`` ... in argument order.
+
+The program is that of ``jax.vjp`` applied to the seed: what ``jax.grad`` runs, with the
+seed made visible.
+
+>>> g = gradient_graph(loss, (x, w), {}, wrt=[1])          # doctest: +SKIP
+>>> [n.label for n in g.nodes if n.kind == "output"]        # doctest: +SKIP
+['∂loss/∂w']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from . import model as m
+
+
+def leaf_names(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
+    """A name per leaf of ``(args, kwargs)`` in JAX's flattening order: ``x``,
+    ``params[0]['W']``, ``model.layers[0].bias``; keyword arguments by their keyword."""
+    positional: list[str] = []
+    try:
+        for p in inspect.signature(fun).parameters.values():
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                positional.append(p.name)
+            elif p.kind is p.VAR_POSITIONAL:
+                break
+    except (TypeError, ValueError):
+        pass
+    names = []
+    for path, _ in jax.tree_util.tree_flatten_with_path((tuple(args), dict(kwargs)))[0]:
+        where, key, rest = path[0], path[1], path[2:]
+        if getattr(where, "idx", 0) == 0:
+            i = int(getattr(key, "idx", 0))
+            root = positional[i] if i < len(positional) else f"arg{i}"
+        else:
+            root = str(getattr(key, "key", key))
+        names.append(root + jax.tree_util.keystr(tuple(rest)))
+    return names
+
+
+def _is_float(leaf: Any) -> bool:
+    if isinstance(leaf, float | complex):
+        return True
+    dtype = getattr(leaf, "dtype", None)
+    try:
+        return dtype is not None and bool(jnp.issubdtype(dtype, jnp.inexact))
+    except TypeError:  # a PRNG key's extended dtype
+        return False
+
+
+def differentiated_leaves(
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    wrt: Sequence[int | str],
+    masks: dict[int | str, Sequence[bool]] | None = None,
+) -> list[bool]:
+    """Per leaf of ``(args, kwargs)``: is it differentiated? The float leaves of the
+    arguments in ``wrt`` (positions or keywords), or ``masks[where]`` per leaf of one."""
+    chosen = set(wrt)
+    flags: list[bool] = []
+    places: list[tuple[int | str, Any]] = [(i, a) for i, a in enumerate(args)]
+    places += [(k, kwargs[k]) for k in sorted(kwargs)]  # JAX flattens a dict by sorted key
+    for where, value in places:
+        leaves = jax.tree_util.tree_leaves(value)
+        if where not in chosen:
+            flags += [False] * len(leaves)
+        elif masks is not None and where in masks:
+            flags += list(masks[where])
+        else:
+            flags += [_is_float(leaf) for leaf in leaves]
+    return flags
+
+
+def gradient_graph(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    wrt: Sequence[int | str] = (0,),
+    masks: dict[int | str, Sequence[bool]] | None = None,
+    values: bool = False,
+    depth: int | None = None,
+    budget: int | None = None,
+    name: str | None = None,
+) -> m.Graph:
+    """The graph of the gradient of ``fun(*args, **kwargs)`` (a scalar) with respect to
+    the arguments ``wrt``, every node named (see the module docstring).
+
+    ``masks[where]`` chooses, per leaf of one argument, which leaves are differentiated
+    (as ``%grad`` does for a module's non-float settings); by default its float leaves.
+    ``values`` annotates values and adjoints.
+    """
+    from ..compile.static_leaves import split_static
+    from .build import DEFAULT_BUDGET, graph_from_jaxpr, static_note
+
+    name = name or getattr(fun, "__name__", None) or type(fun).__name__
+    names = leaf_names(fun, args, kwargs)
+    diff_all = differentiated_leaves(args, kwargs, wrt, masks)
+    # Non-array leaves (an activation function) are held static; the rest keep their
+    # names and flags, matched by identity as split_static keeps the same objects.
+    split = split_static(fun, tuple(args), dict(kwargs))
+    originals = jax.tree_util.tree_leaves((tuple(args), dict(kwargs)))
+    flat, treedef = jax.tree_util.tree_flatten((split.args, split.kwargs))
+    kept_names, diff = _keep(originals, names, diff_all, flat)
+    if not any(diff):
+        raise ValueError(f"{name}: none of the arguments chosen holds a float to differentiate")
+    positions = [k for k, d in enumerate(diff) if d]
+
+    def full(leaves: Sequence[Any]) -> Any:
+        a, kw = jax.tree_util.tree_unflatten(treedef, list(leaves))
+        return split.fun(*a, **kw)
+
+    out = jax.eval_shape(full, flat)
+    if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.inexact)):
+        # JAX's own error ("Gradient only defined for scalar-output functions"), raised in
+        # JAX so that the magic reports it as the user's program's, not jaxlab's.
+        jax.grad(full)(flat)
+        raise TypeError(
+            f"{name} must return a float scalar to draw its gradient graph (it returns {out})"
+        )
+
+    def program(*leaves_and_seed: Any) -> Any:
+        leaves, seed = list(leaves_and_seed[:-1]), leaves_and_seed[-1]
+
+        def of_chosen(chosen: list[Any]) -> Any:
+            mixed = list(leaves)
+            for k, v in zip(positions, chosen, strict=True):
+                mixed[k] = v
+            return full(mixed)
+
+        _, pullback = jax.vjp(of_chosen, [leaves[k] for k in positions])
+        (grads,) = pullback(seed)
+        return grads
+
+    seed = jnp.ones((), out.dtype)
+    closed = jax.make_jaxpr(program)(*flat, seed)
+    fname = name.strip("<>") or "f"
+    input_names = [*kept_names, f"∂{fname}/∂{fname} = 1"]
+    output_names = [f"∂{fname}/∂{kept_names[k]}" for k in positions]
+    graph = graph_from_jaxpr(
+        closed,
+        title=f"grad({name})",
+        grad=True,
+        depth=depth,
+        budget=budget or DEFAULT_BUDGET,
+        input_names=input_names,
+        output_names=output_names,
+    )
+    fixed = {f"in{k}" for k, d in enumerate(diff) if not d}
+    seed_id = f"in{len(flat)}"
+    nodes = tuple(
+        dataclasses.replace(n, role=m.FIXED)
+        if n.id in fixed
+        else dataclasses.replace(n, role=m.SEED)
+        if n.id == seed_id
+        else n
+        for n in graph.nodes
+    )
+    graph = dataclasses.replace(graph, nodes=nodes)
+    if split.changed:
+        graph = dataclasses.replace(graph, notes=(*graph.notes, static_note(split.static_paths)))
+    if values:
+        from .annotate import annotate
+
+        def primal(*leaves_and_seed: Any) -> Any:
+            return full(leaves_and_seed[:-1])
+
+        graph = annotate(graph, (*flat, seed), {}, grad=True, fun=primal)
+    return graph
+
+
+def _keep(
+    originals: list[Any], names: list[str], diff: list[bool], kept: list[Any]
+) -> tuple[list[str], list[bool]]:
+    """Names and flags of the leaves split_static kept (the same objects, in order)."""
+    if len(originals) == len(kept):
+        return names, diff
+    out_names, out_diff = [], []
+    j = 0
+    for leaf, n, d in zip(originals, names, diff, strict=True):
+        if j < len(kept) and kept[j] is leaf:
+            out_names.append(n)
+            out_diff.append(d)
+            j += 1
+    if j != len(kept):  # could not match: plain positions rather than wrong names
+        return [f"in{k}" for k in range(len(kept))], [_is_float(x) for x in kept]
+    return out_names, out_diff

@@ -1,0 +1,161 @@
+"""Gradient graphs name every node a user can name (issue 11, section 1).
+
+Asserted on the Graph model: argument names and pytree paths for inputs (those not
+differentiated too, marked fixed, with no adjoint), the seed cotangent ``∂loss/∂loss = 1``,
+outputs ``∂loss/∂x1`` in argument order, and never ``wrt[``, ``in0`` or ``const`` for an
+argument.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxlab
+from jaxlab.autodiff.report import grad_report
+from jaxlab.graph import model as m
+from jaxlab.graph.gradient import gradient_graph, leaf_names
+
+
+def neuron(x1, x2, w1, w2, b):
+    return jnp.tanh(x1 * w1 + x2 * w2 + b)
+
+
+def loss(params, x, y):
+    h = jnp.tanh(x @ params[0]["W"] + params[0]["b"])
+    return jnp.sum((h @ params[1]["W"] - y) ** 2)
+
+
+def _params():
+    rng = np.random.default_rng(0)
+    return [
+        {"W": jnp.asarray(rng.normal(size=(3, 4)), jnp.float32), "b": jnp.zeros(4)},
+        {"W": jnp.asarray(rng.normal(size=(4, 1)), jnp.float32)},
+    ]
+
+
+def _io(g, kind):
+    return [n for n in g.nodes if n.kind == kind]
+
+
+def _no_raw_names(g):
+    labels = [n.label for n in g.nodes if n.kind in (m.INPUT, m.OUTPUT, m.CONST)]
+    assert not any("wrt[" in s or s.startswith(("in0", "out0", "const")) for s in labels), labels
+
+
+def test_grad_wrt_five_scalars_names_inputs_and_outputs_in_argument_order():
+    r = grad_report(neuron, 2.0, 0.0, -3.0, 1.0, 6.88, wrt="b,x1,x2,w1,w2", graph=True)
+    g = r.graph
+    _no_raw_names(g)
+    inputs = [n.label for n in _io(g, m.INPUT)]
+    assert inputs == ["x1", "x2", "w1", "w2", "b", "∂neuron/∂neuron = 1"]
+    outputs = [n.label for n in _io(g, m.OUTPUT)]
+    assert outputs == ["∂neuron/∂" + a for a in ("x1", "x2", "w1", "w2", "b")]
+    # Each output's value is JAX's gradient with respect to the argument it names.
+    expected = jax.grad(neuron, argnums=(0, 1, 2, 3, 4))(2.0, 0.0, -3.0, 1.0, 6.88)
+    got = [n.value.scalar for n in _io(g, m.OUTPUT)]
+    assert got == pytest.approx([float(e) for e in expected], rel=1e-5)
+
+
+def test_data_arguments_stay_named_and_fixed_without_adjoint():
+    params, x, y = _params(), jnp.ones((5, 3)), jnp.full((5, 1), 0.5)
+    g = grad_report(loss, params, x, y, graph=True).graph
+    _no_raw_names(g)
+    assert not [n for n in g.nodes if n.kind == m.CONST]  # x and y are not folded in
+    by_label = {n.label: n for n in _io(g, m.INPUT)}
+    assert set(by_label) == {
+        "params[0]['W']",
+        "params[0]['b']",
+        "params[1]['W']",
+        "x",
+        "y",
+        "∂loss/∂loss = 1",
+    }
+    for name in ("x", "y"):
+        assert by_label[name].role == m.FIXED and by_label[name].adjoint is None
+        assert by_label[name].value is not None
+    seed = by_label["∂loss/∂loss = 1"]
+    assert seed.role == m.SEED and seed.value.scalar == 1.0 and seed.adjoint is None
+    # The differentiated inputs' adjoints are the gradient itself.
+    grads = jax.grad(loss)(params, x, y)
+    w = by_label["params[0]['W']"]
+    assert w.role == "" and w.adjoint.mean == pytest.approx(float(grads[0]["W"].mean()), rel=1e-5)
+    outputs = [n.label for n in _io(g, m.OUTPUT)]
+    assert outputs == ["∂loss/∂params[0]['W']", "∂loss/∂params[0]['b']", "∂loss/∂params[1]['W']"]
+
+
+def test_seed_feeds_the_backward_pass():
+    g = jaxlab.jaxpr_graph(loss, _params(), jnp.ones((5, 3)), jnp.ones((5, 1)), grad=True)
+    (seed,) = [n for n in g.nodes if n.role == m.SEED]
+    phase = {n.id: n.phase for n in g.nodes}
+    targets = [e.dst for e in g.edges if e.src == seed.id]
+    assert targets and all(phase[t] == m.BACKWARD for t in targets)
+
+
+def test_jaxpr_grad_names_other_arguments_not_constants():
+    g = jaxlab.jaxpr_graph(loss, _params(), jnp.ones((5, 3)), jnp.ones((5, 1)), grad=True)
+    _no_raw_names(g)
+    fixed = sorted(n.label for n in g.nodes if n.role == m.FIXED)
+    assert fixed == ["x", "y"]
+
+
+def test_one_argument_output_reads_df_dx():
+    g = jaxlab.jaxpr_graph(lambda x: jnp.sin(x) * x, 1.0, grad=True, values=True)
+    (out,) = _io(g, m.OUTPUT)
+    assert out.label == "∂<lambda>/∂x".replace("<lambda>", "lambda")
+    assert out.value.scalar == pytest.approx(float(jax.grad(lambda x: jnp.sin(x) * x)(1.0)))
+
+
+def test_keyword_and_pytree_leaf_names_follow_jax_flattening():
+    def f(a, b, *, scale, bias):
+        return a
+
+    names = leaf_names(f, ({"z": 1.0, "a": 2.0}, [3.0]), {"scale": 1.0, "bias": (0.0, 1.0)})
+    # JAX flattens dicts by sorted key: kwargs bias before scale, "a" before "z".
+    assert names == ["a['a']", "a['z']", "b[0]", "bias[0]", "bias[1]", "scale"]
+    flat = jax.tree_util.tree_leaves((({"z": 1.0, "a": 2.0}, [3.0]), {"scale": 1.0}))
+    assert len(flat) == 4
+
+
+def test_keyword_argument_differentiated_by_name():
+    def f(x, *, w):
+        return jnp.sum(x * w)
+
+    x, w = jnp.arange(3.0), jnp.ones(3)
+    g = gradient_graph(f, (x,), {"w": w}, wrt=["w"], values=True)
+    (out,) = _io(g, m.OUTPUT)
+    assert out.label == "∂f/∂w"
+    np.testing.assert_allclose(out.value.mean, float(x.mean()))
+    assert {n.label: n.role for n in _io(g, m.INPUT)}["x"] == m.FIXED
+
+
+def test_equinox_module_names_its_fields():
+    eqx = pytest.importorskip("equinox")
+    model = eqx.nn.MLP(2, 1, 3, 1, key=jax.random.key(0))
+
+    def mse(model, x):
+        return jnp.mean(jax.vmap(model)(x) ** 2)
+
+    x = jnp.ones((4, 2))
+    g = grad_report(mse, model, x, graph=True).graph
+    _no_raw_names(g)
+    inputs = [n.label for n in _io(g, m.INPUT)]
+    assert "model.layers[0].weight" in inputs and "x" in inputs
+    outputs = [n.label for n in _io(g, m.OUTPUT)]
+    assert "∂mse/∂model.layers[0].weight" in outputs
+    grads = eqx.filter_grad(mse)(model, x)
+    (w,) = [n for n in _io(g, m.OUTPUT) if n.label == "∂mse/∂model.layers[0].weight"]
+    assert w.value.mean == pytest.approx(float(grads.layers[0].weight.mean()), rel=1e-5)
+
+
+def test_grad_magic_wrt_names(ip):
+    ip.user_ns.update(neuron=neuron)
+    r = ip.run_line_magic("grad", "--graph -o --wrt x1,w1 neuron(2.0, 0.0, -3.0, 1.0, 6.88)")
+    g = r.graph
+    _no_raw_names(g)
+    assert [n.label for n in _io(g, m.OUTPUT)] == ["∂neuron/∂x1", "∂neuron/∂w1"]
+    roles = {n.label: n.role for n in _io(g, m.INPUT)}
+    assert roles["x2"] == roles["w2"] == roles["b"] == m.FIXED
+    assert roles["x1"] == roles["w1"] == ""
