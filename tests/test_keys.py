@@ -453,3 +453,63 @@ def test_track_keys_is_a_context_manager_that_restores_the_previous_state():
             assert not track.is_tracking()
         assert track.is_tracking()
     assert not track.is_tracking()
+
+
+# --------------------------------------------------------------------------- jit made while on
+def test_a_function_jitted_while_tracking_records_each_call_without_a_callback():
+    with track_keys():
+
+        @jax.jit
+        def step(key):
+            key, sub = jax.random.split(key)
+            return key, jax.random.normal(sub, (4,))
+
+        key = jax.random.key(0)
+        for _ in range(3):
+            key, _ = step(key)
+        lowered = step.lower(key)  # jax.jit's own methods still work
+        jaxpr = step.trace(key).jaxpr
+    assert "debug_callback" not in str(jaxpr) and lowered.as_text()
+    lineage = key_lineage()
+    splits = [e for e in lineage.events if e.op == "split"]
+    draws = [e for e in lineage.events if e.op == "normal"]
+    assert len(splits) == 3 and len(draws) == 3 and all(e.traced for e in splits + draws)
+    # each call consumed the key the previous call returned: one unbroken chain, no reuse
+    seed = next(n for n in lineage.nodes if n.origin == "seed")
+    returned = [n for n in lineage.nodes if n.origin == "returned by step"]
+    assert len(returned) == 3 and returned[-1].data == data(key)
+    assert splits[0].inputs == (seed.id,)
+    assert [e.inputs[0] for e in splits[1:]] == [r.id for r in returned[:2]]
+    assert lineage.reuses == ()
+
+
+def test_a_function_jitted_while_tracking_finds_reuse_across_calls_and_inside():
+    with track_keys(), quiet():
+        f = jax.jit(lambda k: jax.random.normal(k))
+        key = jax.random.key(1)
+        f(key)
+        f(key)  # the same key twice: a reuse across calls
+
+        @jax.jit
+        def g(k):
+            ks = jax.random.split(k, 2)
+            return jax.random.normal(ks[0]) + jax.random.normal(ks[0])  # a slice twice
+
+        g(jax.random.key(2))
+    across, inside = key_lineage().reuses
+    assert (across.first_op, across.second_op, across.key >= 0) == ("normal", "normal", True)
+    assert (inside.first_op, inside.second_op) == ("normal", "normal")
+    assert inside.second.lineno == inside.first.lineno  # both draws are on one line
+
+
+def test_results_are_bit_identical_for_functions_jitted_while_tracking():
+    def mc(key):
+        keys = jax.random.split(key, 50)
+        return jax.lax.scan(lambda t, k: (t + jax.random.normal(k, (10,)).sum(), None), 0.0, keys)[
+            0
+        ]
+
+    off = jax.jit(mc)(jax.random.key(3))
+    with track_keys():
+        on = jax.jit(mc)(jax.random.key(3))
+    assert np.array_equal(np.asarray(off), np.asarray(on))

@@ -142,6 +142,11 @@ def key_flow(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> KeyFlow:
 
     with paused():  # jaxlab's trace: the runtime tracker stays out of it
         closed = jax.make_jaxpr(traced)(*args, **kwargs)
+    return flow_of_jaxpr(closed, getattr(fun, "__name__", type(fun).__name__))
+
+
+def flow_of_jaxpr(closed: Any, name: str) -> KeyFlow:
+    """The key flow of a jaxpr already traced (``jax.make_jaxpr``, ``jit(f).trace``)."""
     state = _State()
     jaxpr = closed.jaxpr
     env: dict[Any, int] = {}
@@ -149,7 +154,6 @@ def key_flow(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> KeyFlow:
         if _is_key(var.aval):
             env[var] = state.new("argument", None, Site(f"argument {i}", None, ""), 0)
     _walk(jaxpr, env, state, None, 0, False)
-    name = getattr(fun, "__name__", type(fun).__name__)
     return KeyFlow(name, tuple(state.keys), tuple(state.uses), tuple(state.reuses))
 
 

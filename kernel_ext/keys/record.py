@@ -21,16 +21,18 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from .calls import Call, Ref, rows_of
 from .site import Site
 
 MAX_NODES = 50_000  # beyond this the oldest keys are forgotten (counted in .dropped)
 MAX_EVENTS = 50_000
 MAX_REUSES = 1_000
+MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
 EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
 
 
@@ -107,6 +109,12 @@ class _Pending:
     traced: bool
 
 
+# Internally a node is a tuple (raw data, impl, origin, parent, index, event, site, traced)
+# and an event a KeyEvent's fields after its index: tuples cost a tenth of a frozen
+# dataclass to make, and an eager split makes three. The records are made when read.
+_Node = tuple[bytes, str, str, "int | None", "int | None", "int | None", Site, bool]
+
+
 class KeyLineage:
     """The session's key forest: nodes, edges, events and reuses (bounded)."""
 
@@ -119,8 +127,12 @@ class KeyLineage:
     @property
     def nodes(self) -> tuple[KeyNode, ...]:
         with self._lock:
-            self._flush()
-            return tuple(self._nodes.values())
+            self._flush_all()
+            if self._node_cache is None:
+                self._node_cache = tuple(
+                    KeyNode(i, n[0].hex(), *n[1:]) for i, n in self._nodes.items()
+                )
+            return self._node_cache
 
     @property
     def edges(self) -> tuple[KeyEdge, ...]:
@@ -129,30 +141,35 @@ class KeyLineage:
     @property
     def events(self) -> tuple[KeyEvent, ...]:
         with self._lock:
-            return tuple(self._events.values())
+            self._flush_all()
+            if self._event_cache is None:
+                self._event_cache = tuple(KeyEvent(i, *e) for i, e in self._events.items())
+            return self._event_cache
 
     @property
     def reuses(self) -> tuple[KeyReuse, ...]:
         with self._lock:
+            self._flush_all()
             return tuple(self._reuses)
 
     @property
     def dropped(self) -> int:
-        """Nodes forgotten to keep the store bounded."""
+        """Nodes (and calls of compiled functions) forgotten to keep the store bounded."""
         return self._dropped
 
     def consumers(self, node: int) -> tuple[KeyEvent, ...]:
         with self._lock:
-            return tuple(
-                self._events[i] for i in self._consumers.get(node, ()) if i in self._events
-            )
+            self._flush_all()
+            found = [i for i in self._consumers.get(node, ()) if i in self._events]
+            return tuple(KeyEvent(i, *self._events[i]) for i in found)
 
     def find(self, data: np.ndarray | bytes) -> KeyNode | None:
         """The node whose key data this is (the newest, if cloned)."""
         raw = data if isinstance(data, bytes) else np.asarray(data).tobytes()
         with self._lock:
+            self._flush_all()
             ids = self._lookup(raw)
-            return self._nodes[ids[-1]] if ids else None
+            return next((n for n in self.nodes if n.id == ids[-1]), None) if ids else None
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as JSON-serialisable data."""
@@ -167,16 +184,19 @@ class KeyLineage:
     def clear(self) -> None:
         """Forget every key and event (tracking stays as it was)."""
         with self._lock:
-            self._nodes: dict[int, KeyNode] = {}
+            self._nodes: dict[int, _Node] = {}
             self._by_data: dict[bytes, list[int]] = {}
             self._pending: list[_Pending] = []
-            self._events: dict[int, KeyEvent] = {}
+            self._calls: deque[Call] = deque()
+            self._events: dict[int, tuple[Any, ...]] = {}
             self._consumers: dict[int, list[int]] = {}
             self._consumed_by: dict[int, int] = {}  # node -> first consuming event
             self._reuses: deque[KeyReuse] = deque(maxlen=MAX_REUSES)
             self._next_node = 0
             self._next_event = 0
             self._dropped = 0
+            self._node_cache: tuple[KeyNode, ...] | None = None
+            self._event_cache: tuple[KeyEvent, ...] | None = None
         self._notify()
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
@@ -197,6 +217,7 @@ class KeyLineage:
     def created(self, op: str, rows: np.ndarray, impl: str, site: Site, traced: bool) -> None:
         """Keys made from a seed or from key data (``key``, ``PRNGKey``, ``wrap_key_data``)."""
         with self._lock:
+            self._flush_calls()
             event = self._event(op, "create", (), rows.shape[:-1], "key", site, traced)
             origin = "wrap" if op == "wrap_key_data" else "seed"
             self._add(_Pending(event, [None], rows, impl, origin, site, traced))
@@ -213,6 +234,7 @@ class KeyLineage:
     ) -> list[KeyReuse]:
         """``split`` (consumes its key), ``fold_in`` and ``clone`` (do not)."""
         with self._lock:
+            self._flush_calls()
             inputs = [self._node_for(row.tobytes(), impl, site, traced) for row in parents]
             event = self._event(
                 op, "derive", tuple(inputs), children.shape[:-1], "key", site, traced
@@ -236,14 +258,24 @@ class KeyLineage:
     ) -> list[KeyReuse]:
         """A sampler drew from these keys."""
         with self._lock:
+            self._flush_calls()
             inputs = [self._node_for(row.tobytes(), impl, site, traced) for row in rows]
             event = self._event(op, "consume", tuple(inputs), shape, dtype, site, traced)
             found = self._consume(inputs, event)
         self._notify()
         return found
 
+    def called(self, call: Call) -> None:
+        """A compiled function was called: replayed on its template when someone looks."""
+        with self._lock:
+            self._calls.append(call)
+            if len(self._calls) > MAX_CALLS:
+                self._calls.popleft()
+                self._dropped += 1
+        self._notify()
+
     def traced_node(self, origin: str, parent: int | None, site: Site, event: int | None) -> int:
-        """A key seen only while tracing a loop body (no data: it differs every iteration)."""
+        """A key seen only while tracing (no data: it lived inside the compiled program)."""
         with self._lock:
             return self._new_node(b"", "", origin, parent, None, event, site, True)
 
@@ -260,6 +292,7 @@ class KeyLineage:
         """An event inside a loop body, recorded once when traced; ``reused`` are
         (node, earlier event) pairs the tracer saw consumed twice in one trace."""
         with self._lock:
+            self._flush_calls()
             index = self._event(op, kind, inputs, shape, dtype, site, True, in_loop=True)
             for node in inputs:
                 self._consumers.setdefault(node, []).append(index)
@@ -268,13 +301,72 @@ class KeyLineage:
         self._notify()
         return index
 
+    # ----------------------------------------------------------------- compiled calls
+    def _flush_all(self) -> None:
+        self._flush_calls()
+        self._flush()
+
+    def _flush_calls(self) -> None:
+        while self._calls:
+            self._replay(self._calls.popleft())
+
+    def _replay(self, call: Call) -> None:
+        template, site = call.template, call.site
+        args = dict(call.args)
+        arg_nodes: dict[int, list[int]] = {}
+        op_nodes: dict[int, list[int]] = {}
+        loose: dict[int, list[int]] = {}
+
+        def nodes_of(ref: Ref | None, op_site: Site) -> list[int]:
+            if ref is None:
+                return []
+            kind, j = ref
+            if kind == "op":
+                return op_nodes.get(j, [])
+            if kind == "arg" and j in args:
+                if j not in arg_nodes:
+                    rows = rows_of(args[j])
+                    arg_nodes[j] = [self._node_for(r.tobytes(), "", op_site, True) for r in rows]
+                return arg_nodes[j]
+            if j not in loose:  # a key from a loop carry or a closure: known only as traced
+                loose[j] = [self._new_node(b"", "", "traced", None, None, None, op_site, True)]
+            return loose[j]
+
+        for j, op in enumerate(template.ops):
+            inputs = nodes_of(op.source, op.site)
+            event = self._event(
+                op.op, op.kind, tuple(inputs), op.shape, op.dtype, op.site, True, op.in_loop
+            )
+            if op.kind == "consume" or op.op == "split":
+                self._consume(inputs, event)
+            if op.kind != "consume":
+                parent = inputs[0] if inputs else None
+                op_nodes[j] = [self._new_node(b"", "", op.op, parent, None, event, op.site, True)]
+        if template.reuses:  # once per trace: what the static flow of its jaxpr found
+            seen = {(r.first.lineno, r.second.lineno) for r in self._reuses}
+            for reuse in template.reuses:
+                if (reuse.first.lineno, reuse.second.lineno) not in seen:
+                    self._reuses.append(replace(reuse, key=-1))  # no node: a program's key
+            template.reuses = []
+        for leaf, key in call.outs:  # keys it returned: known by their data from now on
+            ref = template.outputs.get(leaf)
+            owners = nodes_of(ref, site) if ref is not None else []
+            if not owners:
+                owners = next(iter(arg_nodes.values()), [])
+            parent = owners[0] if owners else None
+            for row in rows_of(key):
+                raw = row.tobytes()
+                if not self._by_data.get(raw):
+                    self._new_node(
+                        raw, "", f"returned by {template.name}", parent, None, None, site, True
+                    )
+
     # ----------------------------------------------------------------- internals
     def _event(self, op, kind, inputs, shape, dtype, site, traced, in_loop=False) -> int:
         index = self._next_event
         self._next_event += 1
-        self._events[index] = KeyEvent(
-            index, op, kind, inputs, tuple(int(s) for s in shape), dtype, site, traced, in_loop
-        )
+        self._events[index] = (op, kind, inputs, tuple(shape), dtype, site, traced, in_loop)
+        self._event_cache = None
         if len(self._events) > MAX_EVENTS:
             for old in list(self._events)[: MAX_EVENTS // 10]:
                 del self._events[old]
@@ -290,12 +382,13 @@ class KeyLineage:
         for p in pending:
             rows = p.rows.reshape(-1, p.rows.shape[-1]) if p.rows.ndim else p.rows.reshape(1, -1)
             single = len(p.parents) == 1
+            split = p.origin == "split"
             for i, row in enumerate(rows):
                 parent = p.parents[0] if single else p.parents[i]
-                index = i if p.origin == "split" else None
                 self._new_node(
-                    row.tobytes(), p.impl, p.origin, parent, index, p.event, p.site, p.traced
-                )
+                    row.tobytes(), p.impl, p.origin, parent, i if split else None, p.event,
+                    p.site, p.traced,
+                )  # fmt: skip
 
     def _lookup(self, raw: bytes) -> list[int]:
         ids = self._by_data.get(raw)
@@ -316,9 +409,8 @@ class KeyLineage:
     def _new_node(self, raw, impl, origin, parent, index, event, site, traced) -> int:
         node = self._next_node
         self._next_node += 1
-        self._nodes[node] = KeyNode(
-            node, raw.hex(), impl, origin, parent, index, event, site, traced
-        )
+        self._nodes[node] = (raw, impl, origin, parent, index, event, site, traced)
+        self._node_cache = None
         if raw:
             self._by_data.setdefault(raw, []).append(node)
         if len(self._nodes) > MAX_NODES:
@@ -328,10 +420,10 @@ class KeyLineage:
     def _forget(self, count: int) -> None:
         old = list(self._nodes)[:count]
         for node in old:
-            gone = self._nodes.pop(node)
+            raw = self._nodes.pop(node)[0]
             self._consumers.pop(node, None)
             self._consumed_by.pop(node, None)
-            ids = self._by_data.get(bytes.fromhex(gone.data))
+            ids = self._by_data.get(raw)
             if ids and node in ids:
                 ids.remove(node)
         self._dropped += len(old)
@@ -351,11 +443,11 @@ class KeyLineage:
         first, second = self._events.get(earlier), self._events[event]
         reuse = KeyReuse(
             node,
-            first.site if first else Site.unknown(),
-            second.site,
-            first.op if first else "?",
-            second.op,
-            second.traced,
+            first[5] if first else Site.unknown(),
+            second[5],
+            first[0] if first else "?",
+            second[0],
+            second[6],
         )
         self._reuses.append(reuse)
         return reuse

@@ -61,8 +61,20 @@ def user_frame() -> FrameType | None:
     return None
 
 
+_SITES: dict[tuple[str, int], Site] = {}
+
+
 def site_of(filename: str, lineno: int) -> Site:
     """The :class:`Site` of a file and line (cells named as IPython names them)."""
+    found = _SITES.get((filename, lineno))
+    if found is None:
+        if len(_SITES) > 4096:
+            _SITES.clear()
+        found = _SITES[(filename, lineno)] = _site(filename, lineno)
+    return found
+
+
+def _site(filename: str, lineno: int) -> Site:
     where = label(filename, lineno)
     cell = where.split(",")[0] if where.startswith("In[") else None
     code = linecache.getline(filename, lineno).strip()

@@ -39,6 +39,8 @@ import numpy as np
 
 from .._jax_compat import key_data_now, tracing_loop_body
 from .._warning import JaxlabWarning
+from .calls import TRACING, TemplateOp
+from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
 from .site import Site, user_site
 
@@ -53,6 +55,7 @@ SAMPLERS = (
     "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
     "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
 )  # fmt: skip
+_JIT = "<jax.jit>"  # jax.jit's entry in _ORIGINALS/_WRAPPERS
 _TRACER_MEMORY = 4096  # tracers remembered while tracing loop bodies (then forgotten)
 
 
@@ -121,13 +124,22 @@ def _set(on: bool) -> None:
             _ORIGINALS[name] = original
             _WRAPPERS[name] = _wrap(name, original)
             setattr(jax.random, name, _WRAPPERS[name])
+        _ORIGINALS[_JIT] = jax.jit
+        _WRAPPERS[_JIT] = make_jit(jax.jit, key_lineage().called, _recording, user_site)
+        jax.jit = _WRAPPERS[_JIT]
     elif not on and _WRAPPERS:
         for name, wrapper in _WRAPPERS.items():
-            if getattr(jax.random, name, None) is wrapper:  # someone else's patch stays
-                setattr(jax.random, name, _ORIGINALS[name])
+            module = jax if name == _JIT else jax.random
+            attr = "jit" if name == _JIT else name
+            if getattr(module, attr, None) is wrapper:  # someone else's patch stays
+                setattr(module, attr, _ORIGINALS[name])
         _WRAPPERS.clear()
         _ORIGINALS.clear()
         _TRACED.clear()
+
+
+def _recording() -> bool:
+    return bool(_WRAPPERS) and not _SWITCH.paused
 
 
 def _kind(name: str) -> str:
@@ -188,14 +200,27 @@ def _traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+_TYPED: dict[Any, bool] = {}  # dtype -> a typed key? (asked on every call: cached)
+_IMPLS: dict[Any, str] = {}  # dtype -> its implementation's name
+
+
 def _is_typed(key: Any) -> bool:
-    return jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    dtype = key.dtype
+    typed = _TYPED.get(dtype)
+    if typed is None:
+        typed = _TYPED[dtype] = bool(jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key))
+    return typed
 
 
 def _impl(key: Any) -> str:
-    if _is_typed(key):
-        return str(jax.random.key_impl(key))
-    return str(jax.config.jax_default_prng_impl)
+    dtype = key.dtype
+    impl = _IMPLS.get(dtype)
+    if impl is None:  # a legacy key's implementation is the default one
+        typed = _is_typed(key)
+        impl = str(jax.random.key_impl(key) if typed else jax.config.jax_default_prng_impl)
+        if typed:  # a uint32 dtype says nothing about the default, which may change
+            _IMPLS[dtype] = impl
+    return impl
 
 
 def _rows(key: Any) -> tuple[np.ndarray, str]:
@@ -218,6 +243,9 @@ def _warn(reuses: list[KeyReuse]) -> None:
 
 # --------------------------------------------------------------------------- traced
 def _record_traced(name: str, kind: str, key: Any, out: Any, site: Site) -> None:
+    if TRACING.stack:  # a function jitted while tracking is on: its template, no callback
+        _record_template(name, kind, key, out, site)
+        return
     if tracing_loop_body():
         _record_loop(name, kind, key, out, site)
         return
@@ -280,3 +308,23 @@ def _record_loop(name: str, kind: str, key: Any, out: Any, site: Site) -> None:
     if kind != "consume":
         parent = inputs[0] if inputs else None
         _TRACED[id(out)] = (out, lineage.traced_node(name, parent, site, event), None)
+
+
+def _record_template(name: str, kind: str, key: Any, out: Any, site: Site) -> None:
+    template, registry = TRACING.stack[-1]
+    source = None
+    if key is not None:
+        seen = registry.get(id(key))
+        if seen is not None and seen[0] is key:
+            source = seen[1]
+        else:  # a loop carry, a closure or a slice: one identity per tracer
+            source = ("loose", len(template.ops))
+            registry[id(key)] = (key, source)
+    consume = kind == "consume"
+    shape = tuple(getattr(out, "shape", ()))
+    op = TemplateOp(name, kind, source, site, shape, str(out.dtype) if consume else "key",
+                    tracing_loop_body())  # fmt: skip
+    template.ops.append(op)
+    if not consume:
+        registry[id(out)] = (out, ("op", len(template.ops) - 1))
+        template.derives = True

@@ -1,0 +1,91 @@
+"""Calls of compiled functions: what a function does with keys, traced once, and the keys
+each call was given, kept until someone looks.
+
+While tracking is on, ``jax.jit`` makes functions that note, on every call, the key
+leaves of the arguments and of the result (references, no copy to the host); while the
+function is traced, the ``jax.random`` wrappers write its :class:`Template` (the key
+operations in order, where each key came from, the user's lines). Nothing runs inside
+the compiled program, so a jitted loop costs what it did. When the lineage is read, each
+call is replayed on its template: the keys it was given (their data, read then), one
+node per key the function derived (without data: it lived inside the program), one
+event per draw, and the keys it returned, children of the key it was given.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from .._jax_compat import key_data_now
+from .site import Site
+
+Ref = tuple[str, int]  # ("arg", leaf index) | ("op", template op) | ("loose", first use)
+
+
+@dataclass(frozen=True)
+class TemplateOp:
+    op: str
+    kind: str  # create, derive, consume
+    source: Ref | None  # the key it takes (None: create)
+    site: Site
+    shape: tuple[int, ...]
+    dtype: str
+    in_loop: bool
+
+
+@dataclass
+class Template:
+    """What one compiled function does with keys (from its traces)."""
+
+    name: str
+    ops: list[TemplateOp] = field(default_factory=list)
+    outputs: dict[int, Ref] = field(default_factory=dict)  # result leaf -> where it came from
+    derives: bool = False  # whether it makes keys (then uint32 results may be legacy keys)
+    # reuse inside the function, from the static flow of its jaxpr (slices of a split are
+    # invisible to the wrappers); reported with the first call replayed after each trace
+    reuses: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Call:
+    template: Template
+    site: Site
+    args: tuple[tuple[int, Any], ...]  # (leaf index, key array) for each key argument
+    outs: tuple[tuple[int, Any], ...]
+
+
+class _Tracing(threading.local):
+    """The template being written by the function traced now (innermost first)."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[Template, dict[int, tuple[Any, Ref]]]] = []
+
+
+TRACING = _Tracing()
+
+
+def is_key_like(x: Any, legacy: bool) -> bool:
+    """A typed key array, or (``legacy``) a uint32 array whose last axis could be key data."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return False
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return True
+    shape = getattr(x, "shape", ())
+    return legacy and dtype == np.uint32 and len(shape) >= 1 and shape[-1] in (2, 4)
+
+
+def key_leaves(tree: Any, legacy: bool) -> tuple[tuple[int, Any], ...]:
+    leaves = jax.tree_util.tree_leaves(tree)
+    return tuple((i, x) for i, x in enumerate(leaves) if is_key_like(x, legacy))
+
+
+def rows_of(key: Any) -> np.ndarray:
+    """Key data as rows of words, one row per key."""
+    typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    data = key_data_now(key) if typed else np.asarray(key)
+    return data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1)
