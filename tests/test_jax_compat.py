@@ -229,3 +229,57 @@ def test_hook_array_conversions_fallback_on_a_class_that_refuses_attributes(monk
     assert dict(FrozenArray.__dict__) == original  # nothing changed
     monkeypatch.setattr(jax, "device_put", lambda _: object())  # not an array at all
     assert _jax_compat.hook_array_conversions(("__float__",), lambda n, m: m) is None
+
+
+# --------------------------------------------------------------------------- key lineage
+def test_key_data_now_on_installed_jax():
+    key = jax.random.key(3)
+    assert hasattr(key, _jax_compat._KEY_BASE_ARRAY)  # the fast path is taken
+    assert np.array_equal(_jax_compat.key_data_now(key), np.asarray(jax.random.key_data(key)))
+    keys = jax.random.split(key, 4)
+    assert _jax_compat.key_data_now(keys).shape == (4, 2)
+
+
+def test_key_data_now_fallback(monkeypatch):
+    monkeypatch.setattr(_jax_compat, "_KEY_BASE_ARRAY", "_gone_away")
+    key = jax.random.key(4)
+    assert np.array_equal(_jax_compat.key_data_now(key), np.asarray(jax.random.key_data(key)))
+
+
+def test_tracing_loop_body_on_installed_jax():
+    seen = []
+
+    def body(carry, x):
+        seen.append(_jax_compat.tracing_loop_body())
+        return carry, x
+
+    jax.lax.scan(body, 0.0, jnp.ones(3))
+    jax.lax.fori_loop(0, 3, lambda i, c: (seen.append(_jax_compat.tracing_loop_body()), c)[1], 0)
+    jax.jit(lambda x: (seen.append(_jax_compat.tracing_loop_body()), x)[1])(1.0)
+    assert seen == [True, True, False]
+    assert _jax_compat.tracing_loop_body() is False
+
+
+def test_tracing_loop_body_fallback(monkeypatch):
+    monkeypatch.setattr(_jax_compat, "_LOOP_MODULE", ("gone", "away.py"))
+    seen = []
+    jax.lax.scan(lambda c, x: (seen.append(_jax_compat.tracing_loop_body()), (c, x))[1], 0.0, jnp.ones(2))
+    assert seen == [False]  # keys inside loops are then recorded by callback: slower, correct
+
+
+def test_scan_counts_on_installed_jax():
+    def f(key, x):
+        body = lambda c, xs: ((c[0], c[1] + xs), None)  # noqa: E731
+        return jax.lax.scan(body, (key, 0.0), x)
+
+    closed = jax.make_jaxpr(f)(jax.random.key(0), jnp.ones(3))
+    (scan,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
+    consts, carry = _jax_compat.scan_counts(scan.params)
+    assert consts + carry + 1 == len(scan.invars)  # one scanned-over input
+    assert carry >= 1
+
+
+def test_scan_counts_fallback():
+    assert _jax_compat.scan_counts({"num_consts": 2, "num_carry": 1}) == (2, 1)
+    with pytest.raises(NotImplementedError):
+        _jax_compat.scan_counts({"ft_in": None})
