@@ -263,7 +263,12 @@ def test_tracing_loop_body_on_installed_jax():
 def test_tracing_loop_body_fallback(monkeypatch):
     monkeypatch.setattr(_jax_compat, "_LOOP_MODULE", ("gone", "away.py"))
     seen = []
-    jax.lax.scan(lambda c, x: (seen.append(_jax_compat.tracing_loop_body()), (c, x))[1], 0.0, jnp.ones(2))
+
+    def body(c, x):
+        seen.append(_jax_compat.tracing_loop_body())
+        return c, x
+
+    jax.lax.scan(body, 0.0, jnp.ones(2))
     assert seen == [False]  # keys inside loops are then recorded by callback: slower, correct
 
 

@@ -36,7 +36,8 @@ def test_keys_on_records_cells_and_lines_and_off_restores_jax(ip):
     assert "key tracking on" in out.stdout and track.is_tracking()
     run(
         ip,
-        "import jax\nk = jax.random.key(0)\na, b = jax.random.split(k)\nx = jax.random.normal(a, (3,))",
+        "import jax\nk = jax.random.key(0)\na, b = jax.random.split(k)\n"
+        "x = jax.random.normal(a, (3,))",
     )
     lineage = ip.run_line_magic("keys", "-o")
     assert lineage is jaxlab.key_lineage()
@@ -144,7 +145,7 @@ def test_an_optax_and_equinox_program_in_a_cell(ip):
 def test_the_widget_state_follows_the_lineage():
     with jaxlab.track_keys():
         k = jax.random.key(6)
-        a, b = jax.random.split(k)
+        a, _ = jax.random.split(k)
         jax.random.normal(a, (2,))
         widget = KeyLineageWidget()
         assert widget.summary["keys"] == 3 and widget.summary["reuses"] == 0
