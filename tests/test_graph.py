@@ -78,7 +78,8 @@ def test_source_line_points_at_the_users_code():
 def test_nested_programs_become_clusters():
     g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
     labels = {c.label for c in g.clusters}
-    assert {"jit <lambda>", "cond (2 branches)", "branch 0", "branch 1", "scan ×3"} <= labels
+    # `x.sum() > 0` is a boolean: its branches read false (index 0) and true (index 1).
+    assert {"jit <lambda>", "cond (2 branches)", "false", "true", "scan ×3"} <= labels
     assert {"while", "while condition", "while body"} <= labels
     assert g.cluster_primitives() == {"jit": 1, "cond": 3, "scan": 1, "while": 3}
     # Equations inside a cluster point at it; branch clusters sit inside the cond cluster.
@@ -331,3 +332,86 @@ def test_var_node_maps_every_equation_output():
         for v in eqn.outvars:
             if type(v).__name__ != "DropVar":
                 assert v in g.var_node
+
+
+# --------------------------------------------------------------------------- friendly labels
+
+
+def test_matmul_reads_x_at_w_with_the_raw_form_kept():
+    def layer(x, w):
+        return jnp.sum(jnp.tanh(x @ w))
+
+    g = jaxlab.jaxpr_graph(layer, jnp.ones((2, 3)), jnp.ones((3, 4)))
+    (dot,) = [n for n in g.equations if n.primitive == "dot_general"]
+    assert dot.label == "x @ w"
+    assert dot.raw.startswith("dot_general dimension_numbers=(((1,), (0,)), ((), ()))")
+    assert "dimension_numbers" not in dot.params  # the raw form is on hover, not on the node
+    (total,) = [n for n in g.equations if n.primitive == "reduce_sum"]
+    assert total.label == "sum over axes 0,1" and total.raw == "reduce_sum axes=(0, 1)"
+
+
+def test_gradient_matmuls_read_as_transposed_products():
+    g = jaxlab.jaxpr_graph(
+        lambda w, x: jnp.sum(x @ w), jnp.ones((3, 4)), jnp.ones((2, 3)), grad=True
+    )
+    labels = {n.label for n in g.equations if n.primitive == "dot_general"}
+    assert "x @ w" in labels
+    # JAX computes ∂/∂w = xᵀ @ g as (gᵀ @ x)ᵀ: the cotangent transposed, times x.
+    assert "·ᵀ @ x" in labels, labels
+    assert "·ᵀ" in {n.label for n in g.equations if n.primitive == "transpose"}
+
+
+def test_batched_dot_general_keeps_its_primitive_name():
+    f = jax.vmap(lambda a, b: a @ b)
+    g = jaxlab.jaxpr_graph(f, jnp.ones((5, 2, 3)), jnp.ones((5, 3, 4)))
+    (dot,) = g.equations
+    assert dot.label == "dot_general" and "dimension_numbers" in dot.params
+
+
+def test_integer_pow_is_written_as_a_power_not_y_equals():
+    g = jaxlab.jaxpr_graph(lambda y: y**2, 3.0)
+    (pow_,) = g.equations
+    assert pow_.label == "y ** 2" and pow_.raw == "integer_pow y=2"
+
+
+def test_boolean_cond_branches_read_true_and_false():
+    g = jaxlab.jaxpr_graph(lambda p, x: lax.cond(p > 0, jnp.sin, jnp.cos, x), 1.0, 2.0)
+    labels = {c.id: c.label for c in g.clusters}
+    (cond,) = [c for c in g.clusters if c.primitive == "cond" and c.parent is None]
+    assert labels[cond.id + "/0"] == "false" and labels[cond.id + "/1"] == "true"
+    # lax.cond(pred, true_fun, false_fun): the true branch holds sin.
+    prims = {n.primitive for n in g.equations if n.cluster == cond.id + "/1"}
+    assert prims == {"sin"}
+    # An integer index (lax.switch) keeps branch numbers.
+    g = jaxlab.jaxpr_graph(lambda i, x: lax.switch(i, [jnp.sin, jnp.cos], x), 1, 2.0)
+    assert {c.label for c in g.clusters if c.parent is not None} == {"branch 0", "branch 1"}
+
+
+def test_scan_and_while_carries_are_loop_back_edges():
+    def f(x, w):
+        c, _ = lax.scan(lambda c, xi: (c * w + xi, None), x, jnp.ones(3))
+        return lax.while_loop(lambda c: c < 100.0, lambda c: c * 2.0, c)
+
+    g = jaxlab.jaxpr_graph(f, 1.0, 2.0)
+    carries = [e for e in g.edges if e.kind == m.CARRY]
+    (scan,) = [c for c in g.clusters if c.primitive == "scan"]
+    (body,) = [c for c in g.clusters if c.label == "while body"]
+    by_cluster = {g.node(e.dst).cluster for e in carries}
+    assert by_cluster == {scan.id, body.id}
+    for e in carries:
+        src, dst = g.node(e.src), g.node(e.dst)
+        assert dst.kind == m.PORT and src.cluster == dst.cluster
+    # The scan's carry comes back from the add (c * w + xi), not the mul.
+    (scan_carry,) = [e for e in carries if g.node(e.dst).cluster == scan.id]
+    assert g.node(scan_carry.src).primitive == "add"
+
+
+def test_equations_that_reach_no_output_are_marked_unused():
+    def f(x):
+        _ = jnp.sin(x) * 3.0  # computed, never used
+        return jnp.cos(x)
+
+    g = jaxlab.jaxpr_graph(f, 1.0)
+    unused = {n.primitive for n in g.equations if n.unused}
+    assert unused == {"sin", "mul"}
+    assert not g.node(next(n.id for n in g.equations if n.primitive == "cos")).unused

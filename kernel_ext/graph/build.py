@@ -24,7 +24,14 @@ import jax
 import jax.extend.core as jcore
 
 from . import model as m
-from .labels import cluster_label, literal_text, param_summary, type_text
+from .labels import (
+    cluster_label,
+    friendly_label,
+    literal_text,
+    param_summary,
+    type_text,
+)
+from .marks import carry_edges, mark_unused
 from .walk import Block, Item, name_stack, source_line, walk
 
 DEFAULT_BUDGET = 400  # drawn nodes
@@ -142,10 +149,11 @@ def graph_from_jaxpr(
             f"drawn with at most {node_budget} nodes rather than {budget}, to keep the "
             f"layout quick ({EDGE_BUDGET} edges at most)",
         )
+    nodes = mark_unused(tuple(emitter.nodes), edges)
     return m.Graph(
         title=title,
-        nodes=tuple(emitter.nodes),
-        edges=edges,
+        nodes=nodes,
+        edges=edges + carry_edges(tree, {n.id for n in nodes}, emitter.var_node),
         clusters=tuple(emitter.clusters),
         notes=notes,
         n_equations=tree.n_equations,
@@ -310,6 +318,8 @@ class _Emitter:
         self.clusters: list[m.Cluster] = []
         self.var_node: dict[Any, str] = {}
         self.output_names: list[str] | None = None
+        self.producer: dict[Any, Any] = {}  # Var -> the equation that made it
+        self.input_label: dict[str, str] = {}  # input node id -> its name
 
     # -- helpers
     def _edge_from(self, var: Any, dst: str) -> None:
@@ -319,10 +329,31 @@ class _Emitter:
         if src is not None and src != dst:
             self.edges.append(m.Edge(src, dst))
 
-    def _produce(self, outvars: list[Any], node_id: str) -> None:
+    def _produce(self, outvars: list[Any], node_id: str, eqn: Any = None) -> None:
         for v in outvars:
             if not isinstance(v, jcore.DropVar):
                 self.var_node[v] = node_id
+                if eqn is not None:
+                    self.producer[v] = eqn
+
+    def _boolean_index(self, eqn: Any) -> bool:
+        """Whether a two-branch cond's index is a boolean turned to an int (lax.cond)."""
+        if len(eqn.params.get("branches", ())) != 2:
+            return False
+        index = eqn.invars[0]
+        if isinstance(index, jcore.Literal):
+            return False
+        made = self.producer.get(index)
+        if made is None or made.primitive.name != "convert_element_type":
+            return False
+        source = made.invars[0]
+        return str(getattr(source.aval, "dtype", "")) == "bool"
+
+    def _operand_name(self, v: Any) -> str | None:
+        """What a reader calls an operand: an argument's name, a literal's value."""
+        if isinstance(v, jcore.Literal):
+            return literal_text(v)
+        return self.input_label.get(self.var_node.get(v, ""))
 
     # -- the top level
     def program(self, tree: Block, input_names: list[str]) -> None:
@@ -339,6 +370,8 @@ class _Emitter:
             else:
                 label, types = f"{name} ({len(positions)} arrays)", ()
             self.nodes.append(m.Node(node_id, m.INPUT, label, types=types))
+            if len(positions) == 1:
+                self.input_label[node_id] = name
             for k in positions:
                 self.var_node[j.invars[k]] = node_id
         self.block(tree, cluster=None, phase=None)
@@ -435,7 +468,7 @@ class _Emitter:
                     m.Cluster(
                         inner,
                         item.primitive,
-                        _role_label(item.primitive, sub.role),
+                        _role_label(item.primitive, sub.role, self._boolean_index(eqn)),
                         item.id,
                         item.depth,  # the branches are programs at the depth of their equation
                         sub.n_equations,
@@ -482,6 +515,18 @@ class _Emitter:
         label = item.primitive
         if any(o is not None for o in operands):
             label += " " + ", ".join(o if o is not None else "·" for o in operands)
+        raw, params = label, param_summary(eqn.params)
+        if params:
+            raw += f" {params}"
+        friendly = friendly_label(
+            item.primitive,
+            eqn.params,
+            [v.aval for v in eqn.invars],
+            [self._operand_name(v) for v in eqn.invars],
+        )
+        if friendly is not None:
+            # The friendly label says all the parameters say; the raw form is on hover.
+            label, params = friendly, ""
         collapsed = bool(item.blocks)
         self.nodes.append(
             m.Node(
@@ -492,7 +537,8 @@ class _Emitter:
                 primitive=item.primitive,
                 types=types,
                 source=source_line(eqn),
-                params="" if collapsed else param_summary(eqn.params),
+                params="" if collapsed else params,
+                raw="" if collapsed else raw,
                 phase=phase,
                 summary=_summary(item.primitive_counts()) if collapsed else "",
                 n_equations=item.n_equations if collapsed else 1,
@@ -500,12 +546,16 @@ class _Emitter:
         )
         for v in eqn.invars:
             self._edge_from(v, item.id)
-        self._produce(eqn.outvars, item.id)
+        self._produce(eqn.outvars, item.id, eqn)
 
 
-def _role_label(primitive: str, role: str) -> str:
+def _role_label(primitive: str, role: str, boolean: bool = False) -> str:
     if role.startswith("branches["):
-        return f"branch {role[len('branches[') : -1]}"
+        k = role[len("branches[") : -1]
+        if boolean and k in ("0", "1"):
+            # lax.cond(pred, true_fun, false_fun) runs branches[1] when pred is true.
+            return {"0": "false", "1": "true"}[k]
+        return f"branch {k}"
     if primitive == "while":
         return {"cond_jaxpr": "while condition", "body_jaxpr": "while body"}.get(role, role)
     return role

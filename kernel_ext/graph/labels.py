@@ -165,3 +165,73 @@ _CLUSTER_LABELS: dict[str, Callable[[dict[str, Any]], str]] = {
 def cluster_label(primitive: str, params: dict[str, Any]) -> str:
     rule = _CLUSTER_LABELS.get(primitive)
     return rule(params) if rule else primitive
+
+
+# --------------------------------------------------------------------------- friendly labels
+# What a class reads on the node; the primitive and its parameters as JAX writes them stay
+# on Node.raw, one hover away.
+
+_REDUCTIONS = {
+    "reduce_sum": "sum",
+    "reduce_max": "max",
+    "reduce_min": "min",
+    "reduce_prod": "product",
+    "reduce_and": "all",
+    "reduce_or": "any",
+    "argmax": "argmax",
+    "argmin": "argmin",
+}
+_MAX_OPERAND = 14  # longer operand names read as "·"
+
+
+def raw_label(primitive: str, params: dict[str, Any]) -> str:
+    """The equation as JAX prints it: ``dot_general dimension_numbers=(((1,), (0,)), ...)``."""
+    summary = param_summary(params)
+    return f"{primitive} {summary}" if summary else primitive
+
+
+def _operand(name: str | None) -> str:
+    return name if name and len(name) <= _MAX_OPERAND else "·"
+
+
+def _ndims(avals: list[Any]) -> list[int]:
+    return [len(getattr(a, "shape", ())) for a in avals]
+
+
+def _matmul(params: dict[str, Any], avals: list[Any], names: list[str | None]) -> str | None:
+    """``x @ w``, ``xᵀ @ g``, ``g @ wᵀ`` for a dot_general that is a plain matrix product."""
+    dims = params.get("dimension_numbers")
+    if len(avals) != 2 or dims is None:
+        return None
+    try:
+        (lc, rc), (lb, rb) = dims
+    except (TypeError, ValueError):
+        return None
+    ln, rn = _ndims(avals)
+    if tuple(lb) or tuple(rb) or len(lc) != 1 or len(rc) != 1 or ln > 2 or rn > 2:
+        return None
+    a, b = _operand(names[0]), _operand(names[1])
+    left = {ln - 1: a, 0: a + "ᵀ"}.get(lc[0]) if ln == 2 else (a if lc[0] == 0 else None)
+    right = {0: b, rn - 1: b + "ᵀ"}.get(rc[0]) if rn == 2 else (b if rc[0] == 0 else None)
+    if left is None or right is None:
+        return None
+    return f"{left} @ {right}"
+
+
+def friendly_label(
+    primitive: str, params: dict[str, Any], avals: list[Any], names: list[str | None]
+) -> str | None:
+    """A label a class reads (``x @ w``, ``sum over axes 0,1``, ``· ** 2``), or None to
+    keep the primitive's name. ``names`` are the operands' names where known (an argument,
+    a literal), ``avals`` their types."""
+    if primitive == "dot_general":
+        return _matmul(params, avals, names)
+    if primitive in _REDUCTIONS:
+        axes = tuple(params.get("axes", ()))
+        word = "axis" if len(axes) == 1 else "axes"
+        return f"{_REDUCTIONS[primitive]} over {word} {','.join(map(str, axes))}"
+    if primitive == "integer_pow":
+        return f"{_operand(names[0] if names else None)} ** {params.get('y')}"
+    if primitive == "transpose" and tuple(params.get("permutation", ())) == (1, 0):
+        return f"{_operand(names[0] if names else None)}ᵀ"
+    return None

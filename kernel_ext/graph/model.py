@@ -70,6 +70,8 @@ class Node:
     adjoint: ValueSummary | None = None
     residual: bool = False  # a forward value the backward pass keeps
     role: str = ""  # FIXED / SEED for such inputs of gradient graphs
+    raw: str = ""  # equations: the primitive and parameters as JAX prints them (for hover)
+    unused: bool = False  # an equation whose results reach no output (greyed, marked)
 
     @property
     def shape(self) -> str | None:
@@ -85,6 +87,10 @@ class Node:
 class Edge:
     src: str
     dst: str
+    kind: str = ""  # CARRY: a loop's carry, from the body's result back to its parameter
+
+
+CARRY = "carry"
 
 
 @dataclass(frozen=True)

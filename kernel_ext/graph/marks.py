@@ -1,0 +1,99 @@
+"""What a drawing marks for its reader beyond the dataflow: loop carries and unused work.
+
+* A ``scan`` or ``while`` body hands its carry back to itself for the next iteration; the
+  jaxpr says so only by position (body result ``k`` is parameter ``num_consts + k``).
+  :func:`carry_edges` draws that as a loop-back edge (``Edge.kind == CARRY``).
+* An equation whose results reach no output of the program (a forward value a gradient
+  program computes and never reads) is marked ``unused`` by :func:`mark_unused`.
+
+>>> g = jaxpr_graph(lambda x: jax.lax.scan(lambda c, _: (c * 2, None), x, None, 3)[0], 1.0)
+>>> [e for e in g.edges if e.kind == "carry"]           # doctest: +SKIP
+[Edge(src='e0/e0', dst='e0/in0', kind='carry')]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import jax.extend.core as jcore
+
+from . import model as m
+from .walk import Block, Item
+
+
+def _scan_counts(params: dict[str, Any]) -> tuple[int, int] | None:
+    """(consts, carry) of a scan; None where this JAX's scan is not understood."""
+    if "num_consts" in params:  # JAX <= 0.10
+        return int(params["num_consts"]), int(params["num_carry"])
+    try:  # 0.12 groups them in a private flat tree: read through the compat module
+        from .._jax_compat import scan_counts
+    except ImportError:
+        return None
+    try:
+        return scan_counts(params)
+    except NotImplementedError:
+        return None
+
+
+def _bodies(item: Item) -> list[tuple[Block, int, int]]:
+    """(body block, its first carry parameter, number of carries) of a scan or while."""
+    p = item.eqn.params
+    if item.primitive == "scan" and len(item.blocks) == 1:
+        counts = _scan_counts(p)
+        return [(item.blocks[0], *counts)] if counts else []
+    if item.primitive == "while":
+        bodies = [b for b in item.blocks if b.role == "body_jaxpr"]
+        n = len(item.eqn.outvars)
+        return [(b, int(p.get("body_nconsts", 0)), n) for b in bodies]
+    return []
+
+
+def carry_edges(
+    tree: Block, drawn_nodes: set[str], var_node: Mapping[Any, str]
+) -> tuple[m.Edge, ...]:
+    """A loop-back edge from each drawn body's carry result to its carry parameter."""
+    found: list[m.Edge] = []
+
+    def visit(block: Block) -> None:
+        for item in block.items:
+            for body, first, n in _bodies(item):
+                for k, v in enumerate(body.jaxpr.outvars[:n]):
+                    dst = f"{body.prefix}in{first + k}"
+                    if isinstance(v, jcore.Literal) or dst not in drawn_nodes:
+                        continue
+                    src = var_node.get(v)
+                    if src is not None and src != dst and src in drawn_nodes:
+                        found.append(m.Edge(src, dst, m.CARRY))
+            for sub in item.blocks:
+                visit(sub)
+
+    visit(tree)
+    return tuple(dict.fromkeys(found))
+
+
+def mark_unused(nodes: tuple[m.Node, ...], edges: tuple[m.Edge, ...]) -> tuple[m.Node, ...]:
+    """Top-level equations from which no path reaches an output, marked ``unused``.
+
+    Anything inside a cluster counts as used (a while's condition reads values that reach
+    no output, yet decides the loop), and so does all that feeds it.
+    """
+    producers: dict[str, list[str]] = defaultdict(list)
+    for e in edges:
+        producers[e.dst].append(e.src)
+    # Walk back from every output and every node inside a cluster: what is reached is used.
+    stack = [n.id for n in nodes if n.kind == m.OUTPUT or n.cluster is not None]
+    used = set(stack)
+    while stack:
+        for src in producers.get(stack.pop(), ()):
+            if src not in used:
+                used.add(src)
+                stack.append(src)
+    return tuple(
+        dataclasses.replace(n, unused=True)
+        if n.kind == m.EQUATION and n.cluster is None and n.id not in used
+        else n
+        for n in nodes
+    )
