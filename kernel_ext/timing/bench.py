@@ -9,9 +9,12 @@ figures too, so the difference can be shown::
     r = jaxlab.bench(f, x, compare=(g, x))        # g measured interleaved; r.ratio
     r = jaxlab.bench(f, x, runs=10, repeats=5)    # instead of choosing like %timeit
 
-Steady state: ``repeats`` rounds of ``runs`` back-to-back calls, all outputs blocked at
-the end of a round, divided by ``runs`` (the number of runs is chosen as ``%timeit``
-chooses its loops: the first of 1, 2, 5, 10, 20, ... whose round takes 0.2 s).
+Steady state: ``repeats`` rounds of ``runs`` calls (chosen as ``%timeit`` chooses its
+loops: the first of 1, 2, 5, 10, 20, ... whose round takes 0.2 s). A round makes its
+calls in bursts of at most 20 back to back, every output of a burst blocked at its end;
+the figure quoted is the median over rounds of their median burst. Bursts keep the queue as
+short as a user's loop keeps it and make the median robust to a busy machine (long
+unbroken loops ran up to 4× slower per call on a shared two-core machine).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from ..compile.messages import short_type
 from .result import BenchResult, CallSpan
 
 ROUND_S = 0.2  # a round of calls lasts at least this long (as %timeit's autorange)
-HELD_BYTES = 256 << 20  # outputs held unblocked at once, at most (bounds runs per round)
+BURST = 20  # calls back to back before blocking on their outputs
+HELD_BYTES = 256 << 20  # outputs held unblocked at once, at most (bounds bursts, %timeit)
 MAX_RUNS = 100_000
 PROGRESS_AFTER_S = 1.0  # show a progress bar when the measurement takes longer
 NAIVE_CALLS = 7  # %timeit -n1 -r7
@@ -50,7 +54,7 @@ class _Target:
     kwargs: dict[str, Any]
     name: str
     runs: int = 0
-    samples: list[float] = field(default_factory=list)
+    rounds: list[float] = field(default_factory=list)  # per-call median of each round
     compile_s: float = 0.0
     estimate_s: float = 0.0  # per call, from choosing the number of runs
     out: Any = None
@@ -78,12 +82,21 @@ def _check_counts(runs: int | None, repeats: int) -> None:
         raise BenchError(f"repeats must be a whole number from 1 to 1,000, not {repeats!r}")
 
 
-def _round(target: _Target, n: int) -> float:
-    """Seconds per call over ``n`` back-to-back calls, every output blocked at the end."""
-    t0 = time.perf_counter()
-    outs = [target() for _ in range(n)]
-    jax.block_until_ready(outs)
-    return (time.perf_counter() - t0) / n
+def _round(target: _Target, n: int) -> list[float]:
+    """Seconds per call of each burst of ``n`` calls, every output of a burst blocked."""
+    burst = min(BURST, _cap(target))
+    times = []
+    for start in range(0, n, burst):
+        size = min(burst, n - start)
+        t0 = time.perf_counter()
+        outs = [target() for _ in range(size)]
+        jax.block_until_ready(outs)
+        times.append((time.perf_counter() - t0) / size)
+    return times
+
+
+def _round_mean(target: _Target, n: int) -> float:
+    return statistics.fmean(_round(target, n))
 
 
 def _unblocked_round(target: _Target, n: int) -> float:
@@ -200,14 +213,14 @@ def measure(
         if runs is not None:
             t.runs, t.estimate_s = runs, t.compile_s  # an upper bound: compiling is slower
         else:
-            cap = _cap(t) if t.arrays else MAX_RUNS
-            t.runs, t.estimate_s = _autorange(lambda n, t=t: _round(t, n), cap)
+            t.runs, t.estimate_s = _autorange(lambda n, t=t: _round_mean(t, n), MAX_RUNS)
     estimate = sum(t.runs * t.estimate_s for t in targets) * repeats
     bar = _progress(repeats * len(targets), estimate, targets[0].name)
     try:
         for _ in range(repeats):
             for t in targets:
-                t.samples.append(_round(t, t.runs))
+                bursts = _round(t, t.runs)
+                t.rounds.append(statistics.median(bursts))
                 if bar is not None:
                     bar.update(1)
     finally:
@@ -217,7 +230,7 @@ def measure(
 
 
 def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
-    ready = statistics.median(t.samples)
+    ready = statistics.median(t.rounds)  # each round: the median of its bursts
     asynchronous = bool(t.arrays)
     if asynchronous:
         dispatch = min(_dispatch(t, DISPATCH_CALLS), ready)
@@ -248,8 +261,8 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
         asynchronous=asynchronous,
         compile_s=t.compile_s,
         ready_s=ready,
-        ready_min_s=min(t.samples),
-        ready_max_s=max(t.samples),
+        ready_min_s=min(t.rounds),
+        ready_max_s=max(t.rounds),
         dispatch_s=dispatch,
         naive_s=naive,
         timeit_s=timeit_s,

@@ -32,7 +32,7 @@ def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
         (
             "per call, until ready",
             seconds(r.ready_s),
-            f"median of {r.repeats} rounds of {r.runs:,} calls, outputs blocked; {spread}",
+            f"median of {r.repeats} rounds of {r.runs:,} calls, outputs blocked; rounds {spread}",
         )
     )
     if not r.asynchronous:

@@ -44,9 +44,9 @@ class BenchResult:
     output: str  # the output's types, e.g. "f32[300,300]"
     asynchronous: bool  # the call returned arrays (so its work could run behind it)
     compile_s: float  # the first call, outputs blocked: compile plus one run
-    ready_s: float  # median over repeats of one call's time until every output is ready
-    ready_min_s: float
-    ready_max_s: float
+    ready_s: float  # median per-call time until every output is ready (bursts of calls)
+    ready_min_s: float  # the fastest round's median
+    ready_max_s: float  # the slowest round's median
     dispatch_s: float  # median time until a call returns, the device idle before it
     naive_s: float  # median of back-to-back unblocked calls timed one by one (%timeit -n1)
     timeit_s: float  # what %timeit with its automatic loop count (no blocking) reports
