@@ -145,8 +145,16 @@ def refuse_unfit(program: CellProgram) -> None:
                 f"function, and {_AS_FUNCTION}. Import the names it uses "
                 f"(`from {module} import sin, cos`) or run the import in a normal cell first."
             )
+    # `global x` of an input is refused later, with its own words, by `outside_writes`.
+    declared = {
+        n
+        for node in ast.walk(ast.Module(list(program.body), []))
+        if isinstance(node, ast.Global)
+        for n in node.names
+    }
+    params = tuple(n for n in program.inputs if n not in declared)
     try:  # what else Python refuses in a function body, with Python's words
-        program.function(program.inputs, {"__builtins__": {}})
+        program.function(params, {"__builtins__": {}})
     except SyntaxError as e:
         raise ProgramError(
             f"line {e.lineno}: {e.msg}: {_AS_FUNCTION}, and Python refuses this there"

@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from jaxlab.cell_guard import guarded, outside_writes
@@ -86,6 +88,7 @@ def _refused(ip, magic, options, cell, needle):
         ),
         ("grad", "", "def f():\n    global q6\n    q6 = x\nf()\n(x ** 2).sum()", "global q6"),
         ("jit", "", "setattr(m, 'k', x)\ny = x", r"changes `m` in place \(line 1"),
+        ("jit", "", "global x\nx = x + 1", "declares `global x`"),
         ("jit", "", "box.k = x\ny = x", r"changes `box` in place"),
         ("jit", "", "d.update(c=x)\ny = x", r"changes `d` in place"),
         ("jit", "", "m.__setattr__('k', x)\ny = x", r"changes `m` in place"),
@@ -178,6 +181,63 @@ def test_guard_restores_containers_and_attributes():
     with guarded({"obj": obj}):
         obj.cache = 1.0  # a cached_property filling in: allowed
     assert obj.cache == 1.0
+
+
+_FRAGMENTS = [
+    "y = x * 2",
+    "m.k = x",
+    "d['c'] = x",
+    "lst.append(1.0)",
+    "a = m",
+    "a.k = x",
+    "b = box",
+    "b.k = x * 3",
+    "global q",
+    "q = 1",
+    "del d",
+    "setattr(box, 'k', x)",
+    "push(lst)",
+    "z = [x]",
+    "z.append(x)",
+    "lst += [x]",
+    "n = n + 1",
+    "exec('q = 1')",
+    "await x",
+    "yield x",
+    "return x",
+    "from math import *",
+    "if x.sum() > 0:\n    y = x",
+]
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    magic=st.sampled_from(["jit", "grad"]),
+    body=st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=4),
+    final=st.booleans(),
+)
+def test_any_cell_is_a_value_or_a_usage_error_and_never_changes_notebook_objects(
+    nb, magic, body, final
+):
+    m, d, lst, box = types.SimpleNamespace(k=1.0), {}, [], Box()
+    nb.user_ns.update(x=jnp.arange(3.0), m=m, d=d, lst=lst, box=box, n=2)
+    nb.user_ns.pop("q", None)
+    before = _state(nb)
+    cell = "\n".join(body) + ("\n(x ** 2).sum()" if final else "")
+    try:
+        nb.run_cell_magic(magic, "", cell)
+    except UsageError:
+        assert _state(nb) == before, cell
+    # Success or not, the notebook's objects hold what they held: no tracer, no append.
+    assert m.__dict__ == {"k": 1.0} and d == {} and lst == [] and box.__dict__ == {"k": 1.0}
+    assert nb.user_ns["d"] is d and nb.user_ns["m"] is m
+    if any(f.startswith(("global", "exec")) for f in body):  # always refused
+        assert "q" not in nb.user_ns
 
 
 # --------------------------------------------------------------------------- item 14
