@@ -8,19 +8,24 @@
     jaxlab.key_lineage()                          # KeyLineage: .nodes, .edges, .reuses
     jaxlab.key_flow(f, key)                       # static: reuse found in the jaxpr
 
-Modules: ``site`` (the user's line), ``record`` (nodes, events, reuses, the bounded
-session store), ``track`` (runtime tracking and its switch), ``flow`` (static analysis
-of ``random_*`` equations through sub-jaxprs), ``tree`` (the forest a view draws, with
-aggregation), ``view`` (static HTML and text).
+Modules: ``site`` (the user's line), ``model`` (the frozen records), ``record`` (the
+bounded session store), ``track`` (the switch and the ``jax.random`` wrappers), ``jit``
+and ``calls`` (compiled functions: a template per trace, keys per call, replayed when
+read), ``flow`` (static analysis of ``random_*`` equations through sub-jaxprs), ``tree``
+(the forest a view draws, aggregated), ``view`` (static HTML and text).
 
-How keys are tracked, and why: instrumented ``jax.random`` functions, not a wrapping PRNG
-implementation defined with ``jax.extend.random.define_prng_impl``. A wrapping
-implementation changes the user's keys (their dtype names the new implementation) and
-reports through a ``jax.debug.callback`` in every split and every draw, including inside
-loop bodies, where a callback runs on every iteration: the issue measured a jitted loop
-33x slower. The wrappers call JAX's own functions (results bit-identical), read key data
-directly when eager, add one callback per call site outside loop bodies under
-``jit``/``vmap`` (so each call of a compiled function records), and record loop bodies
-once, when traced. The keys a split makes are kept as one data array and materialised
-only when someone looks. ``benchmarks/key_tracking.py`` measures the cost.
+How keys are tracked, and why (measured by ``benchmarks/key_tracking.py``): while
+tracking is on, the public ``jax.random`` functions and ``jax.jit`` are wrappers that
+call JAX's own (results bit-identical). Eagerly, a wrapper reads the key data (a reuse
+warns at once). A function jitted while tracking is on is traced with a template on a
+stack: the wrappers write what it does with keys there, and each call only notes the
+key leaves it was given and returned; calls are replayed when someone reads the lineage,
+and the jaxpr's static flow adds the reuses the wrappers cannot see (two slices of one
+split). Nothing runs inside the compiled program: a ``jax.debug.callback`` inside a
+jitted loop cost 33x in the issue's measurement, and a single callback per call cost
+~20% of a 50 ms Monte-Carlo function here. Only code traced without a template (a
+function jitted before tracking began and first called after, ``vmap`` of eager code)
+gets one callback per call site, outside loop bodies, which are recorded once when
+traced. A wrapping PRNG implementation (``jax.extend.random.define_prng_impl``) was not
+chosen: it changes the dtype of the user's keys and reports only by callback.
 """

@@ -75,7 +75,7 @@ def is_key_like(x: Any, legacy: bool) -> bool:
         return False
     if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
         return True
-    shape = getattr(x, "shape", ())
+    shape: tuple[int, ...] = tuple(getattr(x, "shape", ()))
     return legacy and dtype == np.uint32 and len(shape) >= 1 and shape[-1] in (2, 4)
 
 

@@ -52,7 +52,7 @@ class TrackedJit:
         self.traces = 0
         traced = functools.wraps(fun)(functools.partial(_trace, self, fun))
         self._jitted = original_jit(traced, **options)
-        functools.update_wrapper(self, fun)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fun)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves = jax.tree_util.tree_leaves((args, kwargs))

@@ -27,6 +27,10 @@ from typing import Any
 import numpy as np
 
 from .calls import Call, Ref, rows_of
+from .model import KeyEdge as KeyEdge
+from .model import KeyEvent as KeyEvent
+from .model import KeyNode as KeyNode
+from .model import KeyReuse as KeyReuse
 from .site import Site
 
 MAX_NODES = 50_000  # beyond this the oldest keys are forgotten (counted in .dropped)
@@ -34,68 +38,6 @@ MAX_EVENTS = 50_000
 MAX_REUSES = 1_000
 MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
 EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
-
-
-@dataclass(frozen=True)
-class KeyNode:
-    """One key. ``data`` is its key data in hex ("" for a key seen only while tracing a
-    loop body); ``origin`` is how it was made: seed, wrap, split, fold_in, clone,
-    unknown (made before tracking began, or by code jaxlab did not see) or traced."""
-
-    id: int
-    data: str
-    impl: str
-    origin: str
-    parent: int | None
-    index: int | None  # its position in the parent's split
-    event: int | None  # the KeyEvent that made it
-    site: Site
-    traced: bool
-
-
-@dataclass(frozen=True)
-class KeyEvent:
-    """One call of a ``jax.random`` function: ``kind`` is create, derive or consume."""
-
-    index: int
-    op: str
-    kind: str
-    inputs: tuple[int, ...]
-    shape: tuple[int, ...]  # the sample's shape (a consumer) or the keys' shape
-    dtype: str
-    site: Site
-    traced: bool  # inside jit/vmap/scan: recorded by a callback (or once, while tracing)
-    in_loop: bool = False  # inside a loop body: one event stands for every iteration
-
-
-@dataclass(frozen=True)
-class KeyEdge:
-    parent: int
-    child: int
-    op: str
-
-
-@dataclass(frozen=True)
-class KeyReuse:
-    """A key consumed twice: where it was consumed first and where again."""
-
-    key: int
-    first: Site
-    second: Site
-    first_op: str
-    second_op: str
-    traced: bool
-
-    @property
-    def kind(self) -> str:
-        return "used after split" if self.first_op == "split" else "consumed twice"
-
-    def message(self) -> str:
-        return (
-            f"key {self.key} reused ({self.kind}): {self.second_op} at {self.second.where} "
-            f"uses a key already consumed by {self.first_op} at {self.first.where}. "
-            "Split it first: `key, sub = jax.random.split(key)`."
-        )
 
 
 @dataclass
@@ -117,6 +59,9 @@ _Node = tuple[bytes, str, str, "int | None", "int | None", "int | None", Site, b
 
 class KeyLineage:
     """The session's key forest: nodes, edges, events and reuses (bounded)."""
+
+    _node_cache: tuple[KeyNode, ...] | None
+    _event_cache: tuple[KeyEvent, ...] | None
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -195,8 +140,8 @@ class KeyLineage:
             self._next_node = 0
             self._next_event = 0
             self._dropped = 0
-            self._node_cache: tuple[KeyNode, ...] | None = None
-            self._event_cache: tuple[KeyEvent, ...] | None = None
+            self._node_cache = None
+            self._event_cache = None
         self._notify()
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:

@@ -291,11 +291,12 @@ def _record_loop(name: str, kind: str, key: Any, out: Any, site: Site) -> None:
         _TRACED.clear()
     inputs: tuple[int, ...] = ()
     reused: list[tuple[int, int]] = []
+    seen: tuple[Any, int, int | None] = (None, -1, None)
     if key is not None:
-        seen = _TRACED.get(id(key))
-        if seen is None or seen[0] is not key:
-            node = lineage.traced_node("traced", None, site, None)
-            seen = (key, node, None)
+        found = _TRACED.get(id(key))
+        if found is None or found[0] is not key:
+            found = (key, lineage.traced_node("traced", None, site, None), None)
+        seen = found
         inputs = (seen[1],)
     shape = tuple(out.shape) if kind == "consume" else tuple(getattr(out, "shape", ()))
     dtype = str(out.dtype) if kind == "consume" else "key"

@@ -71,8 +71,8 @@ def lineage_tree(lineage: KeyLineage, max_items: int = 2000) -> Forest:
     uses: dict[int, list[KeyEvent]] = defaultdict(list)
     for event in events:
         if event.kind == "consume" or event.op == "split":
-            for node in event.inputs:
-                uses[node].append(event)
+            for used in event.inputs:
+                uses[used].append(event)
     known = {n.id for n in nodes}
     children: dict[int | None, list[KeyNode]] = defaultdict(list)
     for node in nodes:
