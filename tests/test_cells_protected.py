@@ -365,3 +365,29 @@ def test_jit_cell_over_a_flax_nnx_module_equals_the_eager_call():
     np.testing.assert_allclose(value, layer(ns["x"]).sum(), rtol=1e-6)
     assert run is not None and run.inputs == ("layer", "x")
     assert cells.run("y = layer(x)\ny.sum()", ns)[1] is None
+
+
+def test_jit_cell_over_a_graph_mode_nnx_module_splits_it_with_nnx():
+    nnx = pytest.importorskip("flax.nnx")
+
+    class Block(nnx.Module, pytree=False):  # not a pytree: nnx.split / nnx.merge
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 3, rngs=rngs)
+            self.act = jax.nn.relu
+
+        def __call__(self, x):
+            return self.act(self.lin(x))
+
+    block = Block(nnx.Rngs(0))
+    assert jax.tree_util.tree_leaves(block) == [block]
+    cells = CellJit(CompileLog())
+    ns = {"block": block, "x": jnp.ones((4, 2))}
+    _, run = cells.run("y = block(x)", ns)
+    np.testing.assert_allclose(ns["y"], block(ns["x"]), rtol=1e-6)
+    assert run is not None and run.inputs == ("block", "x")
+    assert cells.run("y = block(x)", ns)[1] is None
+    block.lin = nnx.Linear(2, 5, rngs=nnx.Rngs(1))
+    _, run = cells.run("y = block(x)", ns)
+    assert run is not None
+    assert run.explanation == "block: Block(f32[3], f32[2,3]) → Block(f32[5], f32[2,5])"
+    np.testing.assert_allclose(ns["y"], block(ns["x"]), rtol=1e-6)
