@@ -16,9 +16,12 @@ by the magic, and only once everything succeeded. This module enforces that in t
 * while running, :func:`guarded` snapshots the inputs' contents and, if the cell changed
   one anyway (through an alias the analysis cannot follow), puts it back and refuses.
 
->>> program = analyse_cell("m.k = x * 2\\n(x ** 2).sum()")                 # doctest: +SKIP
->>> refuse_writes(program, {"m": obj, "x": x})                            # doctest: +SKIP
-ProgramError: the cell changes `m` in place (line 1: `m.k = x * 2`): ...
+>>> from jaxlab.program import analyse_cell
+>>> [(w.name, w.line, w.kind) for w in outside_writes(analyse_cell("m.k = x * 2\\nm.k"))]
+[('m', 1, 'attribute')]
+
+(:func:`refuse_writes` raises the first one as "the cell changes `m` in place (line 1:
+`m.k = x * 2`): ... Build a new value instead: `m = dataclasses.replace(m, k=x * 2)` ...")
 
 Nothing here imports JAX or IPython: errors are :class:`ProgramError`.
 """
