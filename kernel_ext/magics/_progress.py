@@ -7,7 +7,7 @@ one-line ``UsageError`` instead of a traceback through JAX and jaxlab::
 
     with watching("%jaxpr", "tracing `f(x)`"):
         graph = jaxpr_graph(f, x)
-    # after 3 s:  %jaxpr: still tracing `f(x)` after 3 s … (interrupt the kernel to stop)
+    # after 5 s:  %jaxpr: still tracing `f(x)` after 5 s … (interrupt the kernel to stop)
     # interrupted: UsageError: %jaxpr: interrupted while tracing `f(x)` after 7.2 s;
     #              nothing in the notebook changed
 
@@ -28,7 +28,7 @@ from typing import TextIO
 from IPython.core.error import UsageError
 
 # Seconds of silence before the notice; JAXLAB_NOTICE_AFTER changes it (tests, slow CI).
-NOTICE_AFTER_S = float(os.environ.get("JAXLAB_NOTICE_AFTER", "3"))
+NOTICE_AFTER_S = float(os.environ.get("JAXLAB_NOTICE_AFTER", "5"))
 
 
 def _say(stream: TextIO, text: str) -> None:
