@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -15,7 +16,14 @@ from IPython.utils.capture import capture_output
 import jaxlab
 from jaxlab.compile.capture import is_listening, jaxlab_work
 from jaxlab.compile.log import ArgChange, CompileLog
-from jaxlab.compile.log_view import log_figure, log_html, log_text
+from jaxlab.compile.log_view import (
+    PHASES,
+    RECOMPILED,
+    RUNNING,
+    log_figure,
+    log_html,
+    log_text,
+)
 from jaxlab.compile.messages import CallSignature, base_name, explain, short_type
 
 PE_LOGGER = "jax._src.interpreters.partial_eval"
@@ -357,12 +365,12 @@ def test_compile_log_magic(ip):
     assert log is jaxlab.compile_log()
     with capture_output() as out:
         ip.run_line_magic("compile_log", "")
-    (widget_output,) = out.outputs
+    widget_output, twin = out.outputs  # the live view, then its static twin
     assert "application/vnd.jupyter.widget-view+json" in widget_output.data
-    assert "text/html" in widget_output.data
+    assert "CompileLog:" in twin.data["text/plain"] and "<table" in twin.data["text/html"]
     with capture_output() as again:
         ip.run_line_magic("compile_log", "")
-    (again_output,) = again.outputs
+    again_output, _ = again.outputs
     model = "application/vnd.jupyter.widget-view+json"
     assert again_output.data[model]["model_id"] == widget_output.data[model]["model_id"]
     with capture_output() as out:
@@ -400,7 +408,101 @@ def test_views_escape_and_show_every_function():
     (ax,) = fig.axes
     assert len(ax.containers) == 3  # trace, lower, compile
     assert [len(c) for c in ax.containers] == [3, 3, 3]
-    assert ax.containers[2][2].get_width() == pytest.approx(3.0)  # ms
+    assert ax.containers[2][0].get_width() == pytest.approx(3.0)  # ms; newest at the top
+    assert ax.get_yticklabels()[0].get_text() == "#2 g"
+
+
+def _record_user(log, name, explanation=None, **kw):
+    call = CallSignature.of(fresh(name), defined_at="a.py:1", user_code=True)
+    return log.record(name, call=call, explanation=explanation, **kw)
+
+
+def test_plurals_and_zero_times_read_right():
+    log = CompileLog()
+    log.record("f", compile_s=0.002)
+    text, page = log_text(log), log_html(log)
+    assert "1 compilation of 1 function ·" in text and "1 compilation of 1 function" in page
+    assert "compilations" not in text.splitlines()[0] and "functions" not in page
+    assert "running 0 s" in text and "µs" not in text.splitlines()[0]
+    log.record("g", compile_s=0.001)
+    assert "2 compilations of 2 functions" in log_text(log)
+
+
+def test_recompile_count_links_to_its_reasons_and_colours_have_one_legend():
+    log = CompileLog()
+    _record_user(log, "f", compile_s=0.001, signature=("f32[3]",))
+    _record_user(log, "f", "x: f32[3] → f32[4]", compile_s=0.001)
+    _record_user(log, "f", "x: f32[4] → f32[5]", compile_s=0.001)
+    page = log_html(log)
+    link = re.search(r'<a href="#([\w-]+)">2 recompilations</a>', page)
+    assert link is not None
+    reasons = re.search(rf'<td id="{link.group(1)}"><ul class="reasons">(.*?)</ul>', page)
+    assert reasons is not None
+    items = re.findall(r"<li>#(\d+): ([^<]*)", reasons.group(1))
+    assert items == [("2", "x: f32[4] → f32[5]"), ("1", "x: f32[3] → f32[4]")]  # newest first
+    legend = re.search(r'<span class="jaxlab-cl-legend">(.*?)</span>(?:</p>)', page).group(1)
+    for name, colour in (*PHASES, ("running", RUNNING), ("recompiled", RECOMPILED)):
+        assert colour in legend and name in legend
+    # red only ever marks a recompilation: no phase or share bar uses it
+    assert RECOMPILED not in {c for _, c in PHASES} | {RUNNING}
+    assert page.count(f"border-left:3px solid {RECOMPILED}") == 2 + 1  # two bars + legend
+
+
+def test_library_functions_fold_away_below_the_users():
+    log = CompileLog()
+    _record_user(log, "mine", compile_s=0.001)
+    theirs = CallSignature.of(jnp.sin, defined_at="ufuncs.py:1", user_code=False)
+    log.record("sin", call=theirs, compile_s=0.001)
+    assert [r.name for r in log.functions(mine_only=True)] == ["mine"]
+    page = log_html(log)
+    mine_at, details_at = page.index("<code>mine</code>"), page.index("<details>")
+    assert mine_at < details_at < page.index("<code>sin</code>")
+    assert "1 compilation of 1 function from JAX and libraries" in page
+    (ax,) = log_figure(log).axes  # the chart draws the user's by default
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["#0 mine"]
+    (ax,) = log_figure(log, mine_only=False).axes
+    assert len(ax.get_yticklabels()) == 2
+
+
+def test_user_text_is_never_read_as_mathtext(ip):
+    import io
+
+    log = jaxlab.compile_log()
+    log.clear()
+    _record_user(log, "cost$", compile_s=0.001)
+    reason = r"a $\frac{bad$ reason $x^2$"
+    _record_user(log, "cost$", reason, compile_s=0.002)
+    fig = log_figure(log)
+    fig.savefig(io.BytesIO(), format="png")  # matplotlib would raise on the bad TeX
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.texts] == [reason]
+    assert ax.texts[0].get_parse_math() is False
+    with capture_output() as out:
+        ip.run_line_magic("compile_log", "--static")
+        ip.run_line_magic("compile_log", "--static")  # and again: the next call too
+    assert sum("image/png" in o.data for o in out.outputs) == 2
+
+
+def test_chart_is_sized_to_its_content():
+    import io
+
+    from PIL import Image
+
+    def width(reason):
+        log = CompileLog()
+        _record_user(log, "f", compile_s=0.004)
+        _record_user(log, "f", reason, compile_s=0.002)
+        fig = log_figure(log)
+        (ax,) = fig.axes
+        assert ax.get_xlim()[1] == pytest.approx(4.0 * 1.02)  # the longest bar fills it
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
+        assert ax.texts[0].get_text() == reason  # not cut
+        return Image.open(io.BytesIO(buffer.getvalue())).size[0]
+
+    short, long = width("x: f32[3] → f32[4]"), width("x: f32[3] → f32[4]; " * 5)
+    assert long > short + 150  # the figure grows with its reasons ...
+    assert short < 700  # ... and is no wider than its content needs
 
 
 # --------------------------------------------------------------------------- the lesson

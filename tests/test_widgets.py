@@ -38,13 +38,30 @@ def test_state_groups_functions_with_their_compilations(log):
         f = rows["f"]
         assert f["count"] == 2 and f["recompiles"] == 1
         assert f["total_s"] == pytest.approx(0.012) and f["last_s"] == pytest.approx(0.006)
-        first, second = f["compiles"]
+        second, first = f["compiles"]  # newest first
         assert (first["trace_s"], first["lower_s"], first["compile_s"]) == (0.001, 0.002, 0.003)
         assert not first["recompile"] and second["recompile"]
         assert second["explanation"] == "x: f32[3] → f32[4]"
         assert second["where"] == "In[3], line 1" and second["signature"] == ["f32[4]"]
         assert monitor.session["count"] == 3 and monitor.session["functions"] == 2
         assert monitor.session["compile_s"] == pytest.approx(0.013)
+    finally:
+        monitor.close()
+
+
+def test_state_puts_the_users_functions_first_and_counts_the_others(log):
+    from jaxlab.compile.messages import CallSignature
+
+    log.record("sin", call=CallSignature.of(len, defined_at="x.py:1", user_code=False))
+    log.record("g", compile_s=0.001)
+    monitor = CompileMonitor(log)
+    try:
+        names = [r["name"] for r in monitor.functions]
+        assert names == ["g", "<script>alert(1)</script>", "f", "sin"]  # mine newest first
+        assert [r["user_code"] for r in monitor.functions] == [True, True, True, False]
+        assert monitor.mine_only is True and "mine_only" in monitor.keys
+        assert monitor.session["mine"] == 3 and monitor.session["functions"] == 4
+        assert monitor.session["phase_s"] == pytest.approx([0.002, 0.003, 0.009])
     finally:
         monitor.close()
 
@@ -96,6 +113,39 @@ def test_mimebundle_has_widget_and_static_fallback(log):
         monitor.close()
 
 
+def test_display_keeps_a_static_twin_of_the_latest_state(log, monkeypatch):
+    shown, updated = [], []
+    monkeypatch.setattr(
+        "IPython.display.display",
+        lambda obj, **kw: shown.append((obj, kw)),
+    )
+    monkeypatch.setattr(
+        "IPython.display.update_display",
+        lambda obj, **kw: updated.append((obj, kw)),
+    )
+    monkeypatch.setattr("jaxlab.widgets._base._front_end_updates_displays", lambda: True)
+    monitor = CompileMonitor(log)
+    try:
+        monitor._ipython_display_()
+        (view, _), (twin, twin_kw) = shown
+        assert view[WIDGET_MIME]["model_id"] == monitor.model_id
+        assert "text/html" not in view and view["text/plain"] == ""  # no duplicate
+        assert "3 compilations of 2 functions" in twin["text/html"]
+        assert 'class="jaxlab-twin jaxlab-twin-compile-monitor"' in twin["text/html"]
+        display_id = twin_kw["display_id"]
+        monitor._last_push = 0.0  # not throttled: the update goes out at once
+        log.record("newest", compile_s=0.001)  # a change of the synced state ...
+        assert updated, "the twin was not updated"
+        latest, kw = updated[-1]
+        assert kw["display_id"] == display_id  # ... rewrites the saved twin in place
+        assert "4 compilations of 3 functions" in latest["text/html"]
+        assert "<code>newest</code>" in latest["text/html"]
+        # a live view's CSS hides the twins of its class
+        assert ".jaxlab-twin-compile-monitor { display: none; }" in monitor._css
+    finally:
+        monitor.close()
+
+
 def test_every_widget_ships_its_assets_and_loads_nothing_from_the_network():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     globs = config["tool"]["setuptools"]["package-data"]["jaxlab.widgets"]
@@ -105,7 +155,8 @@ def test_every_widget_ships_its_assets_and_loads_nothing_from_the_network():
     for path in STATIC.iterdir():
         if path.suffix in {".js", ".css"}:
             assert path in shipped
-            text = path.read_text()
+            # the SVG namespace is a name, not an address anything is fetched from
+            text = path.read_text().replace('"http://www.w3.org/2000/svg"', "")
             assert not re.search(r"https?://|//cdn|@import|url\(", text), path.name
             assert not re.search(r"^\s*import\s", text, re.M), path.name  # no bare imports
     for cls in widgets:

@@ -1,25 +1,54 @@
-"""What every jaxlab widget shares: its assets on disk and a static fallback.
+"""What every jaxlab widget shares: its assets on disk and a static twin kept current.
 
 A widget is an ``anywidget.AnyWidget`` subclass that names its asset pair::
 
     class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         ...  # loads static/compile_monitor.js and static/compile_monitor.css
 
-    def _static_html(self) -> str: ...   # what exported HTML, GitHub and the docs show
+    def _static_html(self) -> str: ...   # its state as plain HTML (no script, no network)
     def _static_text(self) -> str: ...
 
 Both files ship in the wheel (``package-data``) and nothing is fetched from a CDN or the
 network: the ES module imports nothing, the CSS loads no fonts.
+
+Saved notebooks. Displayed in IPython, a widget makes two outputs: the live view (the
+widget mime type) and its *static twin*, an HTML output with a display id that is
+updated (``update_display``) after every change of a synced trait, so the saved notebook
+always holds the latest state as HTML. Where the widget runs, its CSS hides the twins
+of its class; where it cannot (reopened without a kernel or saved widget state, exported
+to HTML, offline, GitHub), the twin shows that latest state, and a rule in the twin hides
+ipywidgets' "model not found" note above it. nbconvert renders the widget mime type only
+when the notebook carries the widget's saved state, and the twin otherwise.
 """
 
 from __future__ import annotations
 
+import html
+import uuid
 from pathlib import Path
 from typing import Any
 
 import anywidget
+import traitlets
 
 STATIC = Path(__file__).parent / "static"
+MAX_TWINS = 8  # displays of one widget whose static twin is kept current
+
+# In the twin's own HTML (applies only where the twin is shown): the widget output just
+# before it, when ipywidgets could not find its model, holds only its error text (a live
+# view has child elements); hide that note, the twin below says what there is to see.
+_HIDE_MISSING_MODEL = (
+    "<style>.jp-OutputArea-child:has(+ .jp-OutputArea-child .jaxlab-twin) "
+    ".jupyter-widgets:not(:has(*)){display:none}</style>"
+)
+
+
+def _front_end_updates_displays() -> bool:
+    """Whether displays are updated in place (a kernel with a front end); a terminal
+    IPython would print every update as a new output."""
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
 
 
 def asset(name: str) -> str:
@@ -28,15 +57,24 @@ def asset(name: str) -> str:
 
 
 class JaxlabWidget(anywidget.AnyWidget):
-    """Base class: ``static="name"`` loads ``name.js`` and ``name.css``; a static fallback
-    joins the widget view in the MIME bundle."""
+    """Base class: ``static="name"`` loads ``name.js`` and ``name.css``; displays keep a
+    static twin of the widget's latest state for renderers without a kernel."""
+
+    _twin_class: str = "jaxlab-twin-widget"
 
     def __init_subclass__(cls, static: str | None = None, **kwargs: Any) -> None:
         if static is not None:
+            cls._twin_class = f"jaxlab-twin-{static.replace('_', '-')}"
             # Read as text, not passed as a path: anywidget would start a file watcher.
             cls._esm = asset(f"{static}.js")
-            cls._css = asset(f"{static}.css")
+            # A live (or restored) view loads this CSS: it hides its class's twins.
+            cls._css = asset(f"{static}.css") + f"\n.{cls._twin_class} {{ display: none; }}\n"
         super().__init_subclass__(**kwargs)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._twin_ids: list[str] = []
+        self.observe(self._synced_change, names=traitlets.All)
 
     def _static_html(self) -> str:
         raise NotImplementedError
@@ -44,12 +82,50 @@ class JaxlabWidget(anywidget.AnyWidget):
     def _static_text(self) -> str:
         return f"<{type(self).__name__}>"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """The live view plus ``text/html`` and ``text/plain`` for renderers without a kernel.
+    # ------------------------------------------------------------------ the static twin
+    def static_bundle(self) -> dict[str, str]:
+        """The twin's MIME bundle: the latest state as HTML and text."""
+        return {
+            "text/html": (
+                f'<div class="jaxlab-twin {self._twin_class}" '
+                f'data-jaxlab-model="{html.escape(str(self.model_id))}">'
+                f"{_HIDE_MISSING_MODEL}{self._static_html()}</div>"
+            ),
+            "text/plain": self._static_text(),
+        }
 
-        Front ends that know widgets choose the widget view; nbconvert, GitHub and
-        MyST-NB fall back to the HTML when the widget state was not saved.
-        """
+    def update_static(self) -> None:
+        """Bring every displayed twin up to the widget's current state."""
+        if not self._twin_ids:
+            return
+        from IPython.display import update_display
+
+        bundle = self.static_bundle()
+        for display_id in self._twin_ids:
+            update_display(bundle, raw=True, display_id=display_id)
+
+    def _synced_change(self, change: dict[str, Any]) -> None:
+        name = change.get("name", "")
+        if self._twin_ids and not name.startswith("_") and name in self.keys:
+            self.update_static()
+
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """Display the live view, then its static twin (with a display id to update)."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_()
+        data, metadata = bundle if bundle is not None else ({}, {})
+        view = {k: v for k, v in data.items() if k != "text/html"}
+        view["text/plain"] = ""  # the twin below says it; no duplicate in exported HTML
+        display(view, metadata=metadata, raw=True)
+        display_id = uuid.uuid4().hex
+        display(self.static_bundle(), raw=True, display_id=display_id)
+        if _front_end_updates_displays():
+            self._twin_ids = [*self._twin_ids, display_id][-MAX_TWINS:]
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The live view plus ``text/html`` and ``text/plain`` (for front ends that ask an
+        object for its bundle directly; IPython's display uses :meth:`_ipython_display_`)."""
         bundle = super()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if bundle is not None else ({}, {})
         data = {**data, "text/plain": self._static_text(), "text/html": self._static_html()}

@@ -5,9 +5,12 @@
     from jaxlab.widgets import CompileMonitor
     CompileMonitor()          # follows jaxlab.compile_log() while cells run
 
-Functions are grouped, with their compile count, total and last compile time, a stacked
-bar per compilation (trace, lower, compile) and recompilations highlighted with their
-reason (``x: f32[3] → f32[4]``); above them the session's time compiling versus running.
+Functions are grouped, newest first, with their compile count, a recompile count that
+leads to the reasons (``x: f32[3] → f32[4]``), total and last compile time and a stacked
+bar per compilation (trace, lower, compile); above them the session's time compiling
+versus running in the same colours, and the legend. "My functions only" (on by default)
+hides JAX's eager operations and libraries' internals; the view scrolls inside a capped
+height.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ def _event_state(e: CompileEvent) -> dict[str, Any]:
         "where": e.where,
         "signature": list(e.signature),
         "cache": e.persistent_cache,
+        "defined_at": e.defined_at,
     }
 
 
@@ -46,6 +50,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
     functions = traitlets.List(traitlets.Dict()).tag(sync=True)
     session = traitlets.Dict().tag(sync=True)
     max_functions = traitlets.Int(50).tag(sync=True)
+    mine_only = traitlets.Bool(True).tag(sync=True)  # the "my functions only" box
 
     def __init__(self, log: CompileLog | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -61,7 +66,8 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         return self._log
 
     def state(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """What the view draws: one entry per function, and the session totals."""
+        """What the view draws: one entry per function (the user's first, then newest
+        first; compilations newest first), and the session totals."""
         rows = self._log.functions()
         functions = [
             {
@@ -70,7 +76,9 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
                 "total_s": r.total_s,
                 "last_s": r.last_s,
                 "recompiles": r.recompiles,
-                "compiles": [_event_state(e) for e in r.recent],
+                "user_code": r.user_code,
+                "last_index": r.last_index,
+                "compiles": [_event_state(e) for e in reversed(r.recent)],
             }
             for r in rows[: self.max_functions]
         ]
@@ -80,6 +88,9 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
             "compile_s": self._log.compile_s,
             "running_s": self._log.running_s,
             "functions": len(rows),
+            "mine": sum(r.user_code for r in rows),
+            "phase_s": list(self._log.phase_s),
+            "jaxlab_count": self._log.jaxlab_count,
         }
         return functions, session
 

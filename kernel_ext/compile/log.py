@@ -82,12 +82,14 @@ class FunctionStats:
     recompiles: int
     recent: tuple[CompileEvent, ...]  # the last few, oldest first
     user_code: bool = True  # one of the user's functions ("my functions only")
+    last_index: int = 0  # the index of its newest compilation
 
 
 class _Totals:
     __slots__ = (
         "count",
         "history",
+        "last_index",
         "last_s",
         "recent",
         "recompiles",
@@ -100,6 +102,7 @@ class _Totals:
         self.count = 0
         self.total_s = 0.0
         self.last_s = 0.0
+        self.last_index = 0
         self.recompiles = 0
         self.user_code = False
         self.signature: tuple[str, ...] | None = None
@@ -124,6 +127,7 @@ class CompileLog:
         self._cell_compile_s = 0.0
         self._jaxlab_count = 0
         self._jaxlab_s = 0.0
+        self._phase_s = [0.0, 0.0, 0.0]  # trace, lower, compile over the session
         self._subscribers: dict[int, Callable[[str], None]] = {}
         self._next_subscriber = 0
         self.capture_errors: list[str] = []  # bounded: what the listeners could not parse
@@ -156,6 +160,12 @@ class CompileLog:
         return self._compile_s
 
     @property
+    def phase_s(self) -> tuple[float, float, float]:
+        """Seconds spent tracing, lowering and compiling (each) in the session."""
+        t, lo, c = self._phase_s
+        return t, lo, c
+
+    @property
     def jaxlab_count(self) -> int:
         """Compilations jaxlab made for its own views and checks: counted, not logged."""
         return self._jaxlab_count
@@ -175,7 +185,7 @@ class CompileLog:
         return tuple(e for e in self.events if e.fun_name == name)
 
     def functions(self, mine_only: bool = False) -> tuple[FunctionStats, ...]:
-        """One row per function name: the user's first, then most compile time first.
+        """One row per function name: the user's first, then the newest compiled first.
 
         ``mine_only`` keeps the user's own functions (not JAX's eager operations and
         libraries' internals).
@@ -183,12 +193,19 @@ class CompileLog:
         with self._lock:
             rows = [
                 FunctionStats(
-                    n, t.count, t.total_s, t.last_s, t.recompiles, tuple(t.recent), t.user_code
+                    n,
+                    t.count,
+                    t.total_s,
+                    t.last_s,
+                    t.recompiles,
+                    tuple(t.recent),
+                    t.user_code,
+                    t.last_index,
                 )
                 for n, t in self._functions.items()
                 if t.user_code or not mine_only
             ]
-        return tuple(sorted(rows, key=lambda r: (not r.user_code, -r.total_s, r.name)))
+        return tuple(sorted(rows, key=lambda r: (not r.user_code, -r.last_index)))
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return [e.to_dict() for e in self.events]
@@ -256,6 +273,7 @@ class CompileLog:
             totals.count += 1
             totals.total_s += event.total_s
             totals.last_s = event.total_s
+            totals.last_index = event.index
             totals.recompiles += recompile
             totals.user_code = totals.user_code or user_code
             totals.signature = signature or totals.signature
@@ -265,6 +283,9 @@ class CompileLog:
             self._events.append(event)
             self._count += 1
             self._compile_s += event.total_s
+            self._phase_s[0] += trace_s
+            self._phase_s[1] += lower_s
+            self._phase_s[2] += compile_s
         self._notify("event")
         return event
 
@@ -293,6 +314,7 @@ class CompileLog:
             self._functions.clear()
             self._count = self._jaxlab_count = 0
             self._compile_s = self._cell_s = self._cell_compile_s = self._jaxlab_s = 0.0
+            self._phase_s = [0.0, 0.0, 0.0]
         self._notify("clear")
 
     # ------------------------------------------------------------------ live views
@@ -333,11 +355,12 @@ class CompileLog:
 
         return {"text/plain": log_text(self), "text/html": log_html(self)}
 
-    def plot(self, last: int = 50) -> Any:
-        """A matplotlib Figure: one stacked bar (trace, lower, compile) per compilation."""
+    def plot(self, last: int = 50, mine_only: bool = True) -> Any:
+        """A matplotlib Figure: one stacked bar (trace, lower, compile) per compilation of
+        the user's functions (``mine_only=False``: JAX's and libraries' too)."""
         from .log_view import log_figure
 
-        return log_figure(self, last=last)
+        return log_figure(self, last=last, mine_only=mine_only)
 
 
 def _explain_types(

@@ -4,6 +4,7 @@
 
     %compile_log              # the live CompileMonitor widget
     %compile_log --static     # an HTML table and a matplotlib chart (no widget)
+    %compile_log --static --all   # the chart draws JAX's and libraries' functions too
     %compile_log --clear      # forget what was logged so far
     log = %compile_log -o     # the CompileLog itself
 
@@ -37,6 +38,12 @@ class CompileLogMagics(Magics):
     @argument("--clear", action="store_true", help="Forget every compilation logged so far.")
     @argument("--last", type=int, default=50, metavar="N", help="Compilations in the chart.")
     @argument(
+        "--all",
+        dest="all_functions",
+        action="store_true",
+        help="The chart draws JAX's eager operations and libraries' functions too.",
+    )
+    @argument(
         "-o", dest="output", action="store_true", help="Return the CompileLog, do not display."
     )
     @line_magic
@@ -56,7 +63,8 @@ class CompileLogMagics(Magics):
             return log
         if args.static:
             display(log)
-            display(Image(data=_png(log.plot(last=args.last)), format="png"))
+            figure = log.plot(last=args.last, mine_only=not args.all_functions)
+            display(Image(data=_png(figure), format="png"))
             return None
         display(_monitor(log))
         return None
@@ -78,7 +86,8 @@ def _monitor(log: CompileLog) -> Any:
 
 def _png(figure: Any) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=96)
+    # "tight": the figure grows to its reasons, however long, and no wider
+    figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
     return buffer.getvalue()
 
 

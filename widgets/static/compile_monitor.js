@@ -1,17 +1,29 @@
 // CompileMonitor: the session's compilations, live. No imports, no network.
 // State (synced from Python, see widgets/compile_monitor.py):
-//   functions: [{name, count, total_s, last_s, recompiles,
+//   functions: [{name, count, total_s, last_s, recompiles, user_code, last_index,
 //                compiles: [{index, trace_s, lower_s, compile_s, recompile,
-//                            explanation, where, signature, cache}]}]
-//   session:   {count, dropped, compile_s, running_s, functions}
+//                            explanation, where, signature, cache, defined_at}]}]
+//                (the user's functions first, then newest first; compiles newest first)
+//   session:   {count, dropped, compile_s, running_s, functions, mine, phase_s,
+//               jaxlab_count}
+//   mine_only: the "my functions only" box (on by default)
+// Colours (one language with the static table and chart): trace, lower and compile
+// have one colour each wherever they appear, running is grey, and a red stripe marks a
+// recompilation and nothing else.
 
 const PHASES = ["trace", "lower", "compile"];
 
 /** @param {number} s seconds @returns {string} */
 function seconds(s) {
+  if (!(s > 0)) return "0 s";
   if (s >= 1) return `${s.toPrecision(3)} s`;
   if (s >= 1e-3) return `${(s * 1e3).toPrecision(3)} ms`;
   return `${(s * 1e6).toPrecision(3)} µs`;
+}
+
+/** @param {number} n @param {string} noun @returns {string} "1 function", "2 functions" */
+function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 /**
@@ -31,31 +43,36 @@ function total(c) {
   return c.trace_s + c.lower_s + c.compile_s;
 }
 
-function sessionView(session) {
+function legendView() {
+  const legend = h("span", "jaxlab-cm-legend");
+  for (const p of PHASES) legend.append(h("span", `jaxlab-cm-key jaxlab-cm-${p}`), h("span", "", ` ${p} `));
+  legend.append(h("span", "jaxlab-cm-key jaxlab-cm-running"), h("span", "", " running "));
+  legend.append(h("span", "jaxlab-cm-key-recompile"), h("span", "", " recompiled"));
+  return legend;
+}
+
+function sessionView(session, shown) {
   const box = h("div", "jaxlab-cm-session");
   const all = session.compile_s + session.running_s;
-  const share = all > 0 ? session.compile_s / all : 0;
-  const text = h(
-    "span",
-    "jaxlab-cm-summary",
-    `${session.count} compilations of ${session.functions} functions · ` +
-      `compiling ${seconds(session.compile_s)} versus running ${seconds(session.running_s)}` +
-      (session.dropped ? ` · ${session.dropped} oldest not kept` : ""),
-  );
+  const share = all > 0 ? ` (${((100 * session.compile_s) / all).toFixed(0)}% compiling)` : "";
+  const text =
+    `${count(session.count || 0, "compilation")} of ${count(shown, "function")} · ` +
+    `compiling ${seconds(session.compile_s)}, running ${seconds(session.running_s)}${share}` +
+    (session.dropped ? ` · ${session.dropped} oldest not kept` : "") +
+    (session.jaxlab_count
+      ? ` · ${count(session.jaxlab_count, "compilation")} by jaxlab's own views not shown`
+      : "");
+  // the session's time in the phases' own colours, then running in grey
   const bar = h("span", "jaxlab-cm-split");
-  const compiling = h("span", "jaxlab-cm-split-compile");
-  compiling.style.width = `${(100 * share).toFixed(1)}%`;
-  bar.title = `compiling ${(100 * share).toFixed(0)}%, running ${(100 * (1 - share)).toFixed(0)}%`;
-  bar.append(compiling);
-  // the split bar's colours are not the phases': say in words what it shows
-  const shareText = h("span", "jaxlab-cm-share", `${(100 * share).toFixed(0)}% compiling`);
-  const legend = h("span", "jaxlab-cm-legend");
-  for (const p of PHASES) {
-    const key = h("span", `jaxlab-cm-key jaxlab-cm-${p}`);
-    legend.append(key, h("span", "", ` ${p} `));
-  }
-  legend.append(h("span", "jaxlab-cm-key-recompile"), h("span", "", " recompiled"));
-  box.append(text, bar, shareText, legend);
+  const parts = [...(session.phase_s || [0, 0, 0]), session.running_s || 0];
+  const sum = parts.reduce((a, b) => a + b, 0);
+  ["trace", "lower", "compile", "running"].forEach((name, i) => {
+    const part = h("span", `jaxlab-cm-${name}`);
+    part.style.width = sum > 0 ? `${((100 * parts[i]) / sum).toFixed(1)}%` : "0";
+    part.title = `${name} ${seconds(parts[i])}`;
+    bar.append(part);
+  });
+  box.append(h("span", "jaxlab-cm-summary", text), bar, legendView());
   return box;
 }
 
@@ -94,9 +111,24 @@ function rowView(f, scale) {
     list.append(item);
   }
   reasons.append(list);
+  const recompiled = h("td", "jaxlab-cm-recompiles");
+  if (f.recompiles) {
+    // the count leads to its reasons: scrolls them into view and marks them
+    const link = h("a", "jaxlab-cm-link", count(f.recompiles, "recompilation"));
+    link.href = "#";
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      reasons.scrollIntoView({ block: "nearest" });
+      reasons.classList.remove("jaxlab-cm-flash");
+      void reasons.offsetWidth; // restart the animation
+      reasons.classList.add("jaxlab-cm-flash");
+    });
+    recompiled.append(link);
+  }
   row.append(
     name,
     h("td", "jaxlab-cm-count", String(f.count)),
+    recompiled,
     h("td", "jaxlab-cm-total", seconds(f.total_s)),
     h("td", "jaxlab-cm-last", seconds(f.last_s)),
     bars,
@@ -106,41 +138,74 @@ function rowView(f, scale) {
 }
 
 function draw(model, el) {
-  const functions = model.get("functions") || [];
+  const all = model.get("functions") || [];
   const session = model.get("session") || {};
+  const mineOnly = model.get("mine_only");
+  const functions = mineOnly ? all.filter((f) => f.user_code) : all;
   let scale = 0;
   for (const f of functions) for (const c of f.compiles) scale = Math.max(scale, total(c));
   const root = h("div", "jaxlab-cm");
-  root.append(sessionView(session));
+  root.append(sessionView(session, session.functions || 0));
+
+  const filter = h("label", "jaxlab-cm-filter");
+  const box = /** @type {HTMLInputElement} */ (h("input"));
+  box.type = "checkbox";
+  box.checked = Boolean(mineOnly);
+  box.addEventListener("change", () => {
+    model.set("mine_only", box.checked);
+    model.save_changes();
+  });
+  const others = (session.functions || 0) - (session.mine || 0);
+  filter.append(
+    box,
+    h("span", "", " my functions only"),
+    h(
+      "small",
+      "",
+      mineOnly && others > 0
+        ? ` (${count(others, "function")} of JAX and libraries hidden)`
+        : "",
+    ),
+  );
+  root.append(filter);
+
+  const scroller = h("div", "jaxlab-cm-scroll");
   const table = h("table", "jaxlab-cm-table");
   const head = h("tr");
-  for (const title of ["function", "compiles", "total", "last", "phases", "recompiled because"]) {
-    head.append(h("th", "", title));
-  }
+  const titles = ["function", "compiles", "recompiled", "total", "last", "phases, newest first", "why"];
+  for (const title of titles) head.append(h("th", "", title));
   table.append(h("thead"), h("tbody"));
   table.tHead.append(head);
   for (const f of functions) table.tBodies[0].append(rowView(f, scale));
-  if (session.functions > functions.length) {
-    const more = h("tr", "jaxlab-cm-more");
-    const cell = h("td", "", `… ${session.functions - functions.length} more functions`);
-    cell.colSpan = 6;
-    more.append(cell);
-    table.tBodies[0].append(more);
+  const more = (mineOnly ? session.mine || 0 : session.functions || 0) - functions.length;
+  if (more > 0) {
+    const row = h("tr", "jaxlab-cm-more");
+    const cell = h("td", "", `… ${count(more, "more function")}`);
+    cell.colSpan = titles.length;
+    row.append(cell);
+    table.tBodies[0].append(row);
   }
-  if (!functions.length) root.append(h("p", "jaxlab-cm-empty", "No compilation yet."));
-  else root.append(table);
+  if (!functions.length) {
+    scroller.append(
+      h("p", "jaxlab-cm-empty", mineOnly ? "None of your functions compiled yet." : "No compilation yet."),
+    );
+  } else scroller.append(table);
+  root.append(scroller);
+  // keep the reader's place when the view redraws
+  const previous = el.querySelector(".jaxlab-cm-scroll");
+  const top = previous ? previous.scrollTop : 0;
   el.replaceChildren(root);
+  scroller.scrollTop = top;
 }
 
 export default {
   render({ model, el }) {
     const redraw = () => draw(model, el);
     redraw();
-    model.on("change:functions", redraw);
-    model.on("change:session", redraw);
+    const events = ["change:functions", "change:session", "change:mine_only"];
+    for (const e of events) model.on(e, redraw);
     return () => {
-      model.off("change:functions", redraw);
-      model.off("change:session", redraw);
+      for (const e of events) model.off(e, redraw);
     };
   },
 };
