@@ -116,13 +116,17 @@ def test_notebook_runs(path, kernel_name):
 # The docs take the executed copies (docs/_ext/tutorials.py): they must be the notebooks'.
 
 
-def _docs_module(name):
+def _docs_module_at(path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "_ext" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _docs_module(name):
+    return _docs_module_at(ROOT / "docs" / "_ext" / f"{name}.py")
 
 
 def _notebook(*sources, outputs=()):
@@ -181,3 +185,21 @@ def test_docs_execute_unless_given_executed_copies(monkeypatch, value, mode):
     tutorials = _docs_module("tutorials")
     expected = (ROOT / value).resolve() if value else None
     assert tutorials.executed_folder(ROOT) == expected
+
+
+def test_site_check_finds_what_loads_from_the_network(monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))  # check_site.py prepends docs/_ext
+    check = _docs_module_at(ROOT / "docs" / "check_site.py")
+    page = """<html><head>
+    <script src="_static/doctools.js"></script>
+    <script src="https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager/embed-amd.js"></script>
+    <link rel="stylesheet" href="//cdnjs.cloudflare.com/x.css">
+    <link rel="stylesheet" href="../_static/alabaster.css">
+    <link rel="index" href="https://example.org/genindex.html">
+    </head><body><a href="https://mybinder.org/v2/gh/jaxlab/jaxlab/HEAD">Binder</a>
+    <img src="http://example.org/logo.png"></body></html>"""
+    assert check.remote_fetches(page) == [
+        "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager/embed-amd.js",
+        "//cdnjs.cloudflare.com/x.css",
+        "http://example.org/logo.png",
+    ]
