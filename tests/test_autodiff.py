@@ -579,3 +579,22 @@ def test_split_says_one_residual_in_the_singular():
     assert s.n_residuals == 1
     assert "(1 residual kept" in s.text()
     assert "1 residual kept" in s._repr_mimebundle_()["text/html"]
+
+
+def test_check_grows_the_step_where_rounding_hides_the_comparison():
+    # A large offset: float32's rounding of |f| ~ 1e3 swamps the change a step of 1e-2
+    # makes along a random direction in 1000 dimensions; a longer step resolves it.
+    x = jnp.linspace(-2.0, 2.0, 1000)
+    r = grad_report(lambda x: 1e3 + jnp.sum(jnp.sin(x)), x, check=True)
+    (arg,) = r.check.args
+    assert r.check.passed and arg.step > 1e-2 and arg.noise <= 0.1
+
+
+def test_check_too_noisy_to_tell_is_inconclusive_not_passed():
+    # 1e6 + 1e-3·Σx: float32 cannot even represent the change; the check must say it
+    # cannot tell, and must not blame a rule.
+    r = grad_report(lambda x: 1e6 + jnp.sum(1e-3 * x), jnp.ones(4), check=True)
+    assert not r.check.passed and not r.check.failed and r.check.inconclusive
+    assert "inconclusive" in r.check.text() and "float64" in r.check.text()
+    assert not any("custom" in n for n in r.notes)
+    assert r.check.to_dict()["inconclusive"] is True

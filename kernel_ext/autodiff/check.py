@@ -13,7 +13,11 @@ process-wide. Precision is won back by three means instead:
   (1e-2 of the argument's scale in float32) where the rounding error of the function is
   small;
 * **a noise floor**: the part of a difference that the function's own rounding can explain
-  (``16 ε |f| / h``) is not counted as error.
+  (``16 ε |f| / h``) is not counted as error. Where that floor is large (a random
+  direction in a model with many parameters changes the value by little), the step grows
+  fourfold at a time; if the floor stays too large to tell a 1.5× wrong derivative from a
+  right one, the verdict is *inconclusive* (neither passed nor failed) and says how to
+  get a conclusive one.
 
 When a direction fails, the one-sided differences tell a kink (a ``relu`` at 0) from a
 wrong rule: on a smooth function their gap halves with the step; at a kink it does not
@@ -46,6 +50,13 @@ TOLERANCE = {"float64": 1e-6, "float32": 1e-3, "float16": 5e-2, "bfloat16": 5e-2
 STEP = {"float64": 1e-3, "float32": 1e-2, "float16": 5e-2, "bfloat16": 5e-2}
 # How many ε of |f| a function's evaluation may be off by (long sums lose a few bits).
 NOISE_ULPS = 16.0
+# A comparison whose noise floor exceeds this (relative) cannot tell a 1.5× wrong
+# derivative from a right one: it is inconclusive, neither passed nor failed.
+CONCLUSIVE_NOISE = 0.1
+# Where rounding hides the comparison, the step grows fourfold up to this many times,
+# while the differences at h and h/2 agree to 25% (Richardson cancels that h² term;
+# a longer step can only confirm, never fail, a derivative: see _one_direction).
+GROWTH, GROWTH_STEPS, TRUNCATION = 4.0, 5, 0.25
 
 Tree = list[list[Any]]  # per chosen argument, its float leaves
 
@@ -58,10 +69,11 @@ class ArgCheck:
     rel_error: float  # the worst over the directions tried
     directional_fd: tuple[float, ...]  # ‖finite difference‖ per direction
     directional_ad: tuple[float, ...]  # ‖reported derivative applied to it‖ per direction
-    step: float
+    step: float  # the largest step used (it grows where rounding hides the comparison)
     passed: bool = True  # every direction within tolerance (plus its noise floor)
     noise: float = 0.0  # the largest relative noise floor allowed on a direction
     kink: bool = False  # a failed direction whose one-sided differences disagree
+    failed: bool = False  # some direction is off by more than tolerance and noise
 
     @classmethod
     def of(cls, name: str, step: float, directions: Sequence[Direction]) -> ArgCheck:
@@ -70,10 +82,11 @@ class ArgCheck:
             rel_error=max((d.error for d in directions), default=0.0),
             directional_fd=tuple(d.fd for d in directions),
             directional_ad=tuple(d.ad for d in directions),
-            step=step,
+            step=max([step, *(d.step for d in directions)]),
             passed=all(d.passed for d in directions),
             noise=max((d.noise for d in directions), default=0.0),
             kink=any(d.kink for d in directions),
+            failed=any(d.failed for d in directions),
         )
 
 
@@ -85,17 +98,24 @@ class Direction:
     noise: float  # relative: what the function's rounding can explain
     fd: float
     ad: float
-    passed: bool
+    failed: bool  # off by more than the tolerance plus the noise
     kink: bool = False
+    step: float = 0.0
+    truncation: float = 0.0  # relative disagreement of the differences at h and h/2
+
+    @property
+    def passed(self) -> bool:
+        """Within tolerance, with noise small enough to have caught a wrong derivative."""
+        return not self.failed and self.noise <= CONCLUSIVE_NOISE
 
     @classmethod
     def compare(cls, fd: np.ndarray, ad: np.ndarray, noise: float, tol: float) -> Direction:
-        """``‖fd - ad‖`` relative to the larger of the two; it passes within the
+        """``‖fd - ad‖`` relative to the larger of the two; it fails beyond the
         tolerance plus the noise floor (``noise``, absolute, made relative here)."""
         size = max(norm(fd), norm(ad))
         error = norm(fd - ad) / size if size > 0 else 0.0
-        rel_noise = noise / size if size > 0 else 0.0
-        return cls(error, rel_noise, norm(fd), norm(ad), error <= tol + rel_noise)
+        rel_noise = noise / size if size > 0 else (0.0 if noise == 0 else math.inf)
+        return cls(error, rel_noise, norm(fd), norm(ad), error > tol + rel_noise)
 
 
 @dataclass(frozen=True)
@@ -118,16 +138,25 @@ class GradCheck:
         return all(a.passed for a in self.args)
 
     @property
+    def failed(self) -> bool:
+        return any(a.failed for a in self.args)
+
+    @property
+    def inconclusive(self) -> bool:
+        """Nothing failed, but rounding hid some comparison: neither confirmed nor refuted."""
+        return not self.passed and not self.failed
+
+    @property
     def kink(self) -> bool:
         """The check failed where the function has a kink, not (necessarily) a bad rule."""
-        return any(a.kink and not a.passed for a in self.args)
+        return any(a.kink and a.failed for a in self.args)
 
     @property
     def max_error(self) -> float:
         return max((a.rel_error for a in self.args), default=0.0)
 
     def text(self) -> str:
-        verdict = "passed" if self.passed else "FAILED"
+        verdict = "passed" if self.passed else "FAILED" if self.failed else "inconclusive"
         parts = ", ".join(f"{a.name}: {a.rel_error:.1e}" for a in self.args)
         what = (
             f"central differences in {self.dtype}"
@@ -135,7 +164,7 @@ class GradCheck:
             else f"second differences of the value in {self.dtype}, independent of the "
             "derivative rules"
         )
-        noisy = [a for a in self.args if a.passed and a.rel_error > self.tolerance]
+        noisy = [a for a in self.args if not a.failed and a.rel_error > self.tolerance]
         if noisy:
             parts += "; within the rounding noise of the differences: " + ", ".join(
                 f"{a.name} ±{a.noise:.1e}" for a in noisy
@@ -145,6 +174,14 @@ class GradCheck:
             f"(relative error {parts}; tolerance {self.tolerance:.0e}; {self.directions} "
             f"random direction{'s' if self.directions != 1 else ''}, {what})"
         )
+        if self.inconclusive:
+            out += (
+                f". Differences in {self.dtype} cannot resolve this derivative along random "
+                "directions (the function's own rounding is as large as the change it "
+                "measures, as in a model with many parameters): the check neither confirms "
+                "nor refutes it. Check fewer parameters (--wrt), or run the notebook in "
+                "float64 from its start (jax.config.update('jax_enable_x64', True))"
+            )
         if self.kink:
             out += (
                 ". The one-sided differences disagree: the point is at (or within a step "
@@ -160,6 +197,7 @@ class GradCheck:
             "errors": self.errors,
             "tolerance": self.tolerance,
             "passed": self.passed,
+            "inconclusive": self.inconclusive,
             "directions": self.directions,
             "dtype": self.dtype,
             "order": self.order,
@@ -194,10 +232,11 @@ def exact_step(leaf: Any, direction: np.ndarray, h: float) -> np.ndarray:
     """
     dtype = leaf_dtype(leaf)
     wide = _wide(dtype)
-    x = np.asarray(leaf, dtype=wide)
 
     def rounded(v: np.ndarray) -> np.ndarray:
         return v.astype(dtype).astype(wide)
+
+    x = rounded(np.asarray(leaf, dtype=wide))  # a Python float 0.4 is float32(0.4) to JAX
 
     delta = rounded(x + h * direction) - x
     delta = x - rounded(x - delta)
@@ -214,8 +253,9 @@ def shifted(
     for xs, ds in zip(diff, delta, strict=True):
         row = []
         for x, d in zip(xs, ds, strict=True):
-            dtype = leaf_dtype(x)
-            row.append(jnp.asarray((np.asarray(x, dtype=_wide(dtype)) + sign * d).astype(dtype)))
+            dtype, wide = leaf_dtype(x), _wide(leaf_dtype(x))
+            base = np.asarray(x, dtype=wide).astype(dtype).astype(wide)
+            row.append(jnp.asarray((base + sign * d).astype(dtype)))
         out.append(row)
     return out
 
@@ -331,7 +371,33 @@ def _one_direction(
     eps: float,
     tol: float,
 ) -> Direction:
-    """The comparison along one direction, and whether a failure is a kink's."""
+    """The comparison along one direction, and whether a failure is a kink's. Where the
+    function's rounding hides it (a random direction in a large model moves the value
+    very little), the step grows fourfold while the differences at h and h/2 agree and
+    the comparison holds."""
+    found = _at_step(fun, apply, diff, direction, h, f0, eps, tol)
+    for _ in range(GROWTH_STEPS):
+        if found.noise <= tol / 2 or found.failed:
+            break
+        bigger = _at_step(fun, apply, diff, direction, GROWTH * found.step, f0, eps, tol)
+        # A longer step may cross kinks (relu units) or curve away: it can confirm a
+        # derivative, never condemn one the short step could not resolve.
+        if bigger.truncation > TRUNCATION or bigger.failed:
+            break
+        found = bigger
+    return found
+
+
+def _at_step(
+    fun: Callable[[Tree], Any],
+    apply: Callable[[Tree], Any],
+    diff: Sequence[Sequence[Any]],
+    direction: list[list[np.ndarray]],
+    h: float,
+    f0: np.ndarray,
+    eps: float,
+    tol: float,
+) -> Direction:
     central, gaps, units, sizes = [], [], [], [norm(f0)]
     for s in (h, h / 2):
         delta = [
@@ -348,12 +414,14 @@ def _one_direction(
     ad = flat(apply(cast_like(unit, diff)))
     noise = 3 * NOISE_ULPS * eps * max(sizes) / h  # Richardson's weights on ε|f|/h
     found = Direction.compare(fd, ad, noise, tol)
+    size = max(norm(fd), norm(ad))
+    truncation = norm(central[0] - central[1]) / size if size > 0 else 0.0
     # Smooth: the gap is h·|f''| and halves with the step. At a kink it stays (the
     # slopes' jump); with a kink between h/2 and h it collapses.
     gap_noise = 8 * NOISE_ULPS * eps * max(sizes) / h
     ratio = gaps[1] / gaps[0] if gaps[0] > 0 else 0.5
-    kink = not found.passed and gaps[0] > gap_noise and not 0.3 <= ratio <= 0.7
-    return dataclasses.replace(found, kink=kink)
+    kink = found.failed and gaps[0] > gap_noise and not 0.3 <= ratio <= 0.7
+    return dataclasses.replace(found, kink=kink, step=h, truncation=truncation)
 
 
 def dtype_name(out: Any) -> str:

@@ -187,7 +187,7 @@ def _html(report: GradReport, rows: list[_Row]) -> str:
     for line in _lines(report):
         cls = "note"
         if report.check is not None and line == report.check.text():
-            cls += " ok" if report.check.passed else " bad"
+            cls += " ok" if report.check.passed else " bad" if report.check.failed else ""
         if report.nonfinite is not None and line == report.nonfinite.markdown():
             cls += " bad"
         parts.append(f'<p class="{cls}">{_html_line(line)}</p>')

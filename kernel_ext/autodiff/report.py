@@ -165,7 +165,8 @@ def report_for_call(
     if check:
         checked = extras.check_report(sel, result, has_aux, directions, seed, tolerance)
         # At a kink the rule is not to blame: the check says so itself.
-        custom = [] if checked.passed or checked.kink else extras.custom_rules(sel, has_aux)
+        failed = checked.failed and not checked.kink
+        custom = extras.custom_rules(sel, has_aux) if failed else []
         if custom:
             notes.append(
                 f"the function has custom derivative rules ({', '.join(custom)}): "
