@@ -1,9 +1,11 @@
 """``%%jit``: a whole cell compiled as one function of the names it reads.
 
 The cell's *inputs* are the names it reads before assigning them. Those holding arrays
-(or pytrees of arrays) are traced; Python scalars, strings, callables and modules are
-static, so a new value recompiles. Its *outputs* are the names it assigns; its last
-expression is its value::
+(typed PRNG keys included, or pytrees of arrays and numbers) are traced; Python scalars,
+strings, callables and modules are static, so a new value recompiles. A model mixing
+arrays and other leaves (an equinox module, a flax nnx module) has its arrays traced and
+the rest static (:mod:`jaxlab.compile.cell_inputs`). Its *outputs* are the names it
+assigns; its last expression is its value::
 
     cells = CellJit()
     value, run = cells.run("y = jnp.sin(x) * n\\ny.sum()", namespace)
@@ -11,7 +13,8 @@ expression is its value::
 
 Compiled cells are cached by (source, which inputs are static); JAX's own cache then
 keys on shapes, dtypes and static values. Outputs are written to the namespace only
-after the compiled call returned.
+after the compiled call returned; a cell that would write anywhere else is refused
+before it runs, or undone and refused after tracing (:mod:`jaxlab.cell_guard`).
 """
 
 from __future__ import annotations
