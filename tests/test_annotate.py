@@ -205,3 +205,118 @@ def test_summarise():
     assert summarise(jnp.float32(2.5)).scalar == 2.5
     assert summarise(jax.random.key(0)) is None
     assert summarise("text") is None
+
+
+# ---------------------------------------------------------------- adjoints wherever defined
+# Each program below is f(x) = sum(inner(x) ** 2) with inner(a) = sin(tanh(a)) * a wrapped
+# differently. Every forward node that shows an adjoint is checked against jax.grad of the
+# program rewritten from that node's value; the nodes without one must be the derivative
+# factors JAX adds (the output does not depend on them), and the legend must count them.
+
+
+@jax.custom_vjp
+def _sin_vjp(a):
+    return jnp.sin(a)
+
+
+_sin_vjp.defvjp(lambda a: (jnp.sin(a), jnp.cos(a)), lambda cos, g: (cos * g,))
+
+
+def _inner(a):
+    return jnp.sin(jnp.tanh(a)) * a
+
+
+_PROGRAMS = {
+    "checkpoint": lambda x: jnp.sum(jax.checkpoint(_inner)(x) ** 2),
+    "inner jit": lambda x: jnp.sum(jax.jit(_inner)(x) ** 2),
+    "custom_vjp": lambda x: jnp.sum((_sin_vjp(jnp.tanh(x)) * x) ** 2),
+}
+
+
+def _expected_adjoints(x):
+    """(primitive, adjoint) of each intermediate, by jax.grad of the rewritten program."""
+    t = jnp.tanh(x)
+    s = jnp.sin(t)
+    p = s * x
+    q = p**2
+    return [
+        ("tanh", jax.grad(lambda t: jnp.sum((jnp.sin(t) * x) ** 2))(t)),
+        ("sin", jax.grad(lambda s: jnp.sum((s * x) ** 2))(s)),
+        ("mul", jax.grad(lambda p: jnp.sum(p**2))(p)),
+        ("integer_pow", jax.grad(jnp.sum)(q)),
+        ("reduce_sum", jnp.float32(1.0)),
+    ]
+
+
+@pytest.mark.parametrize("name", list(_PROGRAMS))
+def test_adjoint_of_every_shown_node_equals_grad_wrt_that_intermediate(name):
+    f = _PROGRAMS[name]
+    x = jnp.array([0.3, -1.2, 0.7])
+    g = jaxpr_graph(f, x, grad=True, values=True)
+    forward = [n for n in g.equations if n.phase == m.FORWARD]
+    shown = [n for n in forward if n.adjoint is not None]
+    expected = _expected_adjoints(x)
+    assert sorted(n.primitive for n in shown) == sorted(p for p, _ in expected)
+    for primitive, adjoint in expected:
+        (node,) = [n for n in shown if n.primitive == primitive]
+        want = np.asarray(adjoint, np.float64).reshape(-1)
+        got = node.adjoint
+        assert got.mean == pytest.approx(float(want.mean()), rel=1e-5, abs=1e-6), primitive
+        assert got.min == pytest.approx(float(want.min()), rel=1e-5, abs=1e-6), primitive
+        assert got.max == pytest.approx(float(want.max()), rel=1e-5, abs=1e-6), primitive
+    # The input's adjoint is the gradient.
+    grad = np.asarray(jax.grad(f)(x))
+    assert g.node("in0").adjoint.mean == pytest.approx(float(grad.mean()), rel=1e-5)
+    # The rest are derivative factors (cos, 1 - tanh², 2·p), and the legend counts them.
+    missing = [n for n in forward if n.adjoint is None]
+    assert missing and {n.primitive for n in missing} <= {"cos", "one_minus_square", "mul"}
+    (note,) = [s for s in g.notes if s.startswith("no adjoint")]
+    assert note.startswith(f"no adjoint on {len(missing)} forward node")
+    assert "derivative factor" in note
+
+
+def test_scan_body_nodes_without_adjoint_are_counted_in_the_legend():
+    def f(xs):
+        c, _ = jax.lax.scan(lambda c, xi: (jnp.sin(c * xi), None), 0.5, xs)
+        return c
+
+    g = jaxpr_graph(f, jnp.array([0.3, -0.2, 0.7]), grad=True, values=True)
+    (scan,) = [c for c in g.clusters if c.primitive == "scan" and c.parent is None][:1]
+    inside = [n for n in g.equations if n.cluster == scan.id and n.phase == m.FORWARD]
+    assert inside and all(n.adjoint is None for n in inside)
+    (note,) = [s for s in g.notes if s.startswith("no adjoint")]
+    assert f"{len(inside)} inside loop bodies" in note
+
+
+def test_custom_jvp_insides_get_adjoints_through_the_insides():
+    # softplus is a custom_jvp (logaddexp): its inner log1p's adjoint is d out / d log1p.
+    def f(x):
+        return jnp.sum(jax.nn.softplus(x) * x)
+
+    x = jnp.array([0.3, -1.2, 0.7])
+    g = jaxpr_graph(f, x, grad=True, values=True)
+    logs = [n for n in g.equations if n.primitive == "log1p" and n.phase == m.FORWARD]
+    assert logs and all(n.adjoint is not None for n in logs)
+    # softplus(x) = max(x, 0) + log1p(exp(-|x|)): d out / d log1p = x (the multiplier).
+    (log,) = logs
+    assert log.adjoint.mean == pytest.approx(float(x.mean()), rel=1e-5)
+
+
+def test_diffrax_solve_is_annotated():
+    diffrax = pytest.importorskip("diffrax")
+
+    def solve(y0, k):
+        term = diffrax.ODETerm(lambda t, y, args: -args * y)
+        sol = diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.1, y0, args=k, max_steps=16)
+        return jnp.sum(sol.ys[-1])
+
+    y0 = jnp.array([1.0, 2.0])
+    g = jaxpr_graph(solve, y0, 0.5, grad=True, values=True)
+    expected = np.asarray(jax.grad(solve)(y0, 0.5))
+    adj = g.node("in0").adjoint
+    assert adj is not None and adj.mean == pytest.approx(float(expected.mean()), rel=1e-4)
+    assert g.node("in1").role == m.FIXED and g.node("in1").adjoint is None
+    (out,) = [n for n in g.nodes if n.kind == m.OUTPUT]
+    assert out.label == "∂solve/∂y0" and out.value.mean == pytest.approx(
+        float(expected.mean()), rel=1e-4
+    )

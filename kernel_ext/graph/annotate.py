@@ -18,12 +18,13 @@ tensors.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
+from jax.extend import core as jcore
 
 from ..compile.capture import jaxlab_work
 from . import interpret as jaxpr_eval
@@ -96,20 +97,63 @@ def _residuals(graph: m.Graph) -> set[str]:
     }
 
 
+def _has_custom_rules(jaxpr: Any) -> bool:
+    return any(
+        eqn.primitive.name in jaxpr_eval.CUSTOM_PRIMITIVES
+        or any(_has_custom_rules(sub) for sub in jcore.jaxprs_in_params(eqn.params))
+        for eqn in jaxpr.eqns
+    )
+
+
+def _one_pass(
+    closed: Any, flat: list[Any], interner: Any, policy: Any, only_from: list[int] | None
+) -> Any:
+    """One adjoint pass; if JAX refuses tangents somewhere (equinox's filter_custom_vjp on
+    a setting), again with perturbations only downstream of the differentiated inputs."""
+    try:
+        return jaxpr_eval.adjoints(closed, flat, interner=interner, policy=policy)
+    except Exception:
+        if only_from is None:
+            raise
+    return jaxpr_eval.adjoints(closed, flat, interner=interner, policy=policy, only_from=only_from)
+
+
 def _adjoints_by_signature(
     fun: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     interner: Any,
-) -> dict[int, deque[Any]]:
-    """Adjoints of the original program's slots, queued by signature in program order."""
+    only_from: list[int] | None,
+) -> tuple[dict[int, deque[Any]], str | None]:
+    """Adjoints of the original program's slots, queued by signature in program order;
+    and, when JAX cannot take them, why (the graph then shows values only)."""
     closed = jax.make_jaxpr(fun)(*args, **kwargs)
-    adj = jaxpr_eval.adjoints(closed, _flat_args(args, kwargs), interner=interner)
+    flat = _flat_args(args, kwargs)
+    try:
+        adj = _one_pass(closed, flat, interner, jaxpr_eval.DERIVATIVES, only_from)
+    except Exception as e:  # said in the graph's notes, never hidden
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return {}, f"adjoints left out: JAX could not differentiate the intermediates ({first})"
     queues: dict[int, deque[Any]] = defaultdict(deque)
     for slot, a in enumerate(adj.adjoints):
         if a is not None:
             queues[adj.evaluation.signatures[slot]].append(a)
-    return queues
+    if _has_custom_rules(closed.jaxpr):
+        # Inside a custom_jvp/custom_vjp call: d output / d an inner value goes through the
+        # rest of the insides (as jax.grad of the program rewritten from that value would),
+        # so a second pass looks inside; it adds only what the first could not see.
+        inside = jaxpr_eval.Policy(custom=True, cond=False)
+        try:
+            more = _one_pass(closed, flat, interner, inside, only_from)
+        except Exception:  # insides reverse mode cannot go through (a while_loop)
+            return queues, None
+        extra: dict[int, deque[Any]] = defaultdict(deque)
+        for slot, a in enumerate(more.adjoints):
+            sig = more.evaluation.signatures[slot]
+            if a is not None and sig not in queues:
+                extra[sig].append(a)
+        queues.update(extra)
+    return queues, None
 
 
 @jaxlab_work()
@@ -133,13 +177,23 @@ def annotate(
 
     adjoint_of: dict[str, Any] = {}
     residual: set[str] = set()
+    notes: tuple[str, ...] = ()
     if grad:
-        queues = _adjoints_by_signature(fun, args, kwargs, interner)
+        held = {n.id for n in graph.nodes if n.role in (m.FIXED, m.SEED)}
+        n_in = len(graph.jaxpr.jaxpr.invars)
+        only_from = [k for k in range(n_in) if f"in{k}" not in held] if held else None
+        queues, refused = _adjoints_by_signature(fun, args, kwargs, interner, only_from)
+        if refused:
+            notes = (refused,)
         # Slots in creation order: the k-th forward copy of a computation takes the
         # k-th adjoint of that computation in the original program.
         by_slot: dict[int, Any] = {}
+        # Slots the backward pass creates. Not its ports: a backward cluster's parameter
+        # is the forward value passed in (sin inside a jit, read again by its transpose).
         backward_slots = {
-            s for n in graph.nodes if n.phase == m.BACKWARD and (s := slots[n.id]) is not None
+            s
+            for n in graph.nodes
+            if n.phase == m.BACKWARD and n.kind != m.PORT and (s := slots[n.id]) is not None
         }
         for slot, sig in enumerate(ev.signatures):
             if slot in backward_slots:
@@ -166,4 +220,54 @@ def annotate(
         if n.id in residual:
             changes["residual"] = True
         nodes.append(dataclasses.replace(n, **changes) if changes else n)
-    return dataclasses.replace(graph, nodes=tuple(nodes))
+    if grad and not notes:
+        notes = missing_adjoints(graph, nodes)
+    return dataclasses.replace(graph, nodes=tuple(nodes), notes=graph.notes + notes)
+
+
+def missing_adjoints(graph: m.Graph, nodes: list[m.Node]) -> tuple[str, ...]:
+    """The legend's line for forward nodes drawn without an adjoint: how many, and why."""
+    loops = {c.id for c in graph.clusters if c.primitive in ("scan", "while")}
+    parent = {c.id: c.parent for c in graph.clusters}
+
+    def in_loop(cluster: str | None) -> bool:
+        while cluster is not None:
+            if cluster in loops:
+                return True
+            cluster = parent.get(cluster)
+        return False
+
+    reasons: Counter[tuple[str, str]] = Counter()
+    for n in nodes:
+        if n.kind != m.EQUATION or n.phase != m.FORWARD or n.adjoint is not None:
+            continue
+        if in_loop(n.cluster):
+            reasons[_LOOP] += 1
+        elif n.value is not None and not _is_float(n.value):
+            reasons[_DISCRETE] += 1
+        elif n.value is not None:
+            reasons[_FACTOR] += 1
+        else:
+            reasons[_NOT_EVALUATED] += 1
+    if not reasons:
+        return ()
+    total = sum(reasons.values())
+    parts = ", ".join(f"{k} {why[k != 1]}" for why, k in reasons.most_common())
+    return (f"no adjoint on {total} forward node{'s' if total != 1 else ''}: {parts}",)
+
+
+# Why a forward node shows no adjoint: (singular, plural).
+_LOOP = (
+    "inside a loop body (it runs once per iteration: no single value)",
+    "inside loop bodies (each runs once per iteration: no single value)",
+)
+_DISCRETE = ("integer or boolean (no derivative)", "integers or booleans (no derivative)")
+_FACTOR = (
+    "derivative factor computed for the backward pass (the output does not depend on it)",
+    "derivative factors computed for the backward pass (the output does not depend on them)",
+)
+_NOT_EVALUATED = ("not evaluated", "not evaluated")
+
+
+def _is_float(v: m.ValueSummary) -> bool:
+    return v.dtype.startswith(("float", "bfloat", "complex"))

@@ -391,9 +391,23 @@ class Adjoints:
     output: Any  # the scalar output
 
 
+def _downstream(plan: Evaluation, sources: Sequence[int]) -> set[int]:
+    """Slots computed (at any remove) from the slots ``sources``."""
+    found = set(sources)
+    for step in plan.steps:
+        if any(s is not None and s in found for s in step.inputs):
+            found.update(step.outputs)
+    return found
+
+
 @jaxlab_work()
 def adjoints(
-    closed: Any, flat_args: Sequence[Any], *, interner: _Interner | None = None
+    closed: Any,
+    flat_args: Sequence[Any],
+    *,
+    interner: _Interner | None = None,
+    policy: Policy = DERIVATIVES,
+    only_from: Sequence[int] | None = None,
 ) -> Adjoints:
     """The adjoint of every intermediate of a scalar program, with one reverse pass.
 
@@ -403,10 +417,16 @@ def adjoints(
     loops are bound whole, so JAX differentiates them with their own rules.
     """
     interner = interner or _Interner()
-    plan = evaluate(closed, flat_args, policy=DERIVATIVES, interner=interner, compute=False)
+    plan = evaluate(closed, flat_args, policy=policy, interner=interner, compute=False)
     perturbed = [
         i for i, aval in enumerate(plan.avals) if _differentiable(aval) and i not in plan.literals
     ]
+    if only_from is not None:
+        # Only what depends on these inputs gets a perturbation, as jax.grad gives tangents
+        # only there: a custom_vjp that refuses tangents on its settings (equinox's
+        # filter_custom_vjp, under every diffrax solve) then sees none.
+        reach = _downstream(plan, [plan.inputs[k] for k in only_from])
+        perturbed = [i for i in perturbed if i in reach]
     index = {slot: k for k, slot in enumerate(perturbed)}
     zeros = [jnp.zeros(plan.avals[s].shape, plan.avals[s].dtype) for s in perturbed]
 
@@ -417,7 +437,7 @@ def adjoints(
             # a jitted ufunc, several times dearer per slot.
             return value if k is None else jax.lax.add(value, perturbations[k])
 
-        ev = evaluate(closed, flat_args, policy=DERIVATIVES, hook=hook, interner=interner)
+        ev = evaluate(closed, flat_args, policy=policy, hook=hook, interner=interner)
         (out,) = [ev.values[s] for s in ev.outputs]
         return out, ev.values
 
