@@ -268,7 +268,9 @@ def _names(ip):
     ("magic", "line", "words"),
     [
         # 13: the user's call does not fit the function: Python's own words, as a UsageError
-        ("grad", "kwonly(x)", "missing a required keyword-only argument: 'k'"),
+        # (Python 3.12 says "keyword-only argument", 3.11 "argument")
+        ("grad", "kwonly(x)", "does not fit `kwonly(x, *, k)`: missing a required"),
+        ("grad", "kwonly(x)", "argument: 'k'"),
         ("jaxpr", "f(x, depth=3)", "got an unexpected keyword argument 'depth'"),
         ("jaxpr", "f(x, **{'depth': 1})", "got an unexpected keyword argument 'depth'"),
         ("jit", "f(x, 2)", "too many positional arguments"),
