@@ -125,7 +125,7 @@ def test_profile_magic_runs_the_cell_and_finds_the_sync_in_the_cell(ip):
     assert ip.user_ns["total"] == pytest.approx(expected)  # assignments took effect
     assert "step" in r.functions()
     (site,) = [s for s in r.syncs if s.kind == KINDS["__float__"]]
-    assert site.count == 3 and site.lineno == 4 and site.where.endswith(", line 4")
+    assert site.count == 3 and site.lineno == 5 and site.where.endswith(", line 5")
     assert site.where.startswith("In[")
     assert site.code == "total += float(y.sum())"
 

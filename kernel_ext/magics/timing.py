@@ -146,7 +146,7 @@ class TimingMagics(Magics):
         __tracebackhide__ = True  # IPython leaves this frame out of the cell's traceback
         args = parse_options(self.profile, line, cell=True)
         shell = self.shell
-        body, last = _compile_cell(shell, cell)
+        body, last = _compile_cell(shell, line, cell)
         namespace = shell.user_ns
         value = None
         try:
@@ -171,17 +171,20 @@ class TimingMagics(Magics):
         return value
 
 
-def _compile_cell(shell: Any, cell: str) -> tuple[Any, Any]:
-    """The cell as (statements, last expression or None, filename): compiled under IPython's
-    cell name, so syncs and tracebacks read ``In[5], line 2``."""
+def _compile_cell(shell: Any, line: str, cell: str) -> tuple[Any, Any]:
+    """The cell as (statements, last expression or None), compiled under IPython's name for
+    the cell with the ``%%profile`` line counted as line 1, so syncs and tracebacks read
+    ``In[5], line 3`` for the third line the user sees."""
     source = shell.transform_cell(cell)
-    filename = shell.compile.cache(source, shell.execution_count, raw_code=cell)
+    shown = f"%%profile {line}".rstrip() + "\n" + source
+    filename = shell.compile.cache(shown, shell.execution_count, raw_code=shown)
     try:
         tree = ast.parse(source, filename)
     except SyntaxError as e:
         raise UsageError(
-            f"%%profile: the cell is not valid Python: {e.msg} (line {e.lineno})"
+            f"%%profile: the cell is not valid Python: {e.msg} (line {(e.lineno or 0) + 1})"
         ) from e
+    ast.increment_lineno(tree, 1)  # below the %%profile line
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         expr = ast.Expression(tree.body.pop().value)
