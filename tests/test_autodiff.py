@@ -598,3 +598,11 @@ def test_check_too_noisy_to_tell_is_inconclusive_not_passed():
     assert "inconclusive" in r.check.text() and "float64" in r.check.text()
     assert not any("custom" in n for n in r.notes)
     assert r.check.to_dict()["inconclusive"] is True
+
+
+def test_python_float_arguments_are_really_checked():
+    # 0.4 is not a float32: the step is taken from float32(0.4), as JAX computes, so
+    # the planted wrong rule is caught on a Python float too.
+    r = grad_report(_planted_sin(), 0.4, check=True)
+    assert r.check.failed and r.check.args[0].directional_fd[0] > 0
+    assert grad_report(lambda x: jnp.sin(x), 0.4, check=True).check.passed
