@@ -55,7 +55,7 @@ def take_compare(line: str) -> tuple[str, str]:
     return rest, head.strip()
 
 
-def _nonempty_user_namespace(shell: Any) -> dict[str, Any]:
+def _user_namespace(shell: Any) -> dict[str, Any]:
     return shell.user_ns if shell is not None else {}
 
 
@@ -100,7 +100,7 @@ class TimingMagics(Magics):
         args = parse_options(self.bench, options)
         if not source:
             raise UsageError("%bench: give a call such as `%bench f(x)`")
-        namespace = _nonempty_user_namespace(self.shell)
+        namespace = _user_namespace(self.shell)
         try:
             calls = [parse_call(source, namespace)]
             if compare:
@@ -146,6 +146,8 @@ class TimingMagics(Magics):
         __tracebackhide__ = True  # IPython leaves this frame out of the cell's traceback
         args = parse_options(self.profile, line, cell=True)
         shell = self.shell
+        if shell is None:
+            raise UsageError("%%profile runs in an IPython shell")
         body, last = _compile_cell(shell, line, cell)
         namespace = shell.user_ns
         value = None

@@ -20,6 +20,7 @@ unbroken loops ran up to 4× slower per call on a shared two-core machine).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -213,7 +214,7 @@ def measure(
         if runs is not None:
             t.runs, t.estimate_s = runs, t.compile_s  # an upper bound: compiling is slower
         else:
-            t.runs, t.estimate_s = _autorange(lambda n, t=t: _round_mean(t, n), MAX_RUNS)
+            t.runs, t.estimate_s = _autorange(functools.partial(_round_mean, t), MAX_RUNS)
     estimate = sum(t.runs * t.estimate_s for t in targets) * repeats
     bar = _progress(repeats * len(targets), estimate, targets[0].name)
     try:

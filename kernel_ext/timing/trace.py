@@ -54,7 +54,7 @@ def _stats(event: Any) -> dict[str, Any]:
 
 def _raw_spans(data: Any) -> list[tuple[str, str, str, float, float, str, Any]]:
     """(lane, kind, name, start_ns, duration_ns, module, run) for each event kept."""
-    out = []
+    out: list[tuple[str, str, str, float, float, str, Any]] = []
     for plane in data.planes:
         for line in plane.lines:
             line_name = line.name
@@ -76,8 +76,8 @@ def _raw_spans(data: Any) -> list[tuple[str, str, str, float, float, str, Any]]:
                         )
                     continue
                 if line_name == "XLA Modules":
-                    module = _MODULE_RUN.match(name)
-                    label = module.group(1) if module else name
+                    run_name = _MODULE_RUN.match(name)
+                    label = run_name.group(1) if run_name else name
                     out.append(
                         ("device", "module", label, event.start_ns, event.duration_ns, label, None)
                     )
