@@ -415,3 +415,60 @@ def test_equations_that_reach_no_output_are_marked_unused():
     unused = {n.primitive for n in g.equations if n.unused}
     assert unused == {"sin", "mul"}
     assert not g.node(next(n.id for n in g.equations if n.primitive == "cos")).unused
+
+
+# --------------------------------------------------------------------------- GraphExplorer
+
+
+def test_explorer_opens_clusters_one_at_a_time_and_lays_out_what_is_visible():
+    from jaxlab.widgets import GraphExplorer
+    from jaxlab.widgets.graph_explorer import visible
+
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
+    top = [c for c in g.clusters if c.parent is None]
+    view = visible(g, [])
+    # Closed: each top-level cluster is one box; nothing inside is drawn.
+    assert sorted(view["boxes"]) == sorted("cluster:" + c.id for c in top)
+    assert all(g.node(n).cluster is None for n in view["nodes"])
+    w = GraphExplorer(g)
+    assert set(w.view["nodes"]) == set(view["nodes"]) | set(view["boxes"])
+    for x, y, width, height in w.view["nodes"].values():
+        assert width > 0 and height > 0 and x >= 0 and y >= 0
+    ends = {(e["src"], e["dst"]) for e in w.view["edges"]}
+    assert ends == {tuple(e) for e, _ in view["edges"]}
+    # Open the cond: its branches appear as boxes, its index port as a node, in a frame.
+    (cond,) = [c for c in top if c.primitive == "cond"]
+    w.toggle(cond.id)
+    assert w.opened == [cond.id] and w.view["frames"] == [cond.id]
+    assert {f"cluster:{cond.id}/0", f"cluster:{cond.id}/1"} <= set(w.view["nodes"])
+    assert f"{cond.id}/index" in w.view["nodes"]
+    w.toggle(f"{cond.id}/1")
+    inner = {n.id for n in g.nodes if n.cluster == f"{cond.id}/1"}
+    assert inner <= set(w.view["nodes"])
+    # Closing the cond closes what was open inside it.
+    w.toggle(cond.id)
+    assert w.opened == [] and set(w.view["nodes"]) == set(view["nodes"]) | set(view["boxes"])
+    w.toggle("no such cluster")
+    assert w.opened == []
+
+
+def test_explorer_sends_node_records_and_escapes_nothing_it_does_not_draw():
+    from jaxlab.widgets import GraphExplorer
+
+    def f(x, w):
+        return jnp.sum(jnp.tanh(x @ w))
+
+    g = jaxlab.jaxpr_graph(f, jnp.ones((2, 3)), jnp.ones((3, 4)), grad=True, values=True)
+    w = GraphExplorer(g)
+    records = {n["id"]: n for n in w.model["nodes"]}
+    (dot,) = [
+        n
+        for n in records.values()
+        if n["raw"].startswith("dot_general") and n["phase"] == m.FORWARD
+    ]
+    assert dot["label"] == "x @ w" and dot["value"].startswith("μ")
+    assert records["in1"]["role"] == m.FIXED and records["in1"]["adjoint"] is None
+    # The saved notebook's view: the static SVG, inline (tooltips kept), no script.
+    bundle = w.static_bundle()
+    assert "<svg" in bundle["text/html"] and "<script" not in bundle["text/html"]
+    assert "<img" not in bundle["text/html"]

@@ -362,3 +362,32 @@ def test_nodes_name_the_notebook_cell_and_line(ip):
     cell = ip.execution_count - 1
     g = ip.run_line_magic("jaxpr", "-o wave(1.0)")
     assert [n.source for n in g.equations] == [f"In[{cell}], line 4 (wave)"]
+
+
+# --------------------------------------------------------------------------- the explorer
+
+
+def test_live_notebook_shows_the_graph_explorer_and_static_keeps_the_svg(sh, monkeypatch):
+    from jaxlab.graph.model import Graph
+    from jaxlab.magics import jaxpr as magic
+    from jaxlab.widgets import GraphExplorer
+
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+    sh.run_line_magic("jaxpr", "f(x, w)")  # a terminal shell: no kernel, the static view
+    assert isinstance(shown[-1], Graph)
+
+    class Live:
+        kernel = object()
+
+    monkeypatch.setattr(magic, "get_ipython", lambda: Live())
+    sh.run_line_magic("jaxpr", "--grad f(x, w)")
+    explorer = shown[-1]
+    assert isinstance(explorer, GraphExplorer)
+    assert explorer.graph.grad and explorer.view["nodes"]  # laid out on creation
+    sh.run_line_magic("jaxpr", "--static f(x, w)")
+    assert isinstance(shown[-1], Graph)
+    sh.run_line_magic("jaxpr", "--text f(x, w)")
+    assert not isinstance(shown[-1], Graph | GraphExplorer)
+    # -o returns the Graph, whatever the front end.
+    assert isinstance(sh.run_line_magic("jaxpr", "-o f(x, w)"), Graph)

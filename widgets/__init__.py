@@ -8,5 +8,6 @@ in the wheel and loaded from nowhere else::
 """
 
 from .compile_monitor import CompileMonitor as CompileMonitor
+from .graph_explorer import GraphExplorer as GraphExplorer
 from .key_lineage import KeyLineage as KeyLineage
 from .profile_timeline import ProfileTimeline as ProfileTimeline

@@ -21,6 +21,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -45,6 +46,11 @@ class JaxprMagics(Magics):
     @argument("--stablehlo", action="store_true", help="The StableHLO that jax.jit lowers to.")
     @argument("--hlo", action="store_true", help="The HLO module XLA compiles (after fusion).")
     @argument("--grad", action="store_true", help="The program of jax.grad(f) instead of f.")
+    @argument(
+        "--static",
+        action="store_true",
+        help="The static SVG rather than the GraphExplorer (the default in a live notebook).",
+    )
     @argument(
         "--depth",
         type=int,
@@ -91,8 +97,22 @@ class JaxprMagics(Magics):
                 raise UsageError(describe_trace_failure(call, e)) from e
         if args.output:
             return result
-        display(result)
+        display(_explorable(result) if not (views or args.static) else result)
         return None
+
+
+def _explorable(graph: Any) -> Any:
+    """The GraphExplorer of ``graph`` in a live notebook (a kernel with a front end that
+    runs widgets); the Graph itself (its static SVG) anywhere else."""
+    from ..graph.model import Graph
+
+    if not isinstance(graph, Graph) or getattr(get_ipython(), "kernel", None) is None:
+        return graph
+    try:
+        from jaxlab.widgets import GraphExplorer
+    except ImportError:  # anywidget missing: the static view still draws
+        return graph
+    return GraphExplorer(graph)
 
 
 def _trace(call: Call, args: Any, view: str) -> Any:
