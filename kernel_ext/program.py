@@ -120,9 +120,34 @@ def _check_binding(call: Call) -> None:
     try:
         signature.bind(*call.args, **call.kwargs)
     except TypeError as e:
+        if _wrapper_accepts(call):
+            return
         shown = str(signature)
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         raise ProgramError(f"`{call.source}` does not fit `{call.fun_source}{shown}`: {e}") from e
+
+
+def _wrapper_accepts(call: Call) -> bool:
+    """Whether a decorator that declares parameters of its own (``@wraps(f) def
+    w(*args, key=None, **kwargs)``) takes the call that ``f``'s signature refuses.
+
+    ``inspect.signature`` reports the wrapped function's signature; a wrapper that only
+    forwards ``(*args, **kwargs)`` (``jax.grad``, ``jax.vmap``) is right to be judged by it.
+    """
+    if not hasattr(call.fun, "__wrapped__"):
+        return False
+    try:
+        own = inspect.signature(call.fun, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return False
+    forwards = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    if all(p.kind in forwards for p in own.parameters.values()):
+        return False
+    try:
+        own.bind(*call.args, **call.kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 def parse_call(source: str, namespace: Mapping[str, Any]) -> Call:

@@ -477,3 +477,25 @@ def test_long_fix_lines_wrap_at_words_and_code_stays_whole():
         docs_url="",
     )._repr_html_()
     assert "white-space:pre-wrap;word-break:normal" in html
+
+
+def test_a_decorator_with_parameters_of_its_own_is_judged_by_them(ip):
+    """functools.wraps makes inspect report the wrapped signature; the call binds to the
+    wrapper's own when it declares parameters (not when it only forwards, as jax.grad)."""
+    ip.run_cell(
+        BAD_INPUT_SETUP
+        + "import functools\n"
+        + "def with_key(fun):\n"
+        + "    @functools.wraps(fun)\n"
+        + "    def wrapper(*args, key=None, **kwargs):\n"
+        + "        return fun(*args, **kwargs)\n"
+        + "    return wrapper\n"
+        + "h = with_key(f)\n"
+        + "gf = jax.grad(f)\n"
+    )
+    assert ip.run_line_magic("jaxpr", "-o h(x, key=1)").n_equations == 2
+    # the wrapper takes it, its call of f does not: still the user's error, where it happened
+    with pytest.raises(UsageError, match="takes 1 positional argument but 2 were given"):
+        ip.run_line_magic("jaxpr", "h(x, x)")
+    with pytest.raises(UsageError, match="does not fit `gf\\(x\\)`: got an unexpected keyword"):
+        ip.run_line_magic("jaxpr", "gf(x, key=1)")
