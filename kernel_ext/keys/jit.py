@@ -24,7 +24,7 @@ import jax
 
 from .calls import TRACING, Call, Template, is_key_like, key_leaves
 
-_MEMO: weakref.WeakKeyDictionary[Any, TrackedJit] = weakref.WeakKeyDictionary()
+_MEMO: weakref.WeakKeyDictionary[Any, dict[Any, TrackedJit]] = weakref.WeakKeyDictionary()
 
 
 class _Expecting(threading.local):
@@ -50,7 +50,11 @@ class TrackedJit:
         self._record, self._is_on, self._site = record, is_on, site
         self.template = Template(getattr(fun, "__name__", type(fun).__name__))
         self.traces = 0
-        traced = functools.wraps(fun)(functools.partial(_trace, self, fun))
+
+        @functools.wraps(fun)  # JAX names the function (and its arguments) after `fun`
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            return _trace(self, fun, *args, **kwargs)
+
         self._jitted = original_jit(traced, **options)
         functools.update_wrapper(self, fun)
 
@@ -121,15 +125,15 @@ def make_jit(
     def jit(fun: Any = None, /, **options: Any) -> Any:
         if fun is None:  # @jax.jit(static_argnums=...)
             return lambda f: jit(f, **options)
-        if options:
-            return TrackedJit(fun, options, original_jit, record, is_on, site)
-        try:  # jax.jit(f) twice shares one trace cache, as JAX's own does
-            found = _MEMO.get(fun)
+        try:  # jax.jit(f, ...) again shares one trace cache, as JAX's own does
+            per_fun = _MEMO.setdefault(fun, {})
+            key = tuple(sorted(options.items()))
+            found = per_fun.get(key)
             if found is None:
-                found = _MEMO[fun] = TrackedJit(fun, {}, original_jit, record, is_on, site)
+                found = per_fun[key] = TrackedJit(fun, options, original_jit, record, is_on, site)
             return found
-        except TypeError:  # not weak-referenceable
-            return TrackedJit(fun, {}, original_jit, record, is_on, site)
+        except TypeError:  # not weak-referenceable, or options that are not hashable
+            return TrackedJit(fun, options, original_jit, record, is_on, site)
 
     return jit
 

@@ -130,7 +130,7 @@ class KeyLineage:
         """Forget every key and event (tracking stays as it was)."""
         with self._lock:
             self._nodes: dict[int, _Node] = {}
-            self._by_data: dict[bytes, list[int]] = {}
+            self._by_data: dict[bytes, int | list[int]] = {}
             self._pending: list[_Pending] = []
             self._calls: deque[Call] = deque()
             self._events: dict[int, tuple[Any, ...]] = {}
@@ -301,7 +301,7 @@ class KeyLineage:
             parent = owners[0] if owners else None
             for row in rows_of(key):
                 raw = row.tobytes()
-                if not self._by_data.get(raw):
+                if raw not in self._by_data:
                     self._new_node(
                         raw, "", f"returned by {template.name}", parent, None, None, site, True
                     )
@@ -325,22 +325,26 @@ class KeyLineage:
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
         for p in pending:
-            rows = p.rows.reshape(-1, p.rows.shape[-1]) if p.rows.ndim else p.rows.reshape(1, -1)
+            # one copy of the data, sliced per key: numpy row views cost more than the keys
+            width = (p.rows.shape[-1] if p.rows.ndim else 1) * p.rows.itemsize
+            blob = p.rows.tobytes()
             single = len(p.parents) == 1
             split = p.origin == "split"
-            for i, row in enumerate(rows):
+            for i in range(len(blob) // width):
                 parent = p.parents[0] if single else p.parents[i]
                 self._new_node(
-                    row.tobytes(), p.impl, p.origin, parent, i if split else None, p.event,
-                    p.site, p.traced,
+                    blob[i * width : (i + 1) * width], p.impl, p.origin, parent,
+                    i if split else None, p.event, p.site, p.traced,
                 )  # fmt: skip
 
     def _lookup(self, raw: bytes) -> list[int]:
         ids = self._by_data.get(raw)
-        if not ids and self._pending:
+        if ids is None and self._pending:
             self._flush()
             ids = self._by_data.get(raw)
-        return ids or []
+        if ids is None:
+            return []
+        return [ids] if isinstance(ids, int) else ids
 
     def _node_for(self, raw: bytes, impl: str, site: Site, traced: bool) -> int:
         ids = self._lookup(raw)
@@ -356,8 +360,14 @@ class KeyLineage:
         self._next_node += 1
         self._nodes[node] = (raw, impl, origin, parent, index, event, site, traced)
         self._node_cache = None
-        if raw:
-            self._by_data.setdefault(raw, []).append(node)
+        if raw:  # one node per data, a list only for clones (fewer objects to make)
+            found = self._by_data.get(raw)
+            if found is None:
+                self._by_data[raw] = node
+            elif isinstance(found, int):
+                self._by_data[raw] = [found, node]
+            else:
+                found.append(node)
         if len(self._nodes) > MAX_NODES:
             self._forget(MAX_NODES // 10)
         return node
@@ -369,7 +379,9 @@ class KeyLineage:
             self._consumers.pop(node, None)
             self._consumed_by.pop(node, None)
             ids = self._by_data.get(raw)
-            if ids and node in ids:
+            if ids == node:
+                del self._by_data[raw]
+            elif isinstance(ids, list) and node in ids:
                 ids.remove(node)
         self._dropped += len(old)
 
