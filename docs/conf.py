@@ -4,12 +4,11 @@
 (``sphinx-build -W --keep-going -b html docs docs/_build/html``). Three extensions in
 ``docs/_ext`` write pages at build time: ``magic_pages`` (a page per magic from its own
 help), ``api_page`` (the API from the docstrings of ``jaxlab``'s public names) and
-``tutorials`` (``notebooks/*.ipynb`` copied to ``tutorials/``). The notebooks are executed
-here, and a failing cell fails the build, unless ``$JAXLAB_EXECUTED_NOTEBOOKS`` names a
-folder of copies that the notebook test already executed (``make test`` does that).
+``tutorials`` (``notebooks/*.ipynb`` executed into ``tutorials/``). The notebooks are
+executed during the build, and a failing cell fails it, unless ``$JAXLAB_EXECUTED_NOTEBOOKS``
+names a folder of copies that the notebook test already executed (``make test`` does that).
 """
 
-import os
 import sys
 from pathlib import Path
 
@@ -23,12 +22,10 @@ extensions = ["myst_nb", "api_page", "magic_pages", "tutorials"]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "_ext"]
 
-# Docs execute (as JAX's and treescope's do): a cell error fails the build. With executed
-# copies from the test run, nothing is executed twice.
-nb_execution_mode = "off" if os.environ.get("JAXLAB_EXECUTED_NOTEBOOKS") else "cache"
-nb_execution_raise_on_error = True
-nb_execution_timeout = 300
-nb_execution_cache_path = str(Path(__file__).parent / "_build" / ".jupyter_cache")
+# Docs execute (as JAX's and treescope's do), but in the `tutorials` extension: it takes
+# the notebook test's executed copies or executes the notebooks itself (a cell error fails
+# the build), and drops outputs only a live widget can show. MyST-NB renders the result.
+nb_execution_mode = "off"
 
 # Widgets show their static view: jaxlab's widgets carry text/html beside the widget view,
 # and a static page has no kernel to drive the live one. So the widget view is never
@@ -44,3 +41,5 @@ autodoc_typehints = "description"
 
 html_theme = "alabaster"
 html_title = "jaxlab"
+# Graphs, reports and code lines of 100 characters need more than alabaster's 940 px.
+html_theme_options = {"page_width": "1240px", "sidebar_width": "220px", "body_max_width": "none"}

@@ -138,26 +138,49 @@ def _notebook(*sources, outputs=()):
     return nbformat.writes(nb)
 
 
-def test_docs_take_the_executed_copies(tmp_path):
+def test_docs_take_the_executed_copies_without_widget_only_outputs(tmp_path):
+    import nbformat
+
     tutorials = _docs_module("tutorials")
     source, executed, dest = tmp_path / "nb", tmp_path / "executed", tmp_path / "docs"
     for folder in (source, executed, dest):
         folder.mkdir()
-    (source / "01_a.ipynb").write_text(_notebook("x = 1", "x + 1"))
-    import nbformat
-
-    out = nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=2)
-    ran = _notebook("x = 1", "x + 1", outputs=[out])
-    (executed / "01_a.ipynb").write_text(ran)
+    code = ("x = 1", "x + 1", "slider")
+    (source / "01_a.ipynb").write_text(_notebook(*code))
+    view = {"application/vnd.jupyter.widget-view+json": {"model_id": "m1"}}
+    ran = nbformat.reads(_notebook(*code), as_version=4)
+    ran.cells[2].outputs = [
+        nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=2)
+    ]
+    ran.cells[3].outputs = [
+        nbformat.v4.new_output("display_data", {**view, "text/plain": "IntSlider(value=3)"}),
+        nbformat.v4.new_output("display_data", {**view, "text/html": "<b>static</b>"}),
+    ]
+    nbformat.write(ran, executed / "01_a.ipynb")
     (dest / "gone.ipynb").write_text("{}")  # a notebook since removed from notebooks/
 
     assert tutorials.copy_tutorials(source, dest, executed) == ["01_a"]
-    assert (dest / "01_a.ipynb").read_text() == ran
     assert sorted(p.name for p in dest.iterdir()) == ["01_a.ipynb"]
+    shown = nbformat.read(dest / "01_a.ipynb", as_version=4)
+    assert [o["data"]["text/plain"] for o in shown.cells[2].outputs] == ["2"]
+    # The slider has nothing to show without a kernel; the widget with HTML keeps it.
+    assert [set(o["data"]) for o in shown.cells[3].outputs] == [{*view, "text/html"}]
 
-    # Without executed copies the docs get the stored notebook and execute it themselves.
+
+def test_docs_execute_a_notebook_without_a_copy(tmp_path):
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
+
+    tutorials = _docs_module("tutorials")
+    source, dest = tmp_path / "nb", tmp_path / "docs"
+    source.mkdir()
+    (source / "01_a.ipynb").write_text(_notebook("x = 20", "x + 22"))
     tutorials.copy_tutorials(source, dest, None)
-    assert (dest / "01_a.ipynb").read_text() == (source / "01_a.ipynb").read_text()
+    shown = nbformat.read(dest / "01_a.ipynb", as_version=4)
+    assert shown.cells[2].outputs[0]["data"]["text/plain"] == "42"
+    (source / "01_a.ipynb").write_text(_notebook("x = 1 / 0"))
+    with pytest.raises(CellExecutionError, match="ZeroDivisionError"):
+        tutorials.copy_tutorials(source, dest, None)
 
 
 def test_docs_refuse_a_stale_or_missing_executed_copy(tmp_path):
@@ -173,14 +196,14 @@ def test_docs_refuse_a_stale_or_missing_executed_copy(tmp_path):
         tutorials.copy_tutorials(source, tmp_path / "docs", executed)
 
 
-@pytest.mark.parametrize(("value", "mode"), [("", "cache"), ("test-output/notebooks", "off")])
-def test_docs_execute_unless_given_executed_copies(monkeypatch, value, mode):
+@pytest.mark.parametrize("value", ["", "test-output/notebooks"])
+def test_docs_render_executed_notebooks_from_the_tests_or_their_own_run(monkeypatch, value):
     import runpy
 
     monkeypatch.setenv("JAXLAB_EXECUTED_NOTEBOOKS", value)
     monkeypatch.setattr(sys, "path", list(sys.path))  # conf.py prepends docs/_ext
     conf = runpy.run_path(str(ROOT / "docs" / "conf.py"))
-    assert conf["nb_execution_mode"] == mode
+    assert conf["nb_execution_mode"] == "off"  # the tutorials extension executes
     assert conf["nb_ipywidgets_js"] == {}  # no widget JavaScript from a CDN
     tutorials = _docs_module("tutorials")
     expected = (ROOT / value).resolve() if value else None

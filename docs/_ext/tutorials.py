@@ -1,10 +1,15 @@
-"""The tutorials in the docs: ``notebooks/*.ipynb`` copied to ``docs/tutorials/``.
+"""The tutorials in the docs: ``notebooks/*.ipynb``, executed, in ``docs/tutorials/``.
 
-A plain ``make docs`` copies the stored notebooks (without outputs) and MyST-NB executes
-them. ``make test`` has already executed every notebook once (tests/test_notebooks.py
-saves the executed copies in the folder ``JAXLAB_EXECUTED_NOTEBOOKS`` names); then the
-docs take those copies and execute nothing. An executed copy whose code differs from the
-notebook it claims to be, or a notebook without a copy, stops the build::
+``make test`` has already executed every notebook once (tests/test_notebooks.py saves the
+executed copies in the folder ``$JAXLAB_EXECUTED_NOTEBOOKS`` names); the docs take those
+copies. A plain ``make docs`` executes the notebooks here (nbclient, a kernel of this
+environment; a failing cell stops the build). Either way MyST-NB renders executed
+notebooks and executes nothing itself. An executed copy whose code differs from the
+notebook it claims to be, or a notebook without a copy, stops the build.
+
+A static page has no kernel for a live widget: an output that only a widget view can show
+(no HTML or image beside it, its text an empty or ``IntSlider(...)`` repr) is dropped;
+jaxlab's widgets carry their own static HTML, which the page shows instead::
 
     copy_tutorials(Path("notebooks"), Path("docs/tutorials"), executed=None)
 """
@@ -17,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 ENV = "JAXLAB_EXECUTED_NOTEBOOKS"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STATIC = {"text/html", "image/svg+xml", "image/png", "image/jpeg", "text/markdown", "text/latex"}
 
 
 class StaleNotebook(Exception):
@@ -37,16 +44,42 @@ def code_sources(notebook: dict[str, Any]) -> list[str]:
     return [text(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
 
 
+def execute(path: Path) -> str:
+    """Run a notebook top to bottom in its own folder; the executed notebook's JSON."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    # The notebook's kernel ("python3") runs this interpreter: jupyter_client swaps a
+    # kernelspec's bare `python` for sys.executable. A cell error raises.
+    NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nbformat.writes(nb)
+
+
+def static_view(notebook: dict[str, Any]) -> dict[str, Any]:
+    """The notebook without the outputs only a live widget can show."""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"] = [
+                out
+                for out in cell["outputs"]
+                if WIDGET_VIEW not in out.get("data", {}) or STATIC & out["data"].keys()
+            ]
+    return notebook
+
+
 def copy_tutorials(source: Path, dest: Path, executed: Path | None) -> list[str]:
-    """Copy each notebook of ``source`` (or its executed copy from ``executed``) into
-    ``dest``, removing copies of notebooks that no longer exist; return their stems."""
+    """Write each notebook of ``source`` executed (its copy from ``executed``, or run here
+    when that is None) into ``dest``, removing notebooks that no longer exist; return the
+    stems."""
     dest.mkdir(parents=True, exist_ok=True)
     notebooks = sorted(source.glob("*.ipynb"))
     for stale in set(dest.glob("*.ipynb")) - {dest / p.name for p in notebooks}:
         stale.unlink()
     for path in notebooks:
-        text = path.read_text()
-        if executed is not None:
+        if executed is None:
+            text = execute(path)
+        else:
             copy = executed / path.name
             if not copy.exists():
                 raise StaleNotebook(
@@ -59,6 +92,7 @@ def copy_tutorials(source: Path, dest: Path, executed: Path | None) -> list[str]
                     f"{copy} was executed from an older {path.name}: run the notebook "
                     f"test again, or unset {ENV}"
                 )
+        text = json.dumps(static_view(json.loads(text)), indent=1, ensure_ascii=False) + "\n"
         target = dest / path.name
         # Unchanged files keep their time, so Sphinx does not read them again.
         if not target.exists() or target.read_text() != text:
