@@ -556,3 +556,25 @@ def test_a_rerun_cell_names_the_new_function_object(ip):
     assert again.explanation.startswith(f"new function object at In[{second}], line 2")
     assert f"the last one at In[{first}], line 2" in again.explanation
     assert again.where == f"In[{second}], line 3"
+
+
+def test_equinox_filter_jit_is_the_users_function_with_its_reason():
+    # equinox jits a wrapper of its own (in site-packages) named after the user's function
+    # and passes the user's function as a static argument: the log credits the user's.
+    eqx = pytest.importorskip("equinox")
+    model = eqx.nn.MLP(3, 1, 8, 2, key=jax.random.key(0))
+
+    @eqx.filter_jit
+    def mlp_loss(model, x):
+        return jnp.sum(jax.vmap(model)(x) ** 2)
+
+    log = CompileLog()
+    with log.recording():
+        mlp_loss(model, jnp.ones((4, 3)))
+        mlp_loss(model, jnp.ones((5, 3)))
+    first, again = log.for_function("mlp_loss")
+    assert first.user_code and again.user_code and again.recompile
+    assert [r.name for r in log.functions(mine_only=True)] == ["mlp_loss"]
+    (change,) = again.changes
+    assert (change.before, change.after) == ("f32[4,3]", "f32[5,3]")
+    assert first.defined_at.startswith("test_compile_log.py:")  # not equinox's _jit.py

@@ -30,6 +30,7 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import jax
 import jax.monitoring as monitoring
@@ -163,9 +164,31 @@ def _unique(names: tuple[str, ...]) -> list[str]:
     return out
 
 
+MAX_STATIC_LEAVES = 64  # static leaves searched for the user's function behind a wrapper
+
+
+def _wrapped_user_function(call: _jax_compat.JitCall) -> Any:
+    """The user's function a library's jit wrapper carries as a static argument
+    (``equinox.filter_jit`` jits its own wrapper, named after the user's function)."""
+    name = getattr(call.fun, "__name__", None)
+    statics = [call.args[i] for i in call.static_argnums if 0 <= i < len(call.args)]
+    leaves = jax.tree_util.tree_leaves(statics)[:MAX_STATIC_LEAVES]
+    for leaf in leaves:
+        code = getattr(leaf, "__code__", None)
+        if code is not None and leaf.__name__ == name and WHERE.is_user_file(code.co_filename):
+            return leaf
+    return None
+
+
 def call_signature(call: _jax_compat.JitCall) -> CallSignature:
     """What the compile log compares: the function, argument types, static values, config."""
     defined_at, user_code = WHERE.defined_at(call.defined_at)
+    fun = call.fun
+    if not user_code and call.fun is not None and call.static_argnums:
+        inner = _wrapped_user_function(call)
+        if inner is not None:  # the user's function, behind a library's jit
+            fun, user_code = inner, True
+            defined_at = WHERE.name(inner.__code__.co_filename, inner.__code__.co_firstlineno)
     statics: dict[str, str] = {}
     if call.static_argnums and call.fun is not None:
         try:
@@ -180,7 +203,7 @@ def call_signature(call: _jax_compat.JitCall) -> CallSignature:
             statics[n] = short_value(call.kwargs[n])
     config = tuple((n, str(getattr(jax.config, n, None))) for n in CONFIG_NAMES)
     return CallSignature.of(
-        call.fun,
+        fun,
         defined_at=defined_at,
         user_code=user_code,
         args=tuple(zip(_unique(call.arg_names), map(short_type, call.avals), strict=True)),
