@@ -181,3 +181,16 @@ def test_a_library_program_optax_step():
     assert calls[:3] == ["update"] * 3  # then JAX's own indexing: dynamic_slice, squeeze
     (site,) = p.result.syncs
     assert site.kind == KINDS["item"] and site.lineno == _line_of("# planted item")
+
+
+def test_a_trace_already_running_is_a_profile_error_and_leaves_nothing(tmp_path):
+    from jaxlab.timing.profile import ProfileError
+
+    original = type(jnp.ones(())).__dict__["__float__"]
+    jax.profiler.start_trace(str(tmp_path))
+    try:
+        with pytest.raises(ProfileError, match="stop the other trace"), jaxlab.profile():
+            pass
+    finally:
+        jax.profiler.stop_trace()
+    assert type(jnp.ones(())).__dict__["__float__"] is original  # arrays not left hooked

@@ -57,8 +57,10 @@ def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
             "agrees here only because queued calls wait on each other; it does not hold "
             "with few loops or on a GPU"
         )
+    elif r.timeit_s > 0 and r.ready_s >= r.timeit_s:
+        note = f"{r.ready_s / r.timeit_s:,.1f}× too fast: the calls did not wait for their work"
     else:
-        note = f"{r.ready_s / r.timeit_s:,.0f}× too fast" if r.timeit_s > 0 else ""
+        note = f"{r.timeit_s / r.ready_s:,.1f}× too slow" if r.ready_s > 0 else ""
     rows.append((f"%timeit ({r.timeit_loops:,} loops, unblocked)", seconds(r.timeit_s), note))
     if r.flops_s is not None:
         share = ""
