@@ -18,7 +18,7 @@ project = "jaxlab"
 author = "jaxlab contributors"
 copyright = "jaxlab contributors"
 
-extensions = ["myst_nb", "api_page", "magic_pages", "tutorials"]
+extensions = ["myst_nb", "api_page", "magic_pages", "tutorials", "math_svg"]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "_ext"]
 
@@ -33,7 +33,9 @@ nb_execution_mode = "off"
 nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
 nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 
-myst_enable_extensions = ["colon_fence"]
+myst_enable_extensions = ["colon_fence", "dollarmath"]
+# Math as SVG from matplotlib's mathtext (docs/_ext/math_svg.py), not MathJax from a CDN.
+html_math_renderer = "mathtext"
 myst_heading_anchors = 3
 
 autodoc_member_order = "bysource"

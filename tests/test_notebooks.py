@@ -226,3 +226,22 @@ def test_site_check_finds_what_loads_from_the_network(monkeypatch):
         "//cdnjs.cloudflare.com/x.css",
         "http://example.org/logo.png",
     ]
+
+
+def test_docs_math_is_svg_from_the_site_not_mathjax(monkeypatch):
+    import base64
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    math = _docs_module("math_svg")
+    img = math.svg_image(r"\frac{v^2 \sin 2\theta}{g}", display=False)
+    src = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', img).group(1)
+    svg = base64.b64decode(src).decode()
+    assert "<svg" in svg and "<path" in svg  # glyphs as paths: no font to fetch
+    assert 'alt="\\frac{v^2 \\sin 2\\theta}{g}"' in img
+    assert "vertical-align: -" in img  # the fraction's bar sits on the text line
+    # TeX that mathtext lacks but can do without (sizes) is typeset, the alt text unchanged.
+    sized = math.svg_image(r"\big(a - b\big)/\tfrac{1}{2}", display=False)
+    assert sized.startswith('<img class="math" alt="\\big(a - b\\big)/\\tfrac{1}{2}"')
+    # What mathtext cannot typeset is shown as its source, escaped.
+    fallback = math.svg_image(r"\begin{aligned} a &= b < c \end{aligned}", display=True)
+    assert fallback == r'<code class="math">\begin{aligned} a &amp;= b &lt; c \end{aligned}</code>'
