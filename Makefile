@@ -28,6 +28,11 @@ $(VENV)/.stamp: $(LOCK) pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -r $(LOCK)
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
+	@touch $@
+
+# Kernels load jaxlab: written again when tools/kernel_config.py changes, not only when the
+# environment is rebuilt (an old config kept "already loaded" in every notebook).
+$(VENV)/.kernel-config: tools/kernel_config.py $(VENV)/.stamp
 	$(VENV)/bin/python tools/kernel_config.py
 	@touch $@
 
@@ -39,7 +44,7 @@ $(VENV311)/.stamp: requirements/py3.11.txt pyproject.toml
 	$(VENV311)/bin/python -m pip install -q --no-deps -e .
 	@touch $@
 
-setup: $(VENV)/.stamp
+setup: $(VENV)/.stamp $(VENV)/.kernel-config
 	@tools/ensure_system.sh dot
 
 lab: setup
