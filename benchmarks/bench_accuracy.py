@@ -65,6 +65,8 @@ def case(fn: Callable[..., Any], *args: Any) -> dict[str, float]:
         "reference_s": ref,
         "bench_s": our,
         "ratio": statistics.median(ratios),
+        # fastest against fastest: the least disturbed figure on a busy machine
+        "min_ratio": min(ours) / min(refs),
         "added_s": statistics.median(o - f for o, f in zip(ours, refs, strict=True)),
         "naive_s": statistics.median(naive),
         "naive_ratio": our / statistics.median(naive),
@@ -81,16 +83,16 @@ def main() -> None:
         "elementwise 100k": case(jax.jit(lambda v: jnp.tanh(v) * 2.0 + 1.0), small),
         "~10 µs function": case(jax.jit(lambda v: v * 2.0 + 1.0), tiny),
     }
-    head = ("case", "reference", "%bench", "ratio", "added", "naive", "naive ×", "%bench wall")
+    head = ("case", "reference", "%bench", "ratio", "min ratio", "added", "naive", "naive ×")
     print(
-        f"{head[0]:18} {head[1]:>11} {head[2]:>11} {head[3]:>7} {head[4]:>10} {head[5]:>10} "
-        f"{head[6]:>8} {head[7]:>11}"
+        f"{head[0]:18} {head[1]:>11} {head[2]:>11} {head[3]:>7} {head[4]:>9} {head[5]:>10} "
+        f"{head[6]:>10} {head[7]:>8}  %bench wall"
     )
     for name, c in cases.items():
         print(
             f"{name:18} {c['reference_s'] * 1e3:9.3f}ms {c['bench_s'] * 1e3:9.3f}ms "
-            f"{c['ratio']:7.3f} {c['added_s'] * 1e6:8.2f}µs {c['naive_s'] * 1e6:8.1f}µs "
-            f"{c['naive_ratio']:8.1f} {c['bench_wall_s']:10.2f}s"
+            f"{c['ratio']:7.3f} {c['min_ratio']:9.3f} {c['added_s'] * 1e6:8.2f}µs "
+            f"{c['naive_s'] * 1e6:8.1f}µs {c['naive_ratio']:8.1f}  {c['bench_wall_s']:.2f}s"
         )
     print(
         f"(medians of {ROUNDS} alternating rounds; reference: {REFERENCE_CALLS} calls, one "
@@ -100,8 +102,7 @@ def main() -> None:
     figures: dict[str, Any] = {"benchmark": "bench_accuracy", "python": sys.version.split()[0]}
     figures["jax"] = jax.__version__
     figures["platform"] = jax.default_backend()
-    for name, c in cases.items():
-        key = name.split()[0].replace("~10", "us10")
+    for key, c in zip(("matmul_1500", "elementwise_100k", "fn_10us"), cases.values(), strict=True):
         figures[key] = {k: round(v, 9) for k, v in c.items()}
     figures["within_target"] = all(abs(c["ratio"] - 1) <= TARGET for c in cases.values())
     figures["target"] = {"ratio_within": TARGET}
