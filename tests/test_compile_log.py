@@ -578,3 +578,25 @@ def test_equinox_filter_jit_is_the_users_function_with_its_reason():
     (change,) = again.changes
     assert (change.before, change.after) == ("f32[4,3]", "f32[5,3]")
     assert first.defined_at.startswith("test_compile_log.py:")  # not equinox's _jit.py
+
+
+def test_compile_report_logs_the_users_one_compilation_and_flax_nnx_names_the_argument():
+    log = CompileLog()
+    x = jnp.ones(3)
+    reported = fresh("reported")
+    with log.recording():
+        report = jaxlab.compile_report(reported, x)  # trace, lower, compile, then runs
+    (event,) = log.for_function("reported")  # the runs reuse it: nothing of jaxlab's
+    assert event.user_code and report.compile_s > 0
+    nnx = pytest.importorskip("flax.nnx")
+    model = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+
+    @nnx.jit
+    def forward(model, x):
+        return model(x).sum()
+
+    with log.recording():
+        forward(model, jnp.ones((4, 3)))
+        forward(model, jnp.ones((5, 3)))
+    _, again = log.for_function("forward")
+    assert again.user_code and again.changes == (ArgChange("x", "f32[4,3]", "f32[5,3]"),)
