@@ -64,16 +64,9 @@ PUBLIC_MAGICS = {
 }
 
 # The top of kernel_ext/: the entry point and the shared modules (plus the warning
-# category); everything else lives in the package of its capability. cell_guard.py is
-# shared by %%grad (autodiff/) and %%jit (compile/).
-TOP_LEVEL = {
-    "__init__.py",
-    "program.py",
-    "cell_guard.py",
-    "devices.py",
-    "_jax_compat.py",
-    "_warning.py",
-}
+# category); everything else lives in a package: the package of its capability, or
+# program/ (calls and cells, shared by every magic).
+TOP_LEVEL = {"__init__.py", "devices.py", "_jax_compat.py", "_warning.py"}
 
 
 def test_every_public_name_is_there_and_callable_or_a_class():

@@ -22,7 +22,7 @@ from typing import Any
 
 import jax
 
-from ..cell_guard import guarded, refuse_unfit, refuse_writes
+from ..program.guard import guarded, refuse_unfit, refuse_writes
 from ..program import analyse_cell
 from .args import GradError, is_float_leaf, parse_names
 from .report import GradReport, report_for_call

@@ -14,7 +14,7 @@ assigns; its last expression is its value::
 Compiled cells are cached by (source, which inputs are static); JAX's own cache then
 keys on shapes, dtypes and static values. Outputs are written to the namespace only
 after the compiled call returned; a cell that would write anywhere else is refused
-before it runs, or undone and refused after tracing (:mod:`jaxlab.cell_guard`).
+before it runs, or undone and refused after tracing (:mod:`jaxlab.program.guard`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cell_guard import OutsideWrite, guarded, outside_writes, refuse_unfit
+from ..program.guard import OutsideWrite, guarded, outside_writes, refuse_unfit
 from ..explain.trace_failure import first_line, needs_concrete_value, returns_non_array
 from ..program import CellProgram, ProgramError, analyse_cell
 from .cell_inputs import (

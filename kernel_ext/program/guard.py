@@ -36,7 +36,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .program import CellProgram, ProgramError
+from .call import ProgramError
+from .cell import CellProgram
 
 # Methods that change a list, dict, set or deque in place. Called on a notebook object of
 # another type (`optimizer.update(grads, state)`) they are ordinary calls, so the value
