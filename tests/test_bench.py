@@ -177,3 +177,9 @@ def test_bench_magic_logs_only_the_users_function_in_the_compile_log(ip):
     # jaxlab's own compilations were counted instead: the cost analysis at least (the
     # peak's kernels may be in JAX's cache from an earlier measurement in this process)
     assert log.jaxlab_count >= 1
+
+
+def test_bench_magic_on_something_not_callable_is_a_usage_error(ip):
+    ip.run_cell("import jax.numpy as jnp\nx = jnp.ones(3)\nnot_a_function = 3")
+    with pytest.raises(UsageError):
+        ip.run_line_magic("bench", "not_a_function(x)")

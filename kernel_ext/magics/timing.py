@@ -27,7 +27,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..program import ProgramError, parse_call
-from ._failures import failure_text
+from ._failures import failure_text, raised_in_jaxlab
 from ._options import parse_options, split_options
 
 _VALUED = frozenset({"-n", "-r", "--compare"})
@@ -107,8 +107,8 @@ class TimingMagics(Magics):
                 calls.append(parse_call(compare, namespace))
         except ProgramError as e:
             raise UsageError(f"%bench: {e}") from e
-        targets = [target(c.fun, c.args, c.kwargs, c.source) for c in calls]
         try:
+            targets = [target(c.fun, c.args, c.kwargs, c.source) for c in calls]
             result = bench_targets(
                 targets[0],
                 targets[1] if len(targets) > 1 else None,
@@ -118,7 +118,10 @@ class TimingMagics(Magics):
             )
         except BenchError as e:
             raise UsageError(f"%bench: {e} (see %bench?)") from e
-        except Exception as e:  # the user's function raised: said once, with its line
+        except Exception as e:
+            if raised_in_jaxlab(e):  # a bug of jaxlab's: shown whole
+                raise
+            # the user's function raised: said once (it is not called again), with its line
             raise UsageError(failure_text(f"%bench: calling `{source}`", e)) from e
         if args.output:
             return result
