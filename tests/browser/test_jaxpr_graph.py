@@ -14,20 +14,15 @@ pytestmark = pytest.mark.browser
 
 WELCOME = Path(__file__).resolve().parents[2] / "notebooks" / "00_welcome.ipynb"
 
-# JupyterLab shows an SVG output as an <img> with a data URI (or inline when trusted):
-# parse each one back into a document and list its node ids, in document order.
-DRAWN_IDS = """() => Array.from(document.querySelectorAll('.jp-RenderedSVG')).map(box => {
-  const img = box.querySelector('img');
-  const text = img ? decodeURIComponent(img.src.slice(img.src.indexOf(',') + 1))
-                   : box.innerHTML;
-  const svg = new DOMParser().parseFromString(text, 'image/svg+xml');
-  return Array.from(svg.querySelectorAll('g.node')).map(g => g.id);
-})"""
+# In a live notebook %jaxpr shows the GraphExplorer: one <g data-id> per drawn node (a
+# closed cluster is "cluster:<id>"), in each explorer's SVG, in document order.
+DRAWN_IDS = """() => Array.from(document.querySelectorAll('.jaxlab-ge-svg')).map(svg =>
+  Array.from(svg.querySelectorAll('g[data-id]')).map(g => g.dataset.id))"""
 
 
 def test_welcome_notebook_draws_the_jaxpr_graph(open_notebook: Any, page: Any) -> None:
     open_notebook(WELCOME).run_all()
-    page.wait_for_function("() => document.querySelectorAll('.jp-RenderedSVG').length >= 2")
+    page.wait_for_function("() => document.querySelectorAll('.jaxlab-ge-svg').length >= 2")
     assert (
         page.locator(
             ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
@@ -35,8 +30,8 @@ def test_welcome_notebook_draws_the_jaxpr_graph(open_notebook: Any, page: Any) -
         == 0
     )
 
-    # The first drawing is `%jaxpr f(x, w)`, the second `%jaxpr --grad f(x, w)`: the same
-    # node ids as the models built here from the same function and shapes.
+    # The first explorer is `%jaxpr f(x, w)`, the second `%jaxpr --grad f(x, w)`: the same
+    # node ids as the models built here from the same function and shapes (no clusters).
     def f(x, w):
         return jnp.tanh(x @ w).sum()
 
@@ -44,8 +39,8 @@ def test_welcome_notebook_draws_the_jaxpr_graph(open_notebook: Any, page: Any) -
     plain = jaxlab.jaxpr_graph(f, x, w)
     grad = jaxlab.jaxpr_graph(f, x, w, grad=True)
     drawn = page.evaluate(DRAWN_IDS)
-    assert sorted(drawn[0]) == sorted(f"node_{n.id}" for n in plain.nodes)
-    assert sorted(drawn[1]) == sorted(f"node_{n.id}" for n in grad.nodes)
+    assert sorted(drawn[0]) == sorted(n.id for n in plain.nodes)
+    assert sorted(drawn[1]) == sorted(n.id for n in grad.nodes)
     assert {"dot_general", "tanh", "reduce_sum"} <= set(plain.primitives())
 
     text = page.locator(".jaxlab-jaxpr").first.inner_text()  # the --text cell, coloured

@@ -230,11 +230,20 @@ function draw(model, el, state) {
   const pane = h("div", "jaxlab-ge-pane");
   pane.append(svg);
   const body = h("div", "jaxlab-ge-body");
-  body.append(pane, detail);
+  body.append(detail, pane);
   root.append(body);
   el.replaceChildren(root);
 
   const apply = () => svg.setAttribute("viewBox", state.box.join(" "));
+  // By default the drawing takes the output's width at full size (14 px titles, 12 px
+  // text), and what is wider is dragged into view; "fit" shows all of it, scaled down.
+  const readable = () => {
+    const shown = Math.min(Math.max(pane.clientWidth, 200), width);
+    state.box = [0, 0, shown, height];
+    svg.setAttribute("width", String(Math.round(shown)));
+    svg.setAttribute("height", String(Math.round(height)));
+    apply();
+  };
   const fitBox = () => {
     const avail = Math.max(pane.clientWidth, 200);
     const scale = Math.min(1, avail / width);
@@ -243,9 +252,14 @@ function draw(model, el, state) {
     svg.setAttribute("height", String(Math.round(height * scale)));
     apply();
   };
-  if (!state.box || state.fitted !== view) { state.fitted = view; fitBox(); }
-  else { fitBox(); }
-  fit.addEventListener("click", fitBox);
+  readable();
+  // The output may not be laid out yet (its width 0): redo the view when its width is
+  // known or changes, until the user pans, zooms or fits.
+  state.moved = false;
+  if (state.observer) state.observer.disconnect();
+  state.observer = new ResizeObserver(() => { if (!state.moved) readable(); });
+  state.observer.observe(pane);
+  fit.addEventListener("click", () => { state.moved = true; fitBox(); });
   svg.addEventListener("wheel", (ev) => {
     if (!ev.ctrlKey && !ev.metaKey) return; // plain wheel scrolls the notebook
     ev.preventDefault();
@@ -254,6 +268,7 @@ function draw(model, el, state) {
     const r = svg.getBoundingClientRect();
     const fx = (ev.clientX - r.left) / r.width, fy = (ev.clientY - r.top) / r.height;
     state.box = [bx + fx * bw * (1 - k), by + fy * bh * (1 - k), bw * k, bh * k];
+    state.moved = true;
     apply();
   }, { passive: false });
   let drag = null;
@@ -267,6 +282,7 @@ function draw(model, el, state) {
     const r = svg.getBoundingClientRect();
     const k = drag[4] / r.width;
     state.box = [drag[2] - (ev.clientX - drag[0]) * k, drag[3] - (ev.clientY - drag[1]) * k, drag[4], drag[5]];
+    state.moved = true;
     apply();
   });
   find(0);
@@ -286,6 +302,7 @@ export default {
     model.on("change:view", redraw);
     model.on("change:error", redraw);
     return () => {
+      if (state.observer) state.observer.disconnect();
       model.off("change:view", redraw);
       model.off("change:error", redraw);
     };

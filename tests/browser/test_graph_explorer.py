@@ -1,0 +1,107 @@
+"""GraphExplorer in JupyterLab: open a cluster, search, hover, readable sizes, fit, theme."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CELLS = [
+    "%load_ext jaxlab\nimport jax, jax.numpy as jnp\n"
+    "def f(x, w):\n"
+    "    h = jax.jit(lambda a: jnp.tanh(a @ w))(x)\n"
+    "    return jnp.sum(jnp.sin(h) ** 2)\n"
+    "x, w = jnp.ones((4, 3)), jnp.ones((3, 2))",
+    "%jaxpr --grad f(x, w)",
+]
+
+FONT_SIZES = """() => Array.from(document.querySelectorAll('.jaxlab-ge-svg text')).map(t => {
+  const k = t.getScreenCTM().a;  // drawn size: the font size times the SVG's scale
+  return [t.classList.contains('jaxlab-ge-label') || t.classList.contains('jaxlab-ge-frame-title'),
+          parseFloat(getComputedStyle(t).fontSize) * k];
+})"""
+
+
+def _open(open_notebook: Any, page: Any, name: str) -> Any:
+    notebook = open_notebook(name, CELLS)
+    for i in range(len(CELLS)):
+        notebook.run(i)
+        notebook.wait_idle()
+    page.locator(".jaxlab-ge-svg").wait_for()
+    return notebook
+
+
+def test_explorer_opens_searches_hovers_and_reads_at_1280x720(
+    open_notebook: Any, page: Any
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    _open(open_notebook, page, "explorer.ipynb")
+    closed = page.locator(".jaxlab-ge-closed")
+    assert closed.count() >= 1  # the inner jit (forward and backward) starts closed
+    before = page.locator(".jaxlab-ge-svg g[data-id]").count()
+    closed.first.click()
+    page.wait_for_function(
+        "n => document.querySelectorAll('.jaxlab-ge-svg g[data-id]').length > n", arg=before
+    )
+    assert page.locator(".jaxlab-ge-frame").count() == 1
+    assert page.locator(".jaxlab-ge-svg text", has_text="tanh").count() >= 1
+
+    # Search: counted over the whole program, stepped with Enter.
+    search = page.locator(".jaxlab-ge-search")
+    search.fill("sin")
+    count = page.locator(".jaxlab-ge-count")
+    assert count.inner_text().startswith("1 of ")
+    total = int(count.inner_text().split(" of ")[1])
+    assert total >= 1 and page.locator(".jaxlab-ge-match").count() >= 1
+    search.press("Enter")
+    assert count.inner_text() == f"{2 if total > 1 else 1} of {total}"
+
+    # Hover shows details with the raw equation; a click highlights dependencies.
+    node = page.locator(".jaxlab-ge-svg g[data-id='e1']")
+    node.hover()
+    detail = page.locator(".jaxlab-ge-detail").inner_text()
+    assert "type:" in detail
+    node.click()
+    assert page.locator(".jaxlab-ge-selected").count() == 1
+    assert page.locator(".jaxlab-ge-upstream").count() >= 1
+
+    # Readable: titles at least 14 px, other text at least 12 px, as drawn.
+    sizes = page.evaluate(FONT_SIZES)
+    assert sizes and all(size >= (14 if title else 12) - 0.05 for title, size in sizes), sizes
+    # Fits the output's width: nothing wider than the output area.
+    svg = page.locator(".jaxlab-ge-svg").bounding_box()
+    area = page.locator(".jp-OutputArea-output:has(.jaxlab-ge)").first.bounding_box()
+    assert svg["x"] + svg["width"] <= area["x"] + area["width"] + 1
+    assert page.requests.outside() == []
+
+
+def test_explorer_follows_the_dark_theme(open_notebook: Any, page: Any) -> None:
+    _open(open_notebook, page, "explorer_dark.ipynb")
+    light = page.evaluate(
+        "() => getComputedStyle(document.querySelector('.jaxlab-ge-node rect')).fill"
+    )
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+        "{theme: 'JupyterLab Dark'})"
+    )
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_function(
+        "c => getComputedStyle(document.querySelector('.jaxlab-ge-node rect')).fill !== c",
+        arg=light,
+    )
+    dark = page.evaluate(
+        "() => [getComputedStyle(document.querySelector('.jaxlab-ge-node rect')).fill,"
+        " getComputedStyle(document.querySelector('.jaxlab-ge-svg text')).fill]"
+    )
+
+    def luminance(css: str) -> float:
+        r, g, b = (float(v) for v in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    assert luminance(dark[0]) < 100 < luminance(dark[1])  # dark boxes, light text
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+        "{theme: 'JupyterLab Light'})"
+    )
