@@ -140,11 +140,12 @@ def make_jit(
 
 def _static_reuses(jitted: Any, args: Any, kwargs: Any) -> list[Any]:
     """Reuses in the jaxpr JAX just traced (read from its cache: nothing is traced again)."""
+    from ..compile.capture import jaxlab_work
     from .flow import flow_of_jaxpr
     from .track import paused
 
     try:
-        with paused():
+        with paused(), jaxlab_work():
             closed = jitted.trace(*args, **kwargs).jaxpr
     except Exception:  # an older JAX without .trace: the wrappers' view stands alone
         return []
