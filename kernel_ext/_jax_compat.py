@@ -212,3 +212,60 @@ def hook_array_conversions(
             setattr(cls, name, originals[name])
 
     return undo
+
+
+# --------------------------------------------------------------------------- key lineage
+# Reading a typed key's data eagerly through ``jax.random.key_data`` dispatches a
+# primitive (~75 µs on a busy CPU); the concrete ``PRNGKeyArray`` already holds it as the
+# private ``_base_array``, whose host copy jax caches. Checked by attribute, falling back
+# to the public call.
+_KEY_BASE_ARRAY = "_base_array"
+
+
+def key_data_now(key: Any) -> Any:
+    """The key data of a concrete typed key as a NumPy array (no dispatch when possible)."""
+    import jax
+    import numpy as np
+
+    base = getattr(key, _KEY_BASE_ARRAY, None)
+    if base is not None and not isinstance(base, jax.core.Tracer):
+        return np.asarray(base)
+    return np.asarray(jax.random.key_data(key))
+
+
+# A loop body (``scan``, ``while_loop``, ``fori_loop``, ``lax.map``) is traced once and
+# runs many times: a callback there would run on every iteration. Whether JAX is tracing
+# one now is read from the Python stack: a frame of JAX's control-flow loop module. A
+# JAX that moves that module makes this answer False (keys are then recorded by callback
+# inside loops too: slower, still correct).
+_LOOP_MODULE = ("lax", "control_flow", "loops.py")
+_LOOP_DEPTH = 200
+
+
+def tracing_loop_body() -> bool:
+    """Whether the caller runs while JAX traces the body of a loop primitive."""
+    import os
+    import sys
+
+    tail = os.sep + os.sep.join(_LOOP_MODULE)
+    frame = sys._getframe(1)
+    for _ in range(_LOOP_DEPTH):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename.endswith(tail):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def scan_counts(params: dict[str, Any]) -> tuple[int, int]:
+    """``(consts, carry)`` of a ``scan`` equation: JAX <= 0.10 names them ``num_consts``
+    and ``num_carry``; 0.12 groups its inputs in ``ft_in`` (consts, carry, xs)."""
+    if "num_consts" in params:
+        return int(params["num_consts"]), int(params["num_carry"])
+    groups = params.get("ft_in")  # a private flat tree (FTTuple) of three groups
+    try:
+        consts, carry, _ = groups.unpack()  # type: ignore[union-attr]
+        return len(list(consts.vals)), len(list(carry.vals))
+    except (AttributeError, TypeError, ValueError) as e:
+        raise NotImplementedError("this JAX's scan equation is not understood") from e
