@@ -472,3 +472,17 @@ def test_explorer_sends_node_records_and_escapes_nothing_it_does_not_draw():
     bundle = w.static_bundle()
     assert "<svg" in bundle["text/html"] and "<script" not in bundle["text/html"]
     assert "<img" not in bundle["text/html"]
+
+
+def test_explorer_static_twin_draws_the_last_view_escaped():
+    from jaxlab.widgets import GraphExplorer
+
+    def f(p):
+        return jnp.sum(jnp.sin(p["<b>&"]))
+
+    w = GraphExplorer(jaxlab.jaxpr_graph(f, {"<b>&": jnp.ones(3)}, grad=True, values=True))
+    html = w.static_bundle()["text/html"]
+    assert "p[&#x27;&lt;b&gt;&amp;&#x27;]" in html and "<b>&" not in html
+    # One <g> per node of the view, at the positions the browser draws.
+    assert html.count("<rect ") == len(w.view["nodes"])
+    assert 'font-size="14"' in html and 'font-size="9"' not in html

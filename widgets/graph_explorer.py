@@ -31,6 +31,9 @@ from jaxlab.graph import model as m
 from ._base import JaxlabWidget
 
 LAYOUT_TIMEOUT_S = 20.0
+# As the static view: bounded network-simplex and mincross work, so a wide view lays out
+# in about a second rather than minutes.
+_LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")
 _DPI = 72.0  # dot's plain output is in inches; the browser draws in points
 
 
@@ -139,7 +142,10 @@ def layout(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
     if dot is None:
         raise RuntimeError("Graphviz's `dot` is not installed: `sudo apt-get install graphviz`")
     done = subprocess.run(
-        [dot, "-Tplain"], input=text.encode(), capture_output=True, timeout=LAYOUT_TIMEOUT_S
+        [dot, "-Tplain", *_LAYOUT_ARGS],
+        input=text.encode(),
+        capture_output=True,
+        timeout=LAYOUT_TIMEOUT_S,
     )
     if done.returncode != 0:
         raise RuntimeError(f"dot could not lay out the graph: {done.stderr.decode()[:300]}")
@@ -231,12 +237,68 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
 
     # ------------------------------------------------------------------ static twin
     def _static_html(self) -> str:
-        from jaxlab.graph.render import RenderError
-
-        try:
-            return f'<div class="jaxlab-graph-static">{self._graph.to_svg()}</div>'
-        except RenderError as e:
-            return f"<pre>{html.escape(str(e))}\n{html.escape(self._graph.describe())}</pre>"
+        # The view as last laid out, drawn here from the same positions: no second dot
+        # run, and the saved notebook shows what the user last saw (with its tooltips).
+        if not self.view.get("nodes"):
+            return f"<pre>{html.escape(self.error)}\n{html.escape(self._graph.describe())}</pre>"
+        return static_svg(self._graph, self.view)
 
     def _static_text(self) -> str:
         return self._graph.describe()
+
+
+_STATIC_STYLE = (
+    "font-family:system-ui,sans-serif;max-width:100%;height:auto;"
+    "background:var(--jp-layout-color0,#fff);color:var(--jp-ui-font-color1,#222)"
+)
+
+
+def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
+    """An inline SVG of a laid-out view (every user string escaped, no script): boxes,
+    titles at 14 px and rows at 12 px, edges, a <title> tooltip per node."""
+    esc = html.escape
+    by_id = {n.id: n for n in graph.nodes}
+    clusters = {c.id: c for c in graph.clusters}
+    pad = 16
+    width, height = view["width"] + 2 * pad, view["height"] + 2 * pad
+    out = [
+        f'<svg class="jaxlab-ge-static" xmlns="http://www.w3.org/2000/svg" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" style="{_STATIC_STYLE}">',
+        f'<g transform="translate({pad},{pad})" fill="none" stroke="currentColor">',
+    ]
+    for e in view["edges"]:
+        p = e["points"]
+        d = f"M{p[0][0]},{p[0][1]}" + "".join(
+            f" C{p[i][0]},{p[i][1]} {p[i + 1][0]},{p[i + 1][1]} {p[i + 2][0]},{p[i + 2][1]}"
+            for i in range(1, len(p) - 2, 3)
+        )
+        dash = ' stroke-dasharray="6 3"' if e.get("kind") == m.CARRY else ""
+        out.append(f'<path d="{d}" stroke-opacity="0.55"{dash}/>')
+    for node_id, (x, y, w, h) in view["nodes"].items():
+        if node_id.startswith("cluster:"):
+            c = clusters[node_id[len("cluster:") :]]
+            title, rows, tip = f"▸ {c.label}", [f"{c.n_equations} equations"], c.label
+            dash = ' stroke-dasharray="4 2"'
+        else:
+            n = by_id[node_id]
+            title, tip = n.label, " · ".join(x for x in (n.label, n.raw, n.source or "") if x)
+            rows = [" ".join(n.types)] if n.types else []
+            rows += [f"= {n.value.text()}"] if n.value is not None else []
+            rows += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
+            faded = n.unused or n.role == m.FIXED
+            dash = ' stroke-dasharray="2 2" opacity="0.5"' if faded else ""
+        out.append(f'<g transform="translate({x},{y})"{dash}><title>{esc(tip)}</title>')
+        out.append(f'<rect width="{w}" height="{h}" rx="4"/>')
+        out.append(
+            f'<text x="8" y="19" fill="currentColor" stroke="none" font-size="14" '
+            f'font-weight="600">{esc(title)}</text>'
+        )
+        for k, row in enumerate(rows):
+            out.append(
+                f'<text x="8" y="{36 + 17 * k}" fill="currentColor" stroke="none" '
+                f'font-size="12">{esc(row)}</text>'
+            )
+        out.append("</g>")
+    out.append("</g></svg>")
+    notes = "".join(f"<div>{esc(note)}</div>" for note in graph.notes)
+    return f"<div><b>{esc(graph.title)}</b>{notes}{''.join(out)}</div>"
