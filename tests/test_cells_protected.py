@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
-from jaxlab.program.guard import guarded, outside_writes
 from jaxlab.compile.cell import CellJit
 from jaxlab.compile.log import CompileLog
 from jaxlab.program import ProgramError, analyse_cell
+from jaxlab.program.guard import guarded, outside_writes
 
 
 class Box:

@@ -22,8 +22,8 @@ from typing import Any
 
 import jax
 
-from ..program.guard import guarded, refuse_unfit, refuse_writes
 from ..program import analyse_cell
+from ..program.guard import guarded, refuse_unfit, refuse_writes
 from .args import GradError, is_float_leaf, parse_names
 from .report import GradReport, report_for_call
 

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ..program.guard import OutsideWrite, guarded, outside_writes, refuse_unfit
 from ..explain.trace_failure import first_line, needs_concrete_value, returns_non_array
 from ..program import CellProgram, ProgramError, analyse_cell
+from ..program.guard import OutsideWrite, guarded, outside_writes, refuse_unfit
 from .cell_inputs import (
     SplitPart,
     array_key,
