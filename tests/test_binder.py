@@ -1,12 +1,13 @@
-"""Binder (binder/) builds what a student needs and runs every tutorial.
+"""Binder (binder/) builds what a student needs, and the tutorials run there.
 
 The fast tests check the files: every requirement pinned with ``==`` as the 3.12 lock pins
 it, generated from pyproject.toml and the lock (so it cannot drift), no dev tool in a
 student's image, and the runtime, apt and postBuild files. The slow tests do what
 repo2docker would do, without Docker: a fresh virtual environment from
 ``binder/requirements.txt`` (pip from PyPI, reusing pip's cache), ``binder/postBuild``
-run from a copy of the repository, then every notebook executed in a kernel of that
-environment.
+run from a copy of the repository, then the first notebook executed in a kernel of that
+environment and every module any notebook imports imported there (each notebook runs
+once in `make test`, in tests/test_notebooks.py, against the same pins).
 """
 
 import importlib.util
@@ -229,13 +230,50 @@ def test_binder_kernels_load_jaxlab(binder_env, binder_kernel, tmp_path):
     assert ran.cells[1].outputs == []  # a notebook's own %load_ext says nothing
 
 
+def notebook_imports(path: Path) -> set[str]:
+    """The top-level modules a notebook's code cells import (magics turned into Python
+    first, as IPython runs them)."""
+    import ast
+
+    import nbformat
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    found: set[str] = set()
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(TransformerManager().transform_cell(cell.source))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def test_notebook_imports_are_found_by_the_scan():
+    assert {"jax"} <= notebook_imports(ROOT / "notebooks" / "00_welcome.ipynb")
+
+
+# Every notebook runs once in `make test` (tests/test_notebooks.py, with the lock's exact
+# pins, which Binder's requirements are checked to equal above). In Binder's environment
+# the first notebook runs whole, and every module any notebook imports must import there:
+# what the student's image lacks (a dev-only package) is what could differ.
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize(
-    "name", sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")), ids=lambda n: n[:-6]
-)
-def test_notebook_runs_in_binder(binder_kernel, name):
+def test_first_notebook_runs_in_binder(binder_kernel):
     from test_notebooks import execute
 
-    _, errors = execute(ROOT / "notebooks" / name, binder_kernel)
+    _, errors = execute(ROOT / "notebooks" / "00_welcome.ipynb", binder_kernel)
     assert errors == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_every_notebook_import_is_in_binder(binder_env):
+    modules = sorted(
+        set().union(*(notebook_imports(p) for p in (ROOT / "notebooks").glob("*.ipynb")))
+    )
+    assert "jax" in modules
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)"
+    _run([binder_env / "python", "-c", code, *modules])
