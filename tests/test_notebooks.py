@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 _GRAPH_LINE = re.compile(r"^\s*%jaxpr\b(?!.*\s(?:--text|--stablehlo|--hlo|-o)\b)", re.MULTILINE)
 _GRAD_GRAPH_LINE = re.compile(r"^\s*%%?grad\b(?=.*\s--(?:graph|split)\b)(?!.*\s-o\b)", re.MULTILINE)
+NOTEBOOK_SECONDS = 60  # each notebook, kernel start included
+NOTEBOOK_PEAK_BYTES = 1.5 * 2**30  # the kernel's peak resident memory
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +72,26 @@ def executed_folder() -> Path:
     )
 
 
-def execute(path: Path, kernel_name: str):
-    """Run a notebook top to bottom; return it with outputs and the cells' errors."""
+def kernel_peak_bytes(client) -> int | None:
+    """The kernel process's peak resident memory so far (Linux's VmHWM), or None where the
+    kernel is not a local Linux process."""
+    try:
+        pid = client.km.provisioner.process.pid
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (AttributeError, OSError):
+        return None
+    line = next((x for x in status.splitlines() if x.startswith("VmHWM:")), None)
+    return int(line.split()[1]) * 1024 if line else None  # reported in kB
+
+
+def execute(path: Path, kernel_name: str, measured: dict | None = None):
+    """Run a notebook top to bottom; return it with outputs and the cells' errors.
+
+    ``measured``, if given, receives ``wall_s`` (kernel start to last cell) and ``peak_bytes``
+    (the kernel's peak resident memory, read after every cell: the high-water mark only
+    grows, so the last reading is the notebook's peak)."""
+    import time
+
     import nbformat
     from nbclient import NotebookClient
 
@@ -83,7 +103,13 @@ def execute(path: Path, kernel_name: str):
         allow_errors=True,  # collect every failing cell rather than stop at the first
         resources={"metadata": {"path": str(path.parent)}},
     )
+    peaks: list[int | None] = []
+    client.on_cell_executed = lambda **_: peaks.append(kernel_peak_bytes(client))
+    start = time.perf_counter()
     client.execute()
+    if measured is not None:
+        measured["wall_s"] = time.perf_counter() - start
+        measured["peak_bytes"] = max((p for p in peaks if p is not None), default=None)
     errors = [
         (i, out.get("ename"), out.get("evalue"))
         for i, cell in enumerate(nb.cells)
@@ -99,10 +125,22 @@ def execute(path: Path, kernel_name: str):
 def test_notebook_runs(path, kernel_name):
     import nbformat
 
-    nb, errors = execute(path, kernel_name)
+    measured: dict = {}
+    nb, errors = execute(path, kernel_name, measured)
     saved = executed_folder() / path.name
     saved.unlink(missing_ok=True)  # a failing notebook leaves no copy for the docs to show
     assert errors == []
+    # Binder's budget (issue 14): a student's 2 CPU cores and about 2 GB.
+    print(f"{path.name}: {measured['wall_s']:.1f} s, peak {measured['peak_bytes']} bytes")
+    assert measured["wall_s"] < NOTEBOOK_SECONDS
+    assert measured["peak_bytes"] is not None and measured["peak_bytes"] < NOTEBOOK_PEAK_BYTES
+    shown = [
+        out.get("text", "") + out.get("data", {}).get("text/plain", "")
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+    ]
+    assert not [s for s in shown if "extension is already loaded" in s]  # %load_ext is silent
     for cell in graph_cells(nb):
         kinds = {k for out in cell.outputs for k in out.get("data", {})}
         assert "image/svg+xml" in kinds, cell.source
@@ -245,3 +283,25 @@ def test_docs_math_is_svg_from_the_site_not_mathjax(monkeypatch):
     # What mathtext cannot typeset is shown as its source, escaped.
     fallback = math.svg_image(r"\begin{aligned} a &= b < c \end{aligned}", display=True)
     assert fallback == r'<code class="math">\begin{aligned} a &amp;= b &lt; c \end{aligned}</code>'
+
+
+@pytest.mark.notebooks
+def test_execute_measures_the_kernels_time_and_peak_memory(kernel_name, tmp_path):
+    import nbformat
+    import numpy as np
+
+    nb = nbformat.v4.new_notebook()
+    # 600 MiB held for a moment: more than a kernel with jaxlab loaded uses by itself.
+    planted = (
+        "import numpy as np\nblock = np.ones(75 * 2**20)\ntotal = block.sum()\ndel block\ntotal"
+    )
+    nb.cells = [nbformat.v4.new_code_cell(planted)]
+    path = tmp_path / "planted.ipynb"
+    nbformat.write(nb, path)
+    measured: dict = {}
+    ran, errors = execute(path, kernel_name, measured)
+    assert errors == []
+    assert ran.cells[0].outputs[-1]["data"]["text/plain"] == repr(np.float64(75 * 2**20))
+    assert measured["peak_bytes"] >= 600 * 2**20
+    assert measured["peak_bytes"] < NOTEBOOK_PEAK_BYTES + 2**30  # a peak, not a sum of readings
+    assert 0 < measured["wall_s"] < 300
