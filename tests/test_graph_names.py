@@ -50,7 +50,9 @@ def test_grad_wrt_five_scalars_names_inputs_and_outputs_in_argument_order():
     g = r.graph
     _no_raw_names(g)
     inputs = [n.label for n in _io(g, m.INPUT)]
-    assert inputs == ["x1", "x2", "w1", "w2", "b", "∂neuron/∂neuron = 1"]
+    assert inputs == ["x1", "x2", "w1", "w2", "b"]
+    (seed,) = [n for n in g.nodes if n.role == m.SEED]
+    assert seed.label == "∂neuron/∂neuron = 1" and seed.value.scalar == 1.0
     outputs = [n.label for n in _io(g, m.OUTPUT)]
     assert outputs == ["∂neuron/∂" + a for a in ("x1", "x2", "w1", "w2", "b")]
     # Each output's value is JAX's gradient with respect to the argument it names.
@@ -63,8 +65,9 @@ def test_data_arguments_stay_named_and_fixed_without_adjoint():
     params, x, y = _params(), jnp.ones((5, 3)), jnp.full((5, 1), 0.5)
     g = grad_report(loss, params, x, y, graph=True).graph
     _no_raw_names(g)
-    assert not [n for n in g.nodes if n.kind == m.CONST]  # x and y are not folded in
-    by_label = {n.label: n for n in _io(g, m.INPUT)}
+    # x and y are not folded into constants: the only constant is the seed.
+    assert [n.role for n in g.nodes if n.kind == m.CONST] == [m.SEED]
+    by_label = {n.label: n for n in _io(g, m.INPUT) + _io(g, m.CONST)}
     assert set(by_label) == {
         "params[0]['W']",
         "params[0]['b']",

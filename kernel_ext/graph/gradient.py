@@ -3,11 +3,12 @@
 ``jax.grad(f)`` traced by itself loses names: arguments it does not differentiate are
 closed over (drawn ``const 0``), its outputs are ``out0, out1 ...`` and the seed cotangent
 is a bare literal ``1.0``. Here the program is traced as a function of *every* array
-leaf of the call plus the seed, so that each node a user can name is named by it:
+leaf of the call, so that each node a user can name is named by it:
 
 * inputs by argument name and pytree path (``x1``, ``params[0]['W']``); the ones not
   differentiated stay inputs, marked ``fixed`` (greyed, no adjoint);
-* the seed cotangent is an input ``∂loss/∂loss = 1``;
+* the seed cotangent is the constant ``∂loss/∂loss = 1`` (the program's inputs stay the
+  call's leaves, so its jaxpr runs as ``jax.grad``'s does);
 * outputs are ``∂loss/∂x1``, ``∂loss/∂params[0]['W']`` ... in argument order.
 
 The program is that of ``jax.vjp`` applied to the seed: what ``jax.grad`` runs, with the
@@ -136,9 +137,11 @@ def gradient_graph(
             f"{name} must return a float scalar to draw its gradient graph (it returns {out})"
         )
 
-    def program(*leaves_and_seed: Any) -> Any:
-        leaves, seed = list(leaves_and_seed[:-1]), leaves_and_seed[-1]
+    # The seed is closed over, so the program's inputs stay the call's leaves (its jaxpr
+    # runs as jax.grad's would); JAX keeps it as a constant, drawn ∂loss/∂loss = 1.
+    seed = jnp.ones((), out.dtype)
 
+    def program(*leaves: Any) -> Any:
         def of_chosen(chosen: list[Any]) -> Any:
             mixed = list(leaves)
             for k, v in zip(positions, chosen, strict=True):
@@ -149,10 +152,9 @@ def gradient_graph(
         (grads,) = pullback(seed)
         return grads
 
-    seed = jnp.ones((), out.dtype)
-    closed = jax.make_jaxpr(program)(*flat, seed)
+    closed = jax.make_jaxpr(program)(*flat)
     fname = name.strip("<>") or "f"
-    input_names = [*kept_names, f"∂{fname}/∂{fname} = 1"]
+    input_names = list(kept_names)
     output_names = [f"∂{fname}/∂{kept_names[k]}" for k in positions]
     graph = graph_from_jaxpr(
         closed,
@@ -164,11 +166,11 @@ def gradient_graph(
         output_names=output_names,
     )
     fixed = {f"in{k}" for k, d in enumerate(diff) if not d}
-    seed_id = f"in{len(flat)}"
+    seed_id = next((f"c{k}" for k, c in enumerate(closed.consts) if c is seed), None)
     nodes = tuple(
         dataclasses.replace(n, role=m.FIXED)
         if n.id in fixed
-        else dataclasses.replace(n, role=m.SEED)
+        else dataclasses.replace(n, role=m.SEED, label=f"∂{fname}/∂{fname} = 1")
         if n.id == seed_id
         else n
         for n in graph.nodes
@@ -179,10 +181,10 @@ def gradient_graph(
     if values:
         from .annotate import annotate
 
-        def primal(*leaves_and_seed: Any) -> Any:
-            return full(leaves_and_seed[:-1])
+        def primal(*leaves: Any) -> Any:
+            return full(leaves)
 
-        graph = annotate(graph, (*flat, seed), {}, grad=True, fun=primal)
+        graph = annotate(graph, tuple(flat), {}, grad=True, fun=primal)
     return graph
 
 
