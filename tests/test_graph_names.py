@@ -162,3 +162,23 @@ def test_grad_magic_wrt_names(ip):
     roles = {n.label: n.role for n in _io(g, m.INPUT)}
     assert roles["x2"] == roles["w2"] == roles["b"] == m.FIXED
     assert roles["x1"] == roles["w1"] == ""
+
+
+def test_grad_split_programs_name_inputs_tangents_and_gradients():
+    from jaxlab.autodiff.split import grad_split
+
+    params = _params()
+    split = grad_split(loss, params, jnp.ones((5, 3)), jnp.ones((5, 1)))
+    primal, linear, transposed = split.graphs()
+    leaves = ["params[0]['W']", "params[0]['b']", "params[1]['W']"]
+    assert [n.label for n in _io(primal, m.INPUT)] == leaves
+    assert [n.label for n in _io(primal, m.OUTPUT)] == ["loss"]
+    assert [n.label for n in _io(linear, m.INPUT)] == ["d" + s for s in leaves]
+    assert [n.label for n in _io(transposed, m.INPUT)] == ["∂loss/∂loss = 1"]
+    assert [n.label for n in _io(transposed, m.OUTPUT)] == ["∂loss/∂" + s for s in leaves]
+    for g in (primal, linear, transposed):
+        assert not any(n.label.startswith("in") for n in _io(g, m.INPUT))
+    # The transposed program's outputs, run on the seed, are the gradient they name.
+    grads = jax.tree_util.tree_leaves(jax.grad(loss)(params, jnp.ones((5, 3)), jnp.ones((5, 1))))
+    for got, want in zip(split.apply_transposed(), grads, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)

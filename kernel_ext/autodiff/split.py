@@ -51,6 +51,7 @@ class GradSplit:
     transposed: Any  # ClosedJaxpr: output cotangent -> input cotangents
     n_residuals: int
     out_shape: Any = field(compare=False, repr=False)  # ShapeDtypeStruct pytree
+    leaf_names: tuple[str, ...] = ()  # each differentiated leaf: "x1", "params[0]['W']"
 
     @property
     def programs(self) -> tuple[Any, Any, Any]:
@@ -60,9 +61,20 @@ class GradSplit:
         """The three programs as Graph models (titles say which is which)."""
         from ..graph.build import graph_from_jaxpr
 
+        # Inputs and outputs by name (issue 11): x1 in the primal, its tangent dx1 in the
+        # linearized program, the seed in and ∂f/∂x1 out of the transposed one.
+        f, leaves = self.fun_name.strip("<>") or "f", list(self.leaf_names)
+        one = self.primal is not None and len(self.primal.jaxpr.outvars) == 1
+        names: list[tuple[list[str] | None, list[str] | None]] = [
+            (leaves, [f] if one else None),
+            ([f"d{n}" for n in leaves], [f"d{f}"] if one else None),
+            (None, [f"∂{f}/∂{n}" for n in leaves]),
+        ]
+        if self.transposed is not None and len(self.transposed.jaxpr.invars) == 1:
+            names[2] = ([f"∂{f}/∂{f} = 1"], names[2][1])
         return tuple(  # type: ignore[return-value]
-            graph_from_jaxpr(p, title=f"{t}: {self.fun_name}")
-            for p, t in zip(self.programs, _TITLES, strict=True)
+            graph_from_jaxpr(p, title=f"{t}: {self.fun_name}", input_names=ins, output_names=outs)
+            for p, t, (ins, outs) in zip(self.programs, _TITLES, names, strict=True)
         )
 
     def apply_transposed(self, cotangent: Any = None) -> list[Any]:
@@ -164,4 +176,12 @@ def grad_split(
         transposed=transposed,
         n_residuals=len(linear.consts),
         out_shape=out_shape,
+        leaf_names=tuple(
+            c.name + jax.tree_util.keystr(path)
+            for c in sel.chosen
+            for (path, _), d in zip(
+                jax.tree_util.tree_flatten_with_path(c.value)[0], c.mask, strict=True
+            )
+            if d
+        ),
     )
