@@ -112,7 +112,11 @@ def _dot_of(graph: m.Graph, view: dict[str, Any]) -> tuple[str, list[str]]:
         else:
             n = by_id[v]
             rows = 1 + bool(n.types) + (n.value is not None) + (n.adjoint is not None)
-            width = max([len(n.label), len(" ".join(n.types)) * 0.9, 14])
+            texts = [" ".join(n.types)]
+            texts += [f"= {n.value.text()}"] if n.value is not None else []
+            texts += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
+            # Rows are 12 px against the title's 14: about 0.85 of a title character.
+            width = max([len(n.label), *(len(t) * 0.85 for t in texts), 14])
         inches = min(max(width * 8 + 20, 60), 420) / _DPI
         return f"width={inches:.3f} height={(rows * 17 + 12) / _DPI:.3f}"
 
@@ -291,14 +295,20 @@ def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
         out.append(f'<rect width="{w}" height="{h}" rx="4"/>')
         out.append(
             f'<text x="8" y="19" fill="currentColor" stroke="none" font-size="14" '
-            f'font-weight="600">{esc(title)}</text>'
+            f'font-weight="600">{esc(_clip(title, w, 8.5))}</text>'
         )
         for k, row in enumerate(rows):
             out.append(
                 f'<text x="8" y="{36 + 17 * k}" fill="currentColor" stroke="none" '
-                f'font-size="12">{esc(row)}</text>'
+                f'font-size="12">{esc(_clip(row, w, 7))}</text>'
             )
         out.append("</g>")
     out.append("</g></svg>")
     notes = "".join(f"<div>{esc(note)}</div>" for note in graph.notes)
     return f"<div><b>{esc(graph.title)}</b>{notes}{''.join(out)}</div>"
+
+
+def _clip(text: str, width: float, px: float) -> str:
+    """``text`` cut to fit a box ``width`` wide (the whole of it is in the tooltip)."""
+    most = max(4, int((width - 14) // px))
+    return text if len(text) <= most else text[: most - 1] + "…"

@@ -27,6 +27,13 @@ function h(tag, cls, text) {
   return node;
 }
 
+/** Text cut to what fits a box ``width`` px wide at ``px`` per character (the rest is
+ * in the tooltip), so nothing crosses a border. */
+function clip(text, width, px) {
+  const most = Math.max(4, Math.floor((width - 14) / px));
+  return text.length <= most ? text : text.slice(0, most - 1) + "…";
+}
+
 function rows(n) {
   const out = [];
   if (n.types && n.types.length) out.push(["jaxlab-ge-type", n.types.join(" ")]);
@@ -144,7 +151,7 @@ function draw(model, el, state) {
       const c = clusters.get(id.slice(8));
       item.setAttribute("class", "jaxlab-ge-node jaxlab-ge-closed");
       item.append(s("rect", { width: w, height: hh, rx: 6 }));
-      item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, `▸ ${c.label}`));
+      item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(`▸ ${c.label}`, w, 8.5)));
       item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, `${c.n_equations} equations · click to open`));
       item.append(s("title", {}, `${c.label}: ${c.n_equations} equations`));
       item.addEventListener("click", () => model.send({ type: "toggle", cluster: c.id }));
@@ -152,9 +159,11 @@ function draw(model, el, state) {
       const n = byId.get(id);
       item.setAttribute("class", classes(n));
       item.append(s("rect", { width: w, height: hh, rx: n.kind === "port" ? hh / 2 : 4 }));
-      item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, n.label));
+      item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(n.label, w, 8.5)));
       rows(n).forEach(([cls, text], k) =>
-        item.append(s("text", { x: 8, y: 36 + 17 * k, class: "jaxlab-ge-row " + cls }, text)),
+        item.append(
+          s("text", { x: 8, y: 36 + 17 * k, class: "jaxlab-ge-row " + cls }, clip(text, w, 7)),
+        ),
       );
       item.append(s("title", {}, tooltip(n)));
       item.addEventListener("click", () => select(id));
