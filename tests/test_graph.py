@@ -486,3 +486,33 @@ def test_explorer_static_twin_draws_the_last_view_escaped():
     # One <g> per node of the view, at the positions the browser draws.
     assert html.count("<rect ") == len(w.view["nodes"])
     assert 'font-size="14"' in html and 'font-size="9"' not in html
+
+
+def test_explorer_groups_named_scopes_forward_and_backward_apart():
+    from jaxlab.widgets import GraphExplorer
+
+    def f(x, w):
+        with jax.named_scope("layer1"):
+            h = jnp.tanh(x @ w)
+        with jax.named_scope("head"):
+            return jnp.sum(h**2)
+
+    g = jaxlab.jaxpr_graph(f, jnp.ones((2, 3)), jnp.ones((3, 4)), grad=True)
+    scopes = {n.id: n.scope for n in g.equations}
+    assert set(scopes.values()) == {"layer1", "head"}  # transform wrappers stripped
+    w = GraphExplorer(g)
+    boxes = {c["id"]: c for c in w.model["clusters"] if c["primitive"] == "scope"}
+    assert set(boxes) == {
+        "scope:forward:layer1",
+        "scope:forward:head",
+        "scope:backward:layer1",
+        "scope:backward:head",
+    }
+    assert boxes["scope:backward:head"]["label"] == "head · backward"
+    forward_layer1 = [n for n in g.equations if n.scope == "layer1" and n.phase == m.FORWARD]
+    assert boxes["scope:forward:layer1"]["n_equations"] == len(forward_layer1)
+    # Closed, each scope is one box; opened, its equations are drawn.
+    assert set(w.view["nodes"]) >= {"cluster:" + c for c in boxes}
+    w.toggle("scope:forward:layer1")
+    assert {n.id for n in forward_layer1} <= set(w.view["nodes"])
+    assert w.view["frames"] == ["scope:forward:layer1"]

@@ -17,6 +17,7 @@ what depends on it. Saved and exported notebooks show the static SVG of the grap
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import shutil
 import subprocess
@@ -188,6 +189,35 @@ def layout(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
     }
 
 
+def with_scopes(graph: m.Graph) -> m.Graph:
+    """``graph`` with its top-level equations grouped by ``jax.named_scope`` (as
+    TensorBoard groups by name scope): a cluster per scope path, forward and backward
+    apart (``scope:forward:layer1``), to open and close like a nested program."""
+    clusters: dict[str, m.Cluster] = {}
+    nodes = []
+    for n in graph.nodes:
+        if n.cluster is not None or not n.scope or n.kind not in (m.EQUATION, m.COLLAPSED):
+            nodes.append(n)
+            continue
+        parent = None
+        parts = n.scope.split("/")
+        for k in range(len(parts)):
+            cid = f"scope:{n.phase or ''}:{'/'.join(parts[: k + 1])}"
+            if cid not in clusters:
+                back = " · backward" if n.phase == m.BACKWARD else ""
+                clusters[cid] = m.Cluster(cid, "scope", parts[k] + back, parent, k + 1, 0)
+            clusters[cid] = dataclasses.replace(
+                clusters[cid], n_equations=clusters[cid].n_equations + max(n.n_equations, 1)
+            )
+            parent = cid
+        nodes.append(dataclasses.replace(n, cluster=parent))
+    if not clusters:
+        return graph
+    return dataclasses.replace(
+        graph, nodes=tuple(nodes), clusters=(*graph.clusters, *clusters.values())
+    )
+
+
 def _node_record(n: m.Node) -> dict[str, Any]:
     record = asdict(n)
     record["value"] = n.value.text() if n.value is not None else None
@@ -206,8 +236,9 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     def __init__(self, graph: m.Graph, *, opened: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._graph = graph
-        data = graph.to_dict()
-        data["nodes"] = [_node_record(n) for n in graph.nodes]
+        self._drawn = with_scopes(graph)  # what the explorer draws: scopes as clusters
+        data = self._drawn.to_dict()
+        data["nodes"] = [_node_record(n) for n in self._drawn.nodes]
         self.model = data
         self.observe(self._relayout, names=["opened"])
         self.on_msg(self._message)
@@ -225,7 +256,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
             self.opened = [
                 c for c in self.opened if c != cluster and not c.startswith(cluster + "/")
             ]
-        elif any(c.id == cluster for c in self._graph.clusters):
+        elif any(c.id == cluster for c in self._drawn.clusters):
             self.opened = [*self.opened, cluster]
 
     def _message(self, _: Any, content: dict[str, Any], buffers: Any = None) -> None:
@@ -234,7 +265,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
 
     def _relayout(self, change: Any = None) -> None:
         try:
-            self.view = layout(self._graph, self.opened)
+            self.view = layout(self._drawn, self.opened)
             self.error = ""
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             self.error = str(e)
@@ -245,7 +276,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         # run, and the saved notebook shows what the user last saw (with its tooltips).
         if not self.view.get("nodes"):
             return f"<pre>{html.escape(self.error)}\n{html.escape(self._graph.describe())}</pre>"
-        return static_svg(self._graph, self.view)
+        return static_svg(self._drawn, self.view)
 
     def _static_text(self) -> str:
         return self._graph.describe()

@@ -539,6 +539,7 @@ class _Emitter:
                 source=source_line(eqn),
                 params="" if collapsed else params,
                 raw="" if collapsed else raw,
+                scope=_scope(name_stack(eqn)),
                 phase=phase,
                 summary=_summary(item.primitive_counts()) if collapsed else "",
                 n_equations=item.n_equations if collapsed else 1,
@@ -547,6 +548,14 @@ class _Emitter:
         for v in eqn.invars:
             self._edge_from(v, item.id)
         self._produce(eqn.outvars, item.id, eqn)
+
+
+def _scope(stack: str) -> str:
+    """The named-scope path without JAX's transform wrappers:
+    ``transpose(jvp(model/layer1))`` -> ``model/layer1``."""
+    while (m_ := re.match(r"^\w+\((.*)\)$", stack)) is not None:
+        stack = m_.group(1)
+    return stack
 
 
 def _role_label(primitive: str, role: str, boolean: bool = False) -> str:

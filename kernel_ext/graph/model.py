@@ -72,6 +72,7 @@ class Node:
     role: str = ""  # FIXED / SEED for such inputs of gradient graphs
     raw: str = ""  # equations: the primitive and parameters as JAX prints them (for hover)
     unused: bool = False  # an equation whose results reach no output (greyed, marked)
+    scope: str = ""  # equations: the jax.named_scope path they ran under ("layer1/attn")
 
     @property
     def shape(self) -> str | None:
