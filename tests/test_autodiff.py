@@ -380,7 +380,7 @@ def test_graph_option_names_inputs_after_the_argument():
         graph=True,
     )
     assert r.graph.grad
-    assert [n.label for n in r.graph.nodes if n.kind == "input"] == ["params['w']"]
+    assert [n.label for n in r.graph.nodes if n.kind == "input"] == ["params['w']", "x"]
     assert r.graph.node("in0").adjoint is not None
 
 
