@@ -24,7 +24,10 @@ when the notebook carries the widget's saved state, and the twin otherwise.
 from __future__ import annotations
 
 import html
+import threading
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,50 @@ def _front_end_updates_displays() -> bool:
     from IPython import get_ipython
 
     return getattr(get_ipython(), "kernel", None) is not None
+
+
+class Throttle:
+    """Calls ``push`` at most once per ``interval`` seconds while changes stream in (a loop
+    that compiles or splits keys), and once more after the last change, so the view always
+    ends on the latest state::
+
+        throttle = Throttle(widget.refresh)
+        store.subscribe(lambda *_: throttle.changed())   # now, or once the interval ends
+    """
+
+    def __init__(self, push: Callable[[], None], interval: float = 0.25) -> None:
+        self._push = push
+        self._interval = interval
+        self._lock = threading.RLock()
+        self._timer: threading.Timer | None = None
+        self._last = 0.0
+
+    def changed(self, now: bool = False) -> None:
+        """A change: push at once (``now``, or the interval has passed) or schedule one."""
+        with self._lock:
+            if now or time.monotonic() - self._last >= self._interval:
+                self.cancel()
+                self._push_now()
+            elif self._timer is None:
+                self._timer = threading.Timer(self._interval, self._trailing)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def cancel(self) -> None:
+        """Drop a scheduled push (the widget is closing)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def _trailing(self) -> None:
+        with self._lock:
+            self._timer = None
+            self._push_now()
+
+    def _push_now(self) -> None:
+        self._push()
+        self._last = time.monotonic()
 
 
 def asset(name: str) -> str:

@@ -15,8 +15,6 @@ height.
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import traitlets
@@ -24,9 +22,7 @@ import traitlets
 from jaxlab.compile.log import CompileEvent, CompileLog, compile_log
 from jaxlab.compile.log_view import log_html, log_text
 
-from ._base import JaxlabWidget
-
-PUSH_INTERVAL_S = 0.25  # at most four updates a second while a cell compiles in a loop
+from ._base import JaxlabWidget, Throttle
 
 
 def _event_state(e: CompileEvent) -> dict[str, Any]:
@@ -55,9 +51,8 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
     def __init__(self, log: CompileLog | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._log = log if log is not None else compile_log()
-        self._last_push = 0.0
-        self._lock = threading.RLock()
-        self._timer: threading.Timer | None = None
+        # a loop that compiles often sends at most four updates a second
+        self._throttle = Throttle(self.refresh)
         self.refresh()
         self._unsubscribe = self._log.subscribe(self._changed)
 
@@ -100,34 +95,15 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         with self.hold_sync():
             self.functions = functions
             self.session = session
-        self._last_push = time.monotonic()
 
     def _changed(self, kind: str) -> None:
-        # Called by the log after each compilation (during a cell) and after each cell:
-        # a loop that compiles often sends at most one update per PUSH_INTERVAL_S.
-        with self._lock:
-            if kind != "event" or time.monotonic() - self._last_push >= PUSH_INTERVAL_S:
-                self._cancel_timer()
-                self.refresh()
-            elif self._timer is None:
-                self._timer = threading.Timer(PUSH_INTERVAL_S, self._trailing)
-                self._timer.daemon = True
-                self._timer.start()
-
-    def _trailing(self) -> None:
-        with self._lock:
-            self._timer = None
-            self.refresh()
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        # Called by the log after each compilation (during a cell) and after each cell; the
+        # end of a cell is shown at once.
+        self._throttle.changed(now=kind != "event")
 
     def close(self) -> None:
         self._unsubscribe()
-        with self._lock:
-            self._cancel_timer()
+        self._throttle.cancel()
         super().close()
 
     def _static_html(self) -> str:

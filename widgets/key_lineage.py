@@ -13,8 +13,6 @@ call site with counts (see ``jaxlab.keys.tree``).
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import asdict
 from typing import Any
 
@@ -25,9 +23,7 @@ from jaxlab.keys.record import key_lineage
 from jaxlab.keys.tree import lineage_tree
 from jaxlab.keys.view import lineage_html, lineage_text
 
-from ._base import JaxlabWidget
-
-PUSH_INTERVAL_S = 0.25  # a loop that splits keys sends at most four updates a second
+from ._base import JaxlabWidget, Throttle
 
 
 class KeyLineage(JaxlabWidget, static="key_lineage"):
@@ -41,9 +37,8 @@ class KeyLineage(JaxlabWidget, static="key_lineage"):
     def __init__(self, lineage: Lineage | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._lineage = lineage if lineage is not None else key_lineage()
-        self._lock = threading.RLock()
-        self._timer: threading.Timer | None = None
-        self._last_push = 0.0
+        # a loop that splits keys sends at most four updates a second
+        self._throttle = Throttle(self.refresh)
         self.refresh()
         self._unsubscribe = self._lineage.subscribe(self._changed)
 
@@ -78,28 +73,13 @@ class KeyLineage(JaxlabWidget, static="key_lineage"):
                 "dropped": self._lineage.dropped,
                 "cells": cells,
             }
-        self._last_push = time.monotonic()
 
     def _changed(self) -> None:
-        with self._lock:
-            if time.monotonic() - self._last_push >= PUSH_INTERVAL_S:
-                self.refresh()
-            elif self._timer is None:
-                self._timer = threading.Timer(PUSH_INTERVAL_S, self._trailing)
-                self._timer.daemon = True
-                self._timer.start()
-
-    def _trailing(self) -> None:
-        with self._lock:
-            self._timer = None
-            self.refresh()
+        self._throttle.changed()
 
     def close(self) -> None:
         self._unsubscribe()
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        self._throttle.cancel()
         super().close()
 
     def _static_html(self) -> str:
