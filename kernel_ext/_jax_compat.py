@@ -34,22 +34,27 @@ class JitCall(NamedTuple):
     defined_at: str  # JAX's "f at /path/file.py:12", or ""
 
 
-def jit_call_being_traced() -> JitCall | None:
-    """The call ``jit`` is tracing right now (from a monitoring listener), or None."""
+def _caller_locals(where: tuple[str, str], names: Sequence[str]) -> dict[str, Any] | None:
+    """The locals of the nearest calling frame of function ``where[0]`` in a file ending
+    ``where[1]`` (within ``_JIT_TRACE_DEPTH`` frames), if it has every one of ``names``."""
     import sys
 
-    frame = sys._getframe(1)
+    frame = sys._getframe(2)
     for _ in range(_JIT_TRACE_DEPTH):
         if frame is None:
             return None
         code = frame.f_code
-        if code.co_name == _JIT_TRACE_FRAME[0] and code.co_filename.endswith(_JIT_TRACE_FRAME[1]):
-            break
+        if code.co_name == where[0] and code.co_filename.endswith(where[1]):
+            found = frame.f_locals
+            return dict(found) if all(name in found for name in names) else None
         frame = frame.f_back  # type: ignore[assignment]
-    else:
-        return None
-    found = frame.f_locals
-    if not all(name in found for name in _JIT_TRACE_LOCALS):
+    return None
+
+
+def jit_call_being_traced() -> JitCall | None:
+    """The call ``jit`` is tracing right now (from a monitoring listener), or None."""
+    found = _caller_locals(_JIT_TRACE_FRAME, _JIT_TRACE_LOCALS)
+    if found is None:
         return None
     try:
         ji, dbg = found["ji"], found["dbg"]
@@ -81,20 +86,8 @@ _LOWERING_LOCALS = ("closed_jaxpr", "in_avals", "arg_names", "num_const_args")
 
 def jaxpr_being_lowered() -> JitCall | None:
     """The program JAX is lowering right now (from a monitoring listener), or None."""
-    import sys
-
-    frame = sys._getframe(1)
-    for _ in range(_JIT_TRACE_DEPTH):
-        if frame is None:
-            return None
-        code = frame.f_code
-        if code.co_name == _LOWERING_FRAME[0] and code.co_filename.endswith(_LOWERING_FRAME[1]):
-            break
-        frame = frame.f_back  # type: ignore[assignment]
-    else:
-        return None
-    found = frame.f_locals
-    if not all(name in found for name in _LOWERING_LOCALS):
+    found = _caller_locals(_LOWERING_FRAME, _LOWERING_LOCALS)
+    if found is None:
         return None
     try:
         skip = int(found["num_const_args"])
