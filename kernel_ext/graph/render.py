@@ -3,6 +3,10 @@
 Every piece of text that reaches DOT goes through :func:`_html` (labels are HTML-like,
 so ``<``, ``>``, ``&`` and quotes are entities) or :func:`_quoted` (attribute strings),
 both without control characters (``dot`` rejects them: they are written ``\\x01``).
+Text is drawn at 14 px for titles and 12 px for every other row (Graphviz's points at
+72 dpi are the SVG's user units); each node's tooltip holds its raw JAX form, type,
+source line, value and adjoint, one per line. Arguments not differentiated and
+equations that reach no output are greyed; a loop's carry is a dashed loop-back edge.
 The kernel never hangs on a drawing: ``dot`` runs with ``nslimit``/``mclimit`` and a
 wall-clock timeout, and the mimebundle falls back to the text view with a message.
 """
@@ -37,6 +41,13 @@ _FILL = {
 }
 _PHASE_FILL = {m.FORWARD: "#dbe8fb", m.BACKWARD: "#fbdcdc", None: "#ffffff"}
 _PHASE_BORDER = {m.FORWARD: "#3b6fb6", m.BACKWARD: "#b63b3b", None: "#7a7a7a"}
+# Greyed nodes: fixed (not differentiated) arguments and unused equations. The grey text
+# keeps 4.5:1 contrast on its fill.
+_GREY_FILL, _GREY_TEXT, _GREY_BORDER = "#f2f2f2", "#5f5f5f", "#9a9a9a"
+_CARRY = "#7b4fb0"
+# Font sizes in points = px in the SVG: titles, other rows (issue 11: readable at 1280x720).
+TITLE_PT, ROW_PT = 14, 12
+_ROW = f'<font point-size="{ROW_PT}"'
 
 
 class RenderError(RuntimeError):
@@ -92,23 +103,76 @@ def _summary(n: m.Node) -> str:
     return n.summary
 
 
+def _greyed(n: m.Node) -> bool:
+    return n.role == m.FIXED or n.unused
+
+
 def _node_label(n: m.Node) -> str:
     rows: list[str] = []
     head = _html(n.label)
     rows.append(f"<b>{head}</b>" if n.kind in (m.EQUATION, m.COLLAPSED, m.SEGMENT) else head)
+    grey = _greyed(n)
+    muted = _GREY_TEXT if grey else "#555555"
     if n.kind in (m.COLLAPSED, m.SEGMENT) and n.summary:
-        rows.append(f'<font point-size="8">{_html(_summary(n))}</font>')
+        rows.append(f"{_ROW}>{_html(_summary(n))}</font>")
     if n.params:
-        rows.append(f'<font point-size="8" color="#555555">{_html(n.params)}</font>')
+        rows.append(f'{_ROW} color="{muted}">{_html(n.params)}</font>')
     if n.types:
-        rows.append(f'<font point-size="8" color="#555555">{_html(" ".join(n.types))}</font>')
+        rows.append(f'{_ROW} color="{muted}">{_html(" ".join(n.types))}</font>')
     if n.value is not None:
-        rows.append(f'<font point-size="8">= {_html(n.value.text())}</font>')
-    if n.adjoint is not None:
-        rows.append(f'<font point-size="8" color="#b63b3b">∂ {_html(n.adjoint.text())}</font>')
+        rows.append(f"{_ROW}>= {_html(n.value.text())}</font>")
+    if n.adjoint is not None and n.role != m.FIXED:  # a fixed argument has no adjoint
+        red = _GREY_TEXT if grey else "#b63b3b"  # an unused equation's adjoint, greyed
+        rows.append(f'{_ROW} color="{red}">∂ {_html(n.adjoint.text())}</font>')
+    if n.role == m.FIXED:
+        rows.append(f'{_ROW} color="{_GREY_TEXT}"><i>fixed: not differentiated</i></font>')
+    if n.unused:
+        rows.append(f'{_ROW} color="{_GREY_TEXT}"><i>unused: reaches no output</i></font>')
     if n.residual:
-        rows.append('<font point-size="8" color="#c26a00">saved for backward</font>')
+        rows.append(f'{_ROW} color="#c26a00">saved for backward</font>')
     return "<" + "<br/>".join(rows) + ">"
+
+
+# Average glyph widths (em) of a browser's sans-serif, a little generous: dot measures with
+# Helvetica's metrics, narrower than what the browser draws, so each box is sized by these.
+_TITLE_EM, _ROW_EM, _PAD_PX = 0.68, 0.62, 24
+
+
+def _min_width(n: m.Node) -> float:
+    """The box width (inches) that holds the node's widest row as a browser draws it."""
+    title = len(_printable(n.label)) * _TITLE_EM * TITLE_PT
+    texts = [" ".join(n.types), n.params, _summary(n) if n.summary else ""]
+    texts += [f"= {n.value.text()}"] if n.value is not None else []
+    texts += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
+    texts += ["fixed: not differentiated"] if n.role == m.FIXED else []
+    texts += ["unused: reaches no output"] if n.unused else []
+    texts += ["saved for backward"] if n.residual else []
+    widest = max([title, *(len(_printable(t)) * _ROW_EM * ROW_PT for t in texts)])
+    # dot centres each row by its own narrower measure, so the row's far end reaches
+    # further right than half the browser's width: 1.2x leaves room for that shift.
+    scale = 1.45 if n.kind == m.PORT else 1.0  # an ellipse's text spans ~1/√2 of it
+    return (widest * 1.2 + _PAD_PX) * scale / 72
+
+
+def _tooltip(n: m.Node) -> str:
+    """The node's hover text, one fact a line: label, raw JAX form, type, source, value,
+    adjoint, and why it is greyed. Each line is escaped; ``&#10;`` breaks the lines."""
+    lines = [n.label]
+    if n.raw and n.raw != n.label:
+        lines.append(f"jax: {n.raw}")
+    if n.types:
+        lines.append(" ".join(n.types))
+    if n.source:
+        lines.append(n.source)
+    if n.value is not None:
+        lines.append(f"value = {n.value.text()}")
+    if n.adjoint is not None and n.role != m.FIXED:
+        lines.append(f"adjoint ∂ = {n.adjoint.text()}")
+    if n.role == m.FIXED:
+        lines.append("fixed: not differentiated, so it has no ∂ row")
+    if n.unused:
+        lines.append("unused: its result reaches no output")
+    return '"' + "&#10;".join(_quoted(line)[1:-1] for line in lines) + '"'
 
 
 def _node_attrs(n: m.Node) -> str:
@@ -116,13 +180,20 @@ def _node_attrs(n: m.Node) -> str:
         fill, shape = "#f7f7f7", "ellipse"
     else:
         fill = _FILL.get(n.kind, _PHASE_FILL.get(n.phase, "#ffffff"))
-        shape = {m.COLLAPSED: "box3d", m.SEGMENT: "box3d", m.OUTPUT: "cds"}.get(n.kind, "box")
+        # Outputs are boxes too: a cds arrow's point cut into long labels.
+        shape = {m.COLLAPSED: "box3d", m.SEGMENT: "box3d"}.get(n.kind, "box")
     color = "#c26a00" if n.residual else _PHASE_BORDER.get(n.phase, "#7a7a7a")
-    attrs = [f"label={_node_label(n)}", f"shape={shape}", f'fillcolor="{fill}"', f'color="{color}"']
+    attrs = [f"label={_node_label(n)}", f"shape={shape}", f"width={_min_width(n):.2f}"]
+    if _greyed(n):
+        fill, color = _GREY_FILL, _GREY_BORDER
+        style = "filled,dashed" if shape == "ellipse" else "rounded,filled,dashed"
+        attrs += [f'style="{style}"', f'fontcolor="{_GREY_TEXT}"']
+    attrs += [f'fillcolor="{fill}"', f'color="{color}"']
     if n.residual:
         attrs.append("penwidth=2")
-    tip = " · ".join(x for x in (n.label, " ".join(n.types), n.source or "") if x)
-    attrs.append(f"tooltip={_quoted(tip)}")
+    elif n.kind == m.OUTPUT:
+        attrs.append("penwidth=2")  # outputs stand out by a heavier border
+    attrs.append(f"tooltip={_tooltip(n)}")
     attrs.append(f"id={_quoted('node_' + n.id)}")
     return " ".join(attrs)
 
@@ -147,7 +218,19 @@ def _legend(graph: m.Graph) -> list[str]:
         values.append('<font color="#b63b3b">∂ adjoint</font> (∂output/∂node)')
     if values:
         rows.append(", ".join(values) + ": a number, or μ mean [min, max] of an array")
-    return [f'<font point-size="9">{row}</font>' for row in rows]
+    greyed = []
+    if any(n.role == m.FIXED for n in nodes):
+        greyed.append("arguments held fixed (not differentiated)")
+    if any(n.unused for n in nodes):
+        greyed.append("equations whose results reach no output")
+    if greyed:
+        rows.append(f'<font color="{_GREY_TEXT}">grey, dashed: {" and ".join(greyed)}</font>')
+    if any(e.kind == m.CARRY for e in graph.edges):
+        rows.append(
+            f'<font color="{_CARRY}">dashed arrow "carry"</font>: '
+            "a loop body's result fed back to it for the next iteration"
+        )
+    return [f"{_ROW}>{row}</font>" for row in rows]
 
 
 def graph_to_dot(graph: m.Graph) -> str:
@@ -165,11 +248,13 @@ def graph_to_dot(graph: m.Graph) -> str:
     heading = "".join(f'{row}<br align="left"/>' for row in title)
     lines = [
         "digraph jaxpr {",
-        "  graph [rankdir=TB fontname=Helvetica fontsize=10 newrank=true ranksep=0.35 "
-        f"labelloc=t labeljust=l label=<{heading}>];",
-        '  node [shape=box style="rounded,filled" fontname=Helvetica fontsize=10 '
-        'height=0.25 margin="0.08,0.05"];',
-        '  edge [arrowsize=0.5 color="#666666"];',
+        f"  graph [rankdir=TB fontname=Helvetica fontsize={TITLE_PT} newrank=true "
+        f"ranksep=0.4 labelloc=t labeljust=l label=<{heading}>];",
+        # A wide margin: browsers' sans-serif runs wider than dot's Helvetica metrics,
+        # and the text must stay inside its box.
+        '  node [shape=box style="rounded,filled" fontname=Helvetica '
+        f'fontsize={TITLE_PT} height=0.3 margin="0.2,0.06"];',
+        f'  edge [arrowsize=0.6 color="#666666" fontname=Helvetica fontsize={ROW_PT}];',
     ]
 
     def emit(cluster: str | None, indent: str) -> None:
@@ -178,7 +263,7 @@ def graph_to_dot(graph: m.Graph) -> str:
         for c in children.get(cluster, []):
             lines.append(f"{indent}subgraph {_quoted('cluster_' + c.id)} {{")
             eqns = _count(c.n_equations, "eqn")
-            label = f"<b>{_html(c.label)}</b> <font point-size='8'>{eqns}</font>"
+            label = f"<b>{_html(c.label)}</b> {_ROW}>{eqns}</font>"
             lines.append(
                 f'{indent}  label=<{label}>; style="rounded,dashed"; color="#8a8a8a"; '
                 f"id={_quoted('clusterbox_' + c.id)}; tooltip={_quoted(c.label)};"
@@ -188,7 +273,15 @@ def graph_to_dot(graph: m.Graph) -> str:
 
     emit(None, "  ")
     for e in graph.edges:
-        lines.append(f"  {_quoted(e.src)} -> {_quoted(e.dst)};")
+        if e.kind == m.CARRY:
+            # Loop-back: drawn against the flow, so it must not constrain the ranks.
+            lines.append(
+                f"  {_quoted(e.src)} -> {_quoted(e.dst)} [style=dashed constraint=false "
+                f'color="{_CARRY}" fontcolor="{_CARRY}" label="carry" '
+                'tooltip="loop carry: the next iteration\'s input" class=carry];'
+            )
+        else:
+            lines.append(f"  {_quoted(e.src)} -> {_quoted(e.dst)};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
