@@ -124,6 +124,7 @@ def test_help_lists_options(shell):
     doc = shell.find_line_magic("grad").__doc__
     for option in ("--wrt", "--argnums", "--check", "--hessian", "--hvp", "--split", "--graph"):
         assert option in doc
+    assert "--static" in doc and "GraphExplorer" in doc
 
 
 # --------------------------------------------------------------------------- %%grad
@@ -239,3 +240,65 @@ def test_check_graph_and_split_on_an_equinox_max_pool(shell):
     s = shell.run_line_magic("grad", "-o --split pool_loss(net, sig)")
     (only,) = s.apply_transposed()  # one cotangent: w's, none for the pool's -inf
     np.testing.assert_allclose(only, want, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- the explorer
+
+
+def test_live_notebook_grad_graph_shows_the_explorer_and_static_keeps_the_svg(shell, monkeypatch):
+    from jaxlab.magics import grad as magic
+    from jaxlab.magics import jaxpr as jaxpr_magic
+    from jaxlab.widgets import GraphExplorer
+
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+    shell.run_line_magic("grad", "--graph loss(w, x)")  # a terminal shell: the static view
+    (report,) = shown
+    assert isinstance(report, GradReport) and report.graph is not None
+
+    class Live:
+        kernel = object()
+
+    monkeypatch.setattr(jaxpr_magic, "get_ipython", lambda: Live())
+    shown.clear()
+    shell.run_line_magic("grad", "--graph loss(w, x)")
+    table, explorer = shown
+    assert isinstance(table, GradReport) and table.graph is None  # the table, no SVG
+    assert "<svg" not in table._repr_mimebundle_()["text/html"]
+    want = jax.grad(lambda w: jnp.sum(jnp.tanh(shell.user_ns["x"] @ w) ** 2))(shell.user_ns["w"])
+    np.testing.assert_allclose(table.grad, want, rtol=1e-6)
+    assert isinstance(explorer, GraphExplorer) and explorer.graph.grad
+    assert explorer.view["nodes"]  # laid out on creation
+    w_node = explorer.graph.node("in0")
+    assert w_node.label == "w" and w_node.adjoint is not None
+    assert explorer.graph.node("in1").label == "x" and explorer.graph.node("in1").role == "fixed"
+    # Its static twin (what a saved notebook shows) is the last view, with tooltips.
+    twin = explorer.static_bundle()["text/html"]
+    assert "<svg" in twin and "<title>" in twin
+    # The cell magic too.
+    shown.clear()
+    shell.run_cell_magic("grad", "--wrt w --graph", "loss(w, x)")
+    table, explorer = shown  # (a widget's class is made per instance: isinstance)
+    assert isinstance(table, GradReport) and isinstance(explorer, GraphExplorer)
+    assert table.graph is None and explorer.graph.node("in0").label == "w"
+    # --static keeps the report with its SVG inside; -o returns the report whole.
+    shown.clear()
+    shell.run_line_magic("grad", "--graph --static loss(w, x)")
+    (static,) = shown
+    assert isinstance(static, GradReport) and static.graph is not None
+    if shutil.which("dot"):
+        html = static._repr_mimebundle_()["text/html"]
+        assert "<svg" in html and 'font-size="14.00"' in html
+    returned = shell.run_line_magic("grad", "-o --graph loss(w, x)")
+    assert isinstance(returned, GradReport) and returned.graph is not None
+
+
+@pytest.mark.parametrize("magic", ["line", "cell"])
+def test_static_without_graph_is_a_usage_error(shell, magic):
+    before = _names(shell)
+    with pytest.raises(UsageError, match="--static chooses how --graph draws; add --graph"):
+        if magic == "line":
+            shell.run_line_magic("grad", "--static loss(w, x)")
+        else:
+            shell.run_cell_magic("grad", "--wrt w --static", "loss(w, x)")
+    assert _names(shell) == before

@@ -6,6 +6,7 @@
     %grad --wrt w,b loss(x, w, b)          # ... w.r.t. arguments by name (--argnums 1,2)
     %grad --check loss(params, x)          # ... with a finite-difference check
     %grad --graph loss(params, x)          # ... with the annotated gradient graph below
+    %grad --graph --static loss(params, x) # ... drawn as a static SVG, not the explorer
     %grad f(x)                             # a non-scalar output gives its Jacobian
     %grad --hessian f(x)                   # the Hessian (--hvp v: Hessian-vector product)
     %grad --split f(x)                     # primal, linearized (JVP), transposed (VJP)
@@ -15,6 +16,10 @@
     y = jnp.tanh(x @ w + b)                # w.r.t. notebook variables: stores grad_w,
     ((y - t) ** 2).mean()                  # grad_b and the report as _grad
 
+In a live notebook ``--graph`` shows the graph in the GraphExplorer (clusters that open,
+search, hover), as ``%jaxpr`` does; ``--static``, a terminal and ``-o`` keep the static SVG
+(and a saved notebook shows the explorer's static twin).
+
 The plain-Python twins are ``jaxlab.grad_report``, ``jaxlab.grad_split`` and
 ``jaxlab.grad_cell``.
 """
@@ -22,6 +27,7 @@ The plain-Python twins are ``jaxlab.grad_report``, ``jaxlab.grad_split`` and
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -52,6 +58,11 @@ class GradMagics(Magics):
     @argument("--graph", action="store_true", help="Show the annotated gradient graph.")
     @argument("--split", action="store_true", help="Primal, linearized and transposed programs.")
     @argument(
+        "--static",
+        action="store_true",
+        help="With --graph: the static SVG rather than the GraphExplorer (a live notebook's).",
+    )
+    @argument(
         "-o", dest="output", action="store_true", help="Return the result instead of displaying it."
     )
     @argument("call", nargs="*", help="The call to differentiate, e.g. loss(params, x).")
@@ -66,6 +77,8 @@ class GradMagics(Magics):
         args = parse_options(self.grad, options, cell=cell is not None)
         ns = self.shell.user_ns if self.shell is not None else {}
         magic, what = ("%grad", f"`{source}`") if cell is None else ("%%grad", "the cell")
+        if args.static and not args.graph:
+            raise UsageError(f"{magic}: --static chooses how --graph draws; add --graph")
         with watching(magic, f"differentiating {what}"):
             try:
                 result = _line(args, source, ns) if cell is None else _cell(args, source, cell, ns)
@@ -79,8 +92,24 @@ class GradMagics(Magics):
                 raise UsageError(failure_text(f"{magic}: differentiating {what}", e)) from e
         if args.output:
             return result
-        display(result)
+        for shown in _views(result, static=args.static):
+            display(shown)
         return None
+
+
+def _views(result: Any, static: bool) -> list[Any]:
+    """What to display: the report with its graph inside (static SVG), or in a live
+    notebook the report's table and then the graph's GraphExplorer, as ``%jaxpr`` shows."""
+    from ..autodiff.record import GradReport
+    from .jaxpr import _explorable  # one rule for explorer vs static, shared with %jaxpr
+
+    graph = getattr(result, "graph", None)
+    if static or not isinstance(result, GradReport) or graph is None:
+        return [result]
+    explorer = _explorable(graph)
+    if explorer is graph:  # no live front end (or no anywidget): the static SVG inside
+        return [result]
+    return [dataclasses.replace(result, graph=None), explorer]
 
 
 def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
@@ -132,7 +161,8 @@ def _cell(args: Any, source: str, cell: str, ns: dict[str, Any]) -> Any:
     if used or source:
         what = ", ".join(used) if used else f"`{source}`"
         raise UsageError(
-            f"%%grad takes --wrt, --check, --jacobian, --mode, --graph and -o, not {what}: "
+            f"%%grad takes --wrt, --check, --jacobian, --mode, --graph, --static and -o, "
+            f"not {what}: "
             "the cell's last expression is what it differentiates"
         )
     result = grad_cell(
