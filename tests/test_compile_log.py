@@ -254,12 +254,13 @@ def test_static_argument_and_random_normal_shape_are_named():
     with log.recording():
         power(jnp.ones(3), n=2)
         power(jnp.ones(3), n=3)
-        jax.random.normal(key, (3,))
-        jax.random.normal(key, (2, 5))
+        # shapes no other test draws: JAX compiles both here, whatever ran before
+        jax.random.normal(key, (3, 7, 1))
+        jax.random.normal(key, (2, 5, 1))
     _, again = log.for_function("power")
     assert again.recompile and again.changes == (ArgChange("n (static)", "2", "3"),)
     normal = [e for e in log.events if e.recompile and "shape (static)" in e.explanation]
-    assert normal and normal[-1].changes == (ArgChange("shape (static)", "(3,)", "(2, 5)"),)
+    assert normal and normal[-1].changes == (ArgChange("shape (static)", "(3, 7, 1)", "(2, 5, 1)"),)
     assert not normal[-1].user_code  # JAX's function: hidden by "my functions only"
     assert again.user_code and again.defined_at.startswith("test_compile_log.py:")
 

@@ -205,6 +205,14 @@ ALL_RUN = f"""(name) => {{
 }}"""
 
 
+PANEL_ID = """(name) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path === name) { return w.id; }
+  }
+  return null;
+}"""
+
+
 class Notebook:
     """A notebook open in the page: ``run(i)`` runs cell ``i`` through JupyterLab itself."""
 
@@ -223,6 +231,13 @@ class Notebook:
         self.page.evaluate(RUN, [self.name, None])
         self.page.wait_for_function(ALL_RUN, arg=self.name)
         self.wait_idle()
+
+    def locator(self, css: str) -> Any:
+        """Elements matching ``css`` inside this notebook's panel only: JupyterLab restores
+        the tabs of earlier tests, whose outputs stay in the page."""
+        panel = self.page.evaluate(PANEL_ID, self.name)
+        assert panel, f"{self.name} is not open"
+        return self.page.locator(f"#{panel} {css}")
 
 
 @pytest.fixture

@@ -9,12 +9,14 @@ as HTML: reopened where the widget's model is gone it shows that state (never ip
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import PANEL_ID
 
 pytestmark = pytest.mark.browser
 
@@ -66,15 +68,10 @@ def test_saved_widget_shows_its_latest_state_reopened_and_exported_offline(
 ) -> None:
     notebook = open_notebook(NAME, CELLS)
     notebook.run_all()
-    live = page.locator('.jaxlab-cm tr[data-function="f"] .jaxlab-cm-count')
-    page.wait_for_function(
-        """() => {
-          const c = document.querySelector('.jaxlab-cm tr[data-function="f"] .jaxlab-cm-count');
-          return c && c.textContent === '2';
-        }"""
-    )
+    live = notebook.locator('.jaxlab-cm tr[data-function="f"] .jaxlab-cm-count')
+    live.filter(has_text=re.compile(r"^2$")).wait_for()
     assert live.inner_text() == "2"
-    twin = page.locator(".jaxlab-twin")
+    twin = notebook.locator(".jaxlab-twin")
     assert twin.count() == 1 and not twin.is_visible()  # hidden while the widget is live
 
     assert page.evaluate(SAVE, NAME)
@@ -84,10 +81,13 @@ def test_saved_widget_shows_its_latest_state_reopened_and_exported_offline(
     # Reopen with the old kernel gone: the widget's model no longer exists anywhere.
     assert page.evaluate(CLOSE, NAME)
     page.goto(lab.notebook_url(NAME))
-    page.locator(".jaxlab-twin").first.wait_for(state="visible")
-    shown = page.locator(".jaxlab-twin").inner_text()
+    page.wait_for_function(PANEL_ID, arg=NAME)
+    notebook.locator(".jaxlab-twin").first.wait_for(state="visible")
+    shown = notebook.locator(".jaxlab-twin").inner_text()
     assert LATEST in shown and "compilations of" in shown
-    missing = page.get_by_text("Error displaying widget: model not found")
+    missing = notebook.locator(".jp-OutputArea").get_by_text(
+        "Error displaying widget: model not found"
+    )
     missing.wait_for(state="attached")  # ipywidgets did not find the model ...
     assert not missing.is_visible()  # ... and the twin's rule hid its note
 
