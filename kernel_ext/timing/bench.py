@@ -86,11 +86,13 @@ def _check_counts(runs: int | None, repeats: int) -> None:
 def _round(target: _Target, n: int) -> list[float]:
     """Seconds per call of each burst of ``n`` calls, every output of a burst blocked."""
     burst = min(BURST, _cap(target))
+    # The call itself, bound once: no wrapper frame per call (about 3 µs on a 10 µs function)
+    call = functools.partial(target.fun, *target.args, **target.kwargs)
     times = []
     for start in range(0, n, burst):
         size = min(burst, n - start)
         t0 = time.perf_counter()
-        outs = [target() for _ in range(size)]
+        outs = [call() for _ in range(size)]
         jax.block_until_ready(outs)
         times.append((time.perf_counter() - t0) / size)
     return times
