@@ -105,8 +105,9 @@ def main() -> None:
         )
     print(
         f"(medians of {ROUNDS} alternating rounds; reference: {REFERENCE_CALLS} calls, one "
-        f"block, /{REFERENCE_CALLS}, median of {REFERENCE_REPEATS}; target: ratio within "
-        f"1 ± {TARGET}; naive: what an unblocked single call claims)"
+        f"block, /{REFERENCE_CALLS}, median of ≥{REFERENCE_REPEATS} repeats over "
+        f"≥{REFERENCE_S} s; target: ratio within 1 ± {TARGET}; naive: what an unblocked "
+        "single call claims)"
     )
     figures: dict[str, Any] = {"benchmark": "bench_accuracy", "python": sys.version.split()[0]}
     figures["jax"] = jax.__version__
