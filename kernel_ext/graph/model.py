@@ -73,6 +73,9 @@ class Node:
     raw: str = ""  # equations: the primitive and parameters as JAX prints them (for hover)
     unused: bool = False  # an equation whose results reach no output (greyed, marked)
     scope: str = ""  # equations: the jax.named_scope path they ran under ("layer1/attn")
+    # A badge that links this node to nodes of other graphs with the same tag, drawn in
+    # the tag's colour (render.tag_colour): residual "r3" in %grad --split's programs.
+    tag: str = ""
 
     @property
     def shape(self) -> str | None:
