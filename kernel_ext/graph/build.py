@@ -47,6 +47,7 @@ def jaxpr_graph(
     depth: int | None = None,
     values: bool = False,
     budget: int = DEFAULT_BUDGET,
+    explore: bool = False,
     **kwargs: Any,
 ) -> m.Graph:
     """Trace ``fun(*args, **kwargs)`` (without running it) and return its jaxpr as a Graph.
@@ -56,7 +57,9 @@ def jaxpr_graph(
     annotates nodes with the values (and, with ``grad``, adjoints) they compute.
     Arguments may hold non-array leaves (an equinox module's activation function): they
     are held static and their arrays traced, as ``eqx.filter_jit`` does; the Graph's
-    notes name them.
+    notes name them. ``explore`` returns the GraphExplorer's first view rather than the
+    budgeted drawing (see ``graph_from_jaxpr``); either way ``Graph.rebuild`` draws the
+    explorer's views, with the same notes and annotations.
     """
     from ..compile.static_leaves import split_static
 
@@ -67,7 +70,15 @@ def jaxpr_graph(
         # jax.grad's program with every node named: the other arguments as named inputs
         # (not constants), the seed cotangent and the outputs ∂f/∂x.
         return gradient_graph(
-            fun, args, kwargs, wrt=(0,), values=values, depth=depth, budget=budget, name=name
+            fun,
+            args,
+            kwargs,
+            wrt=(0,),
+            values=values,
+            depth=depth,
+            budget=budget,
+            name=name,
+            explore=explore,
         )
     split = split_static(fun, args, kwargs)
     fun, args, kwargs = split.fun, split.args, split.kwargs
@@ -80,14 +91,26 @@ def jaxpr_graph(
         depth=depth,
         budget=budget,
         input_names=argument_names(fun, args, kwargs),
+        explore=explore,
     )
-    if split.changed:
-        graph = dataclasses.replace(graph, notes=(*graph.notes, static_note(split.static_paths)))
-    if values:
-        from .annotate import annotate
+    inner = graph.rebuild
 
-        graph = annotate(graph, args, kwargs, grad=grad, fun=fun)
-    return graph
+    def rebuild(opened: frozenset[str]) -> m.Graph:
+        assert inner is not None
+        return finished(inner(opened))
+
+    def finished(graph: m.Graph) -> m.Graph:
+        """``graph`` (this drawing or an explorer's view) with its notes and values."""
+        if split.changed:
+            note = static_note(split.static_paths)
+            graph = dataclasses.replace(graph, notes=(*graph.notes, note))
+        if values:
+            from .annotate import annotate
+
+            graph = annotate(graph, args, kwargs, grad=grad, fun=fun)
+        return dataclasses.replace(graph, rebuild=rebuild if inner is not None else None)
+
+    return finished(graph)
 
 
 def static_note(paths: tuple[str, ...], most: int = 4) -> str:
@@ -124,12 +147,25 @@ def graph_from_jaxpr(
     budget: int = DEFAULT_BUDGET,
     input_names: list[str] | None = None,
     output_names: list[str] | None = None,
+    explore: bool = False,
 ) -> m.Graph:
     """Draw an already traced ``ClosedJaxpr`` as a Graph (see module docstring);
-    ``input_names``/``output_names`` label its inputs and outputs (``x``, ``∂loss/∂x``)."""
+    ``input_names``/``output_names`` label its inputs and outputs (``x``, ``∂loss/∂x``).
+
+    The Graph's ``rebuild`` draws the program for the GraphExplorer (graph/explore.py);
+    ``explore=True`` returns that first view (nested programs closed, long blocks as runs)
+    and skips the budgeted drawing, which the explorer would not show.
+    """
+    from .explore import Explorer
+
     tree = walk(closed_jaxpr.jaxpr)
     names = input_names if input_names and len(input_names) == len(tree.jaxpr.invars) else None
     names = names or [f"in{k}" for k in range(len(tree.jaxpr.invars))]
+    explorer = Explorer(
+        closed_jaxpr, tree, title=title, grad=grad, input_names=names, output_names=output_names
+    )
+    if explore:
+        return explorer.graph(frozenset())
     # Layout time grows with edges as much as with nodes (a gradient's long residual
     # edges above all): past EDGE_BUDGET edges, draw again with a tighter node budget.
     node_budget = budget
@@ -149,6 +185,21 @@ def graph_from_jaxpr(
             f"drawn with at most {node_budget} nodes rather than {budget}, to keep the "
             f"layout quick ({EDGE_BUDGET} edges at most)",
         )
+    graph = assemble(tree, emitter, edges, closed_jaxpr, title=title, grad=grad, notes=notes)
+    return dataclasses.replace(graph, rebuild=explorer.graph)
+
+
+def assemble(
+    tree: Block,
+    emitter: _Emitter,
+    edges: tuple[m.Edge, ...],
+    closed_jaxpr: Any,
+    *,
+    title: str,
+    grad: bool,
+    notes: tuple[str, ...],
+) -> m.Graph:
+    """The Graph of what ``emitter`` emitted: unused equations marked, loop carries added."""
     nodes = mark_unused(tuple(emitter.nodes), edges)
     return m.Graph(
         title=title,
@@ -177,6 +228,11 @@ def _all_items(block: Block) -> list[Item]:
 
 class _Plan:
     """What to draw: which nested programs collapse, which runs of equations group."""
+
+    # Edges from a grouped argument (one node for hundreds of parameter arrays) cross the
+    # whole budgeted drawing hundreds of times and are left out; the explorer's plan,
+    # which draws a few dozen nodes, keeps them (to visible consumers only).
+    keep_group_edges = False
 
     def __init__(
         self, tree: Block, *, depth: int | None, budget: int, input_names: list[str]
@@ -379,9 +435,13 @@ class _Emitter:
             # Edges from argument groups and into the output group would cross the whole
             # drawing hundreds of times; the notes say they are left out.
             grouped = {f"in{positions[0]}" for _, positions in groups if len(positions) > 1}
-            self.edges = [e for e in self.edges if e.src not in grouped]
+            if not self.plan.keep_group_edges:
+                self.edges = [e for e in self.edges if e.src not in grouped]
             if len(j.outvars) > 1:
                 self.nodes.append(m.Node("out0", m.OUTPUT, f"{len(j.outvars)} outputs"))
+                if self.plan.keep_group_edges:
+                    for v in j.outvars:
+                        self._edge_from(v, "out0")
                 return
         for k, v in enumerate(j.outvars):
             name = self.output_names[k] if self.output_names else f"out{k}"
@@ -408,12 +468,15 @@ class _Emitter:
         if run:
             self.segment(run, cluster, run_phase)
 
-    def segment(self, run: list[Item], cluster: str | None, phase: str | None) -> None:
+    def segment(
+        self, run: list[Item], cluster: str | None, phase: str | None, node_id: str = ""
+    ) -> None:
+        """``run`` as one SEGMENT node (``node_id``, by default ``e3-e9``)."""
         if len(run) == 1:
             self.item(run[0], cluster, phase)
             return
         first, last = run[0].id, run[-1].id
-        node_id = f"{first}-{last.rsplit('/', 1)[-1]}"
+        node_id = node_id or f"{first}-{last.rsplit('/', 1)[-1]}"
         counts: Counter[str] = Counter()
         for item in run:
             counts.update(item.primitive_counts())

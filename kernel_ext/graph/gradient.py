@@ -100,13 +100,16 @@ def gradient_graph(
     depth: int | None = None,
     budget: int | None = None,
     name: str | None = None,
+    explore: bool = False,
 ) -> m.Graph:
     """The graph of the gradient of ``fun(*args, **kwargs)`` (a scalar) with respect to
     the arguments ``wrt``, every node named (see the module docstring).
 
     ``masks[where]`` chooses, per leaf of one argument, which leaves are differentiated
     (as ``%grad`` does for a module's non-float settings); by default its float leaves.
-    ``values`` annotates values and adjoints.
+    ``values`` annotates values and adjoints. ``explore`` returns the GraphExplorer's
+    first view (see ``graph_from_jaxpr``); either way the Graph's ``rebuild`` draws the
+    explorer's views with the same names, roles and annotations.
     """
     from ..compile.static_leaves import split_static
     from .build import DEFAULT_BUDGET, graph_from_jaxpr, static_note
@@ -128,18 +131,11 @@ def gradient_graph(
         a, kw = jax.tree_util.tree_unflatten(treedef, list(leaves))
         return split.fun(*a, **kw)
 
-    out = jax.eval_shape(full, flat)
-    if not (hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.inexact)):
-        # JAX's own error ("Gradient only defined for scalar-output functions"), raised in
-        # JAX so that the magic reports it as the user's program's, not jaxlab's.
-        jax.grad(full)(flat)
-        raise TypeError(
-            f"{name} must return a float scalar to draw its gradient graph (it returns {out})"
-        )
-
     # The seed is closed over, so the program's inputs stay the call's leaves (its jaxpr
-    # runs as jax.grad's would); JAX keeps it as a constant, drawn ∂loss/∂loss = 1.
-    seed = jnp.ones((), out.dtype)
+    # runs as jax.grad's would); JAX keeps it as a constant, drawn ∂loss/∂loss = 1. It is
+    # made while tracing, once the output's dtype is known: a jax.eval_shape first would
+    # trace the function a second time (0.4 s of a 10,000-equation program).
+    seeds: list[Any] = []
 
     def program(*leaves: Any) -> Any:
         def of_chosen(chosen: list[Any]) -> Any:
@@ -148,15 +144,30 @@ def gradient_graph(
                 mixed[k] = v
             return full(mixed)
 
-        _, pullback = jax.vjp(of_chosen, [leaves[k] for k in positions])
-        (grads,) = pullback(seed)
+        out, pullback = jax.vjp(of_chosen, [leaves[k] for k in positions])
+        if not (
+            hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.inexact)
+        ):
+            raise _NotScalar(jax.ShapeDtypeStruct(out.shape, out.dtype))
+        with jax.ensure_compile_time_eval():
+            seeds.append(jnp.ones((), out.dtype))
+        (grads,) = pullback(seeds[-1])
         return grads
 
-    closed = jax.make_jaxpr(program)(*flat)
+    try:
+        closed = jax.make_jaxpr(program)(*flat)
+    except _NotScalar as e:
+        # JAX's own error ("Gradient only defined for scalar-output functions"), raised in
+        # JAX so that the magic reports it as the user's program's, not jaxlab's.
+        jax.grad(full)(flat)
+        raise TypeError(
+            f"{name} must return a float scalar to draw its gradient graph (it returns {e.args[0]})"
+        ) from None
+    seed = seeds[-1]
     fname = name.strip("<>") or "f"
     input_names = list(kept_names)
     output_names = [f"∂{fname}/∂{kept_names[k]}" for k in positions]
-    graph = graph_from_jaxpr(
+    drawn = graph_from_jaxpr(
         closed,
         title=f"grad({name})",
         grad=True,
@@ -164,28 +175,46 @@ def gradient_graph(
         budget=budget or DEFAULT_BUDGET,
         input_names=input_names,
         output_names=output_names,
+        explore=explore,
     )
     fixed = {f"in{k}" for k, d in enumerate(diff) if not d}
     seed_id = next((f"c{k}" for k, c in enumerate(closed.consts) if c is seed), None)
-    nodes = tuple(
-        dataclasses.replace(n, role=m.FIXED)
-        if n.id in fixed
-        else dataclasses.replace(n, role=m.SEED, label=f"∂{fname}/∂{fname} = 1")
-        if n.id == seed_id
-        else n
-        for n in graph.nodes
-    )
-    graph = dataclasses.replace(graph, nodes=nodes)
-    if split.changed:
-        graph = dataclasses.replace(graph, notes=(*graph.notes, static_note(split.static_paths)))
-    if values:
-        from .annotate import annotate
 
-        def primal(*leaves: Any) -> Any:
-            return full(leaves)
+    inner = drawn.rebuild
 
-        graph = annotate(graph, tuple(flat), {}, grad=True, fun=primal)
-    return graph
+    def rebuild(opened: frozenset[str]) -> m.Graph:
+        assert inner is not None
+        return named(inner(opened))
+
+    def named(graph: m.Graph) -> m.Graph:
+        """``graph`` (this program's drawing or an explorer's view) with the names, roles,
+        notes and annotations of the gradient, and a ``rebuild`` that keeps them."""
+        nodes = tuple(
+            dataclasses.replace(n, role=m.FIXED)
+            if n.id in fixed
+            else dataclasses.replace(n, role=m.SEED, label=f"∂{fname}/∂{fname} = 1")
+            if n.id == seed_id
+            else n
+            for n in graph.nodes
+        )
+        graph = dataclasses.replace(graph, nodes=nodes)
+        if split.changed:
+            note = static_note(split.static_paths)
+            graph = dataclasses.replace(graph, notes=(*graph.notes, note))
+        if values:
+            from .annotate import annotate
+
+            def primal(*leaves: Any) -> Any:
+                return full(leaves)
+
+            graph = annotate(graph, tuple(flat), {}, grad=True, fun=primal)
+        return dataclasses.replace(graph, rebuild=rebuild if inner is not None else None)
+
+    return named(drawn)
+
+
+class _NotScalar(Exception):
+    """Raised while tracing when the function's output is not a float scalar."""
 
 
 def _keep(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -128,6 +128,12 @@ class Graph:
     jaxpr: Any = field(default=None, compare=False, repr=False)  # the ClosedJaxpr drawn
     # jaxpr Var -> id of the node that produces it (at any depth); for annotators.
     var_node: Mapping[Any, str] = field(default_factory=dict, compare=False, repr=False)
+    # The same program drawn for another set of opened ids (nested programs, runs of
+    # equations): what the GraphExplorer draws, built for the visible part only. Set by
+    # the producers (jaxpr_graph, gradient_graph, annotated graphs); see graph/explore.py.
+    rebuild: Callable[[frozenset[str]], Graph] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     # ---------------------------------------------------------------- queries
     def node(self, node_id: str) -> Node:

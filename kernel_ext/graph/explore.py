@@ -1,0 +1,284 @@
+"""The GraphExplorer's drawings: one Graph per set of opened ids, built for what is visible.
+
+A 10,000-equation program is never emitted whole (as Model Explorer, the cost follows
+what is visible). Every nested program not opened is one COLLAPSED node; a block with
+more than ``RUN_ITEMS`` equations shows them as runs (SEGMENT nodes), balanced and
+hierarchical: a run opened shows its equations, or sub-runs when it still holds more than
+``RUN_ITEMS``. A run never crosses from forward to backward equations. Ids are stable:
+the run of the block ``e12/`` holding its equations 3 to 40 is ``e12/run3-40``; the top
+level's runs are ``run0-119``, ``run120-239`` ...
+
+Search looks at the whole program (primitive, equation id, source line, argument and
+output names), not only at what is drawn; :meth:`Explorer.holders` says which closed
+boxes hold a match, outermost first, so that opening them shows it.
+
+>>> explorer = Explorer(closed, walk(closed.jaxpr), title="grad(loss)", grad=True,
+...                     input_names=["params", "x"])                       # doctest: +SKIP
+>>> explorer.holders("e700/e3")                                           # doctest: +SKIP
+['run0-716', 'run675-701', 'e700']
+>>> explorer.graph(frozenset({"run0-716"}))                              # doctest: +SKIP
+<Graph grad(loss): 10002 equations, 41 nodes (29 operations), 1 clusters ...>
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from . import model as m
+from .build import _Emitter, _group_inputs, _io_nodes, _phase, _Plan, assemble
+from .labels import param_summary
+from .walk import Block, Item, name_stack, source_line
+
+RUN_ITEMS = 32  # most equations an open block shows before it groups them into runs
+GROUP_INPUTS = 100  # more inputs and outputs than this: one node per argument
+SEARCH_MOST = 200  # matches listed by a search (all are counted)
+
+
+class Explorer:
+    """The drawings of one traced program for the GraphExplorer (see module docstring)."""
+
+    def __init__(
+        self,
+        closed_jaxpr: Any,
+        tree: Block,
+        *,
+        title: str,
+        grad: bool,
+        input_names: list[str],
+        output_names: list[str] | None = None,
+    ) -> None:
+        self.closed = closed_jaxpr
+        self.tree = tree
+        self.title = title
+        self.grad = grad
+        self.input_names = input_names
+        j = tree.jaxpr
+        self.output_names = (
+            output_names if output_names and len(output_names) == len(j.outvars) else None
+        )
+        self.io_groups = _group_inputs(input_names) if _io_nodes(tree) > GROUP_INPUTS else None
+        # Where every equation sits: id -> (its block, its index); block prefix -> the
+        # equation holding it and, when that equation holds several programs (cond
+        # branches), the branch's own cluster id ("e3/1").
+        self.where: dict[str, tuple[Block, int]] = {}
+        self.owner: dict[str, tuple[str, str | None]] = {}
+        self.nested: set[str] = set()
+        self._index(tree)
+        self._pieces: dict[tuple[str, int, int], list[tuple[int, int]] | None] = {}
+        self._backward: dict[str, list[bool]] = {}
+        self._haystack: list[tuple[str, str]] | None = None
+
+    def _index(self, block: Block) -> None:
+        for k, item in enumerate(block.items):
+            self.where[item.id] = (block, k)
+            if item.blocks:
+                self.nested.add(item.id)
+            several = len(item.blocks) > 1
+            for sub in item.blocks:
+                self.owner[sub.prefix] = (item.id, sub.prefix.rstrip("/") if several else None)
+                self._index(sub)
+
+    # ------------------------------------------------------------------ runs
+    def pieces(self, block: Block, lo: int, hi: int) -> list[tuple[int, int]] | None:
+        """The runs (first, last item index) that items ``lo..hi`` of ``block`` show as,
+        or None when they are few enough to show one by one."""
+        key = (block.prefix, lo, hi)
+        if key not in self._pieces:
+            self._pieces[key] = self._split(block, lo, hi)
+        return self._pieces[key]
+
+    def _split(self, block: Block, lo: int, hi: int) -> list[tuple[int, int]] | None:
+        n = hi - lo + 1
+        if n <= RUN_ITEMS:
+            return None
+        # Balanced: L levels of runs reach single equations (RUN_ITEMS ** L >= n), each
+        # level showing about n ** (1/L) runs: 1,435 equations -> 12 runs of 120 -> 11
+        # runs of 11 -> the equations.
+        levels = 1
+        while RUN_ITEMS**levels < n:
+            levels += 1
+        size = math.ceil(n / math.ceil(n ** (1 / levels)))
+        back = self._phases(block)
+        cuts = {k for k in range(lo + 1, hi + 1) if back[k] != back[k - 1]}
+        if len(cuts) > RUN_ITEMS // 2:  # forward and backward interleaved: cut by size only
+            cuts = set()
+        found: list[tuple[int, int]] = []
+        start = lo
+        for k in range(lo + 1, hi + 2):
+            if k == hi + 1 or k in cuts or k - start >= size:
+                found.append((start, k - 1))
+                start = k
+        return found
+
+    def _phases(self, block: Block) -> list[bool]:
+        """Per item of ``block``: is it a backward equation (runs are cut where this changes)."""
+        if block.prefix not in self._backward:
+            self._backward[block.prefix] = [
+                self.grad and "transpose" in name_stack(item.eqn) for item in block.items
+            ]
+        return self._backward[block.prefix]
+
+    def run_id(self, block: Block, lo: int, hi: int) -> str:
+        return f"{block.prefix}run{lo}-{hi}"
+
+    # ------------------------------------------------------------------ drawing
+    def graph(self, opened: frozenset[str]) -> m.Graph:
+        """The program drawn with ``opened`` open (nested programs' and runs' ids; other
+        ids are ignored): everything else closed, one node each."""
+        plan = _ExplorePlan(self, opened)
+        emitter = _ExploreEmitter(plan, grad=self.grad)
+        if self.output_names:
+            emitter.output_names = self.output_names
+        emitter.program(self.tree, self.input_names)
+        edges = tuple(dict.fromkeys(emitter.edges))
+        graph = assemble(
+            self.tree,
+            emitter,
+            edges,
+            self.closed,
+            title=self.title,
+            grad=self.grad,
+            notes=tuple(plan.notes),
+        )
+        from dataclasses import replace
+
+        return replace(graph, rebuild=self.graph)
+
+    # ------------------------------------------------------------------ finding
+    def holders(self, node_id: str) -> list[str]:
+        """The ids to open, outermost first, for ``node_id`` (an equation at any depth) to
+        be drawn: the nested programs and runs that hold it. [] for the top level's
+        inputs, constants and outputs, and for an id not in the program."""
+        if node_id not in self.where:
+            return []
+        block, k = self.where[node_id]
+        chain: list[str] = []
+        if block.prefix:
+            owner, branch = self.owner[block.prefix]
+            chain = [*self.holders(owner), owner]
+            if branch is not None:
+                chain.append(branch)
+        lo, hi = 0, len(block.items) - 1
+        while (pieces := self.pieces(block, lo, hi)) is not None:
+            lo, hi = next((a, b) for a, b in pieces if a <= k <= b)
+            if lo == hi:
+                break
+            chain.append(self.run_id(block, lo, hi))
+        return chain
+
+    def search(self, query: str) -> list[str]:
+        """Ids of everything in the program ``query`` matches (case-insensitive): equations
+        at any depth by primitive, id, parameters or source line; inputs and outputs by
+        name. In program order."""
+        q = query.strip().lower()
+        if not q:
+            return []
+        if self._haystack is None:
+            self._haystack = self._texts()
+        return [node_id for node_id, text in self._haystack if q in text]
+
+    def _texts(self) -> list[tuple[str, str]]:
+        j = self.tree.jaxpr
+        texts: list[tuple[str, str]] = []
+        groups = self.io_groups or [(name, [k]) for k, name in enumerate(self.input_names)]
+        for name, positions in groups:
+            names = " ".join(self.input_names[k] for k in positions)
+            texts.append((f"in{positions[0]}", f"{name} {names}".lower()))
+        if self.output_names:
+            grouped = self.io_groups is not None and len(j.outvars) > 1
+            for k, name in enumerate(self.output_names):
+                texts.append(("out0" if grouped else f"out{k}", name.lower()))
+
+        def visit(block: Block) -> None:
+            for item in block.items:
+                eqn = item.eqn
+                text = f"{item.primitive} {item.id} {param_summary(eqn.params)} "
+                texts.append((item.id, (text + (source_line(eqn) or "")).lower()))
+                for sub in item.blocks:
+                    visit(sub)
+
+        visit(self.tree)
+        return list(dict.fromkeys(texts))
+
+    def openable(self) -> list[str]:
+        """Every id that can be opened (nested programs, their branches, runs), outermost
+        first: opening them all draws every equation."""
+        found: list[str] = []
+
+        def runs(block: Block, lo: int, hi: int) -> None:
+            for a, b in self.pieces(block, lo, hi) or []:
+                if a < b:
+                    found.append(self.run_id(block, a, b))
+                    runs(block, a, b)
+
+        def visit(block: Block) -> None:
+            runs(block, 0, len(block.items) - 1)
+            for item in block.items:
+                if item.blocks:
+                    found.append(item.id)
+                for sub in item.blocks:
+                    owner = self.owner[sub.prefix][1]
+                    if owner is not None:
+                        found.append(owner)
+                    visit(sub)
+
+        visit(self.tree)
+        return found
+
+
+class _ExplorePlan(_Plan):
+    """The explorer's plan: what is closed follows the opened set, not a node budget."""
+
+    keep_group_edges = True
+
+    def __init__(self, explorer: Explorer, opened: frozenset[str]) -> None:
+        # Not _Plan.__init__: that one measures the whole program against a budget, which
+        # is what the explorer must not pay for. The emitter reads these attributes.
+        self.explorer = explorer
+        self.opened = opened
+        self.collapsed = explorer.nested - opened
+        self.io_groups = explorer.io_groups
+        self.segment_length = {}
+        self.notes = []
+        j = explorer.tree.jaxpr
+        if self.io_groups is not None:
+            self.notes.append(
+                f"{len(j.invars)} inputs drawn as {len(self.io_groups)} argument nodes"
+                + (f" and {len(j.outvars)} outputs as one" if len(j.outvars) > 1 else "")
+            )
+        self.io = 0
+
+
+class _ExploreEmitter(_Emitter):
+    """Emits a block as its runs: closed runs one SEGMENT node, open ones a cluster."""
+
+    plan: _ExplorePlan
+
+    def block(self, block: Block, cluster: str | None, phase: str | None) -> None:
+        self._range(block, 0, len(block.items) - 1, cluster, phase)
+
+    def _range(
+        self, block: Block, lo: int, hi: int, cluster: str | None, phase: str | None
+    ) -> None:
+        explorer = self.plan.explorer
+        pieces = explorer.pieces(block, lo, hi)
+        if pieces is None:
+            for item in block.items[lo : hi + 1]:
+                self.item(item, cluster, phase)
+            return
+        for a, b in pieces:
+            if a == b:
+                self.item(block.items[a], cluster, phase)
+                continue
+            run_id = explorer.run_id(block, a, b)
+            run: list[Item] = block.items[a : b + 1]
+            run_phase = _phase(run[0].eqn, phase, self.grad)
+            if run_id in self.plan.opened:
+                n = sum(item.n_equations for item in run)
+                label = f"equations {a}–{b} ({n})"
+                depth = run[0].depth
+                self.clusters.append(m.Cluster(run_id, "run", label, cluster, depth, n))
+                self._range(block, a, b, run_id, phase)
+            else:
+                self.segment(run, cluster, run_phase, node_id=run_id)
