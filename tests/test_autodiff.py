@@ -357,7 +357,8 @@ def test_split_graphs_and_html():
     ]
     assert graphs[0].primitives()["sin"] == 1
     html = s._repr_mimebundle_()["text/html"]
-    assert html.count("flex:1") == 3
+    # Stacked, each program at full width (issue 11), not three columns of a flex row.
+    assert html.count('class="jaxlab-split-program"') == 3 and "flex" not in html
 
 
 def test_failed_check_names_custom_rules():

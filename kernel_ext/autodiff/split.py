@@ -4,22 +4,31 @@
 split into the primal computation and a *linear* program of the tangents, which keeps
 the forward values it needs: the residuals), then transposes the linear program (the
 VJP: the same equations run backwards, cotangent in, cotangents out). ``%grad --split``
-shows the three programs side by side:
+shows the three programs one under the other, each at full width:
 
 1. **primal**: ``jax.make_jaxpr(f)``;
 2. **linearized** (JVP): the linear function from ``jax.linearize(f, *x)``, its
-   residuals as constants;
+   residuals as constants, numbered ``r1``, ``r2``...;
 3. **transposed** (VJP): ``jax.linear_transpose`` of that function, which applied to
    the output cotangent 1.0 gives the gradient.
 
->>> split = grad_split(lambda x: jnp.sin(x) * x, 1.0)  # doctest: +SKIP
->>> split.n_residuals, split.apply_transposed()           # doctest: +SKIP
-(2, [Array(1.3817732, dtype=float32)])
+Each residual carries a coloured badge, and the primal node that computed the same value
+carries the same badge (:mod:`jaxlab.autodiff.residuals` finds it); a residual computed
+only for the derivative (``cos(x)`` for ``sin``) is said to be so in the legend.
+
+>>> split = grad_split(lambda x: jnp.sin(x) * x, jnp.float32(1.0))  # doctest: +SKIP
+>>> split.n_residuals, split.apply_transposed()                      # doctest: +SKIP
+(3, [Array(1.3817732, dtype=float32)])
+>>> [r.text() for r in split.residuals][1]                           # doctest: +SKIP
+'r2 = cos(x) f32[] (b in the printout): computed for the derivative, not by the primal program'
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import inspect
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +40,13 @@ from ..compile.capture import jaxlab_work
 from ..graph.text import plain_text
 from .args import GradError, select_arguments
 from .display import graph_html
+from .residuals import Residual, const_names, find_residuals, traced_linearize
 
 _TITLES = ("primal", "linearized (JVP)", "transposed (VJP)")
 _EXPLAIN = (
     "what {name} computes, forward",
-    "tangents in, tangent out; the forward values it needs (residuals) are constants",
+    "tangents in, tangent out; the forward values it needs (residuals r1, r2, ...) are "
+    "its constants",
     "the linear program run backwards: output cotangent in, input cotangents (the gradient) out",
 )
 
@@ -52,13 +63,16 @@ class GradSplit:
     n_residuals: int
     out_shape: Any = field(compare=False, repr=False)  # ShapeDtypeStruct pytree
     leaf_names: tuple[str, ...] = ()  # each differentiated leaf: "x1", "params[0]['W']"
+    residuals: tuple[Residual, ...] = ()  # the linear program's constants, in order
+    const_names: tuple[str, ...] = ()  # the primal's constants that are arguments ("x")
 
     @property
     def programs(self) -> tuple[Any, Any, Any]:
         return (self.primal, self.linear, self.transposed)
 
     def graphs(self) -> tuple[Any, Any, Any]:
-        """The three programs as Graph models (titles say which is which)."""
+        """The three programs as Graph models (titles say which is which), residuals
+        badged ``r1``... in the linearized and transposed programs and on their producers."""
         from ..graph.build import graph_from_jaxpr
 
         # Inputs and outputs by name (issue 11): x1 in the primal, its tangent dx1 in the
@@ -72,10 +86,52 @@ class GradSplit:
         ]
         if self.transposed is not None and len(self.transposed.jaxpr.invars) == 1:
             names[2] = ([f"∂{f}/∂{f} = 1"], names[2][1])
-        return tuple(  # type: ignore[return-value]
+        primal, linear, transposed = (
             graph_from_jaxpr(p, title=f"{t}: {self.fun_name}", input_names=ins, output_names=outs)
             for p, t, (ins, outs) in zip(self.programs, _TITLES, names, strict=True)
         )
+        return (
+            self._badge_primal(primal),
+            self._badge_consts(linear, self.linear.consts),
+            self._badge_consts(transposed, self.transposed.consts),
+        )
+
+    def _badge_primal(self, graph: Any) -> Any:
+        """The primal graph with its argument constants named and each residual's
+        producer badged (a node inside a collapsed program: the collapsed node)."""
+        from ..graph import model as m
+
+        ids = {n.id for n in graph.nodes}
+        tags: dict[str, list[str]] = {}
+        for r in self.residuals:
+            node = _drawn(r.producer, ids) if r.producer else None
+            if node is not None:
+                tags.setdefault(node, []).append(r.name)
+        named = {f"c{k}": name for k, name in enumerate(self.const_names) if name}
+        nodes = []
+        for n in graph.nodes:
+            if n.id in named and n.kind == m.CONST:  # an argument held fixed, by name
+                n = dataclasses.replace(n, label=named[n.id], role=m.FIXED)
+            if n.id in tags:
+                n = dataclasses.replace(n, tag=",".join(tags[n.id]))
+            nodes.append(n)
+        linked = [r.name for r in self.residuals if r.producer]
+        notes = graph.notes
+        if linked:
+            notes += (f"badges {', '.join(linked)}: values the linearized program keeps",)
+        return dataclasses.replace(graph, nodes=tuple(nodes), notes=notes)
+
+    def _badge_consts(self, graph: Any, consts: Sequence[Any]) -> Any:
+        """A program holding the residuals (the same arrays): its constants badged."""
+        by_id = {id(c): r for c, r in zip(self.linear.consts, self.residuals, strict=False)}
+        tagged = {f"c{k}": by_id[id(c)] for k, c in enumerate(consts) if id(c) in by_id}
+        nodes = tuple(
+            dataclasses.replace(n, label=tagged[n.id].label, tag=tagged[n.id].name)
+            if n.id in tagged and n.cluster is None
+            else n
+            for n in graph.nodes
+        )
+        return dataclasses.replace(graph, nodes=nodes)
 
     def apply_transposed(self, cotangent: Any = None) -> list[Any]:
         """Run the transposed program on an output cotangent (default: ones): for a
@@ -89,11 +145,18 @@ class GradSplit:
         """Run the linearized program on flat input tangents: the JVP."""
         return list(jax.extend.core.jaxpr_as_fun(self.linear)(*tangents))
 
+    def legend(self) -> list[str]:
+        """One line per residual: ``r2 = cos(x) f32[]: computed for the derivative...``."""
+        return [r.text() for r in self.residuals]
+
     def text(self) -> str:
         parts = [
             f"reverse mode of {self.fun_name} w.r.t. {', '.join(self.names)} in three "
             f"programs ({_residuals(self.n_residuals)} kept from the forward pass)"
         ]
+        if self.residuals:
+            parts.append("residuals, the linearized program's constants:")
+            parts += [f"  {line}" for line in self.legend()]
         for title, explain, program in zip(_TITLES, _EXPLAIN, self.programs, strict=True):
             parts.append(f"── {title}: {explain.format(name=self.fun_name)}\n{plain_text(program)}")
         return "\n".join(parts)
@@ -106,7 +169,6 @@ class GradSplit:
 
     def _html(self) -> str:
         esc = html.escape
-        columns = []
         try:
             graphs: Sequence[Any] = self.graphs()
         except Exception as e:  # the builder failed: the text of each program still shows
@@ -114,34 +176,101 @@ class GradSplit:
             note = f"(graphs not built: {e})"
         else:
             note = ""
+        sections = []
         for title, explain, program, graph in zip(
             _TITLES, _EXPLAIN, self.programs, graphs, strict=True
         ):
             body = (
-                graph_html(graph) if graph is not None else f"<pre>{esc(plain_text(program))}</pre>"
+                _fit(graph_html(graph))
+                if graph is not None
+                else f"<pre>{esc(plain_text(program))}</pre>"
             )
             explain = explain.format(name=self.fun_name)
-            columns.append(
-                '<div style="flex:1;min-width:0;overflow:auto;border:1px solid #ddd;'
-                f'padding:4px"><b>{esc(title)}</b><br/><small>{esc(explain)}</small>'
-                f"{body}</div>"
+            # One program under the other, each at the output's full width (issue 11).
+            sections.append(
+                '<section class="jaxlab-split-program" style="margin:10px 0 0;'
+                'padding-top:6px;border-top:1px solid #9a9a9a80">'
+                f'<div style="font-size:15px;font-weight:bold">{esc(title)}: '
+                f"<code>{esc(self.fun_name)}</code></div>"
+                f'<div style="font-size:13px;margin-bottom:4px">{esc(explain)}</div>'
+                f'<div style="overflow-x:auto">{body}</div></section>'
             )
         head = (
-            f"<p>reverse mode of <code>{esc(self.fun_name)}</code> w.r.t. "
-            f"{esc(', '.join(self.names))}: {_residuals(self.n_residuals)} kept from the "
-            f"forward pass {esc(note)}</p>"
+            f'<p style="font-size:13px">reverse mode of <code>{esc(self.fun_name)}</code> '
+            f"w.r.t. {esc(', '.join(self.names))}: {_residuals(self.n_residuals)} kept from "
+            f"the forward pass {esc(note)}</p>"
         )
         return (
-            f'<div class="jaxlab-grad-split">{head}<div style="display:flex;gap:8px;'
-            f'align-items:flex-start">{"".join(columns)}</div></div>'
+            f'<div class="jaxlab-grad-split">{head}{self._legend_html()}{"".join(sections)}</div>'
+        )
+
+    def _legend_html(self) -> str:
+        """The residuals as a list: badge, expression, type and where each comes from."""
+        from ..graph.render import tag_colour
+
+        if not self.residuals:
+            return ""
+        esc = html.escape
+        rows = []
+        for r in self.residuals:
+            badge = (
+                f'<span style="background:{tag_colour(r.name)};color:#ffffff;'
+                'font-weight:bold;border-radius:3px;padding:0 4px">'
+                f"{esc(r.name)}</span>"
+            )
+            code = f" = <code>{esc(r.expression)}</code>" if r.expression else ""
+            rows.append(f"<li>{badge}{code} {esc(r.type)}: {esc(r.origin())}</li>")
+        return (
+            '<div class="jaxlab-split-residuals" style="font-size:13px">residuals, the '
+            "linearized program's constants (the primal node with the same badge computed "
+            f'the same value):<ul style="margin:2px 0">{"".join(rows)}</ul></div>'
         )
 
 
-@jaxlab_work()
 def _residuals(n: int) -> str:
     return f"{n} residual{'s' if n != 1 else ''}"
 
 
+def _drawn(node_id: str, ids: set[str]) -> str | None:
+    """The drawn node showing ``node_id``: itself, else the collapsed program around it."""
+    parts = node_id.split("/")
+    for k in range(len(parts), 0, -1):
+        if "/".join(parts[:k]) in ids:
+            return "/".join(parts[:k])
+    return None
+
+
+_SVG_SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
+
+
+def _fit(body: str) -> str:
+    """The SVG scaled to the output's width, but never below 3/4 of its size: Graphviz's
+    points are 4/3 px, so its 14 and 12 pt text stays at 14 and 12 px at least; a wider
+    graph scrolls sideways instead."""
+    return _SVG_SIZE.sub(
+        lambda s: (
+            f'{s.group(0)} style="max-width:100%;height:auto;min-width:'
+            f'{min(float(s.group(1)), 4000):.0f}px"'
+        ),
+        body,
+        count=1,
+    )
+
+
+def _named_leaves(fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every leaf of the call with its name, ``x`` or ``batch['y']``, as Python binds it."""
+    try:
+        named = list(inspect.signature(fun).bind(*args, **kwargs).arguments.items())
+    except (TypeError, ValueError):
+        named = [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    return [
+        (name + jax.tree_util.keystr(path), leaf)
+        for name, value in named
+        for path, leaf in jax.tree_util.tree_flatten_with_path(value)[0]
+    ]
+
+
+@jaxlab_work()
 def grad_split(
     fun: Callable[..., Any],
     *args: Any,
@@ -152,6 +281,8 @@ def grad_split(
     """The primal, linearized (JVP) and transposed (VJP) programs of ``fun`` at ``args``.
 
     Arguments are chosen as in :func:`jaxlab.grad_report` (``argnums`` or ``wrt``).
+    Runs the function's forward pass twice (jaxlab's interpreter, equation by equation)
+    to find which primal value each residual is.
     """
     sel = select_arguments(fun, args, kwargs, argnums=argnums, wrt=wrt)
     diff = sel.diff
@@ -162,12 +293,23 @@ def grad_split(
             f"{sel.function.__name__} returns an integer or boolean result, which has no "
             "linearization: differentiate a float quantity"
         )
-    _, linear_fun = jax.linearize(sel.function, *diff)
+    lin = traced_linearize(sel.function, diff)
     tangents = [[jnp.zeros_like(jnp.asarray(x)) for x in leaves] for leaves in diff]
-    linear = jax.make_jaxpr(linear_fun)(*tangents)
-    transpose_fun = jax.linear_transpose(linear_fun, *tangents)
+    linear = jax.make_jaxpr(lin.fun)(*tangents)
+    transpose_fun = jax.linear_transpose(lin.fun, *tangents)
     cotangent = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape)
     transposed = jax.make_jaxpr(transpose_fun)(cotangent)
+    leaf_names = tuple(
+        c.name + jax.tree_util.keystr(path)
+        for c in sel.chosen
+        for (path, _), d in zip(
+            jax.tree_util.tree_flatten_with_path(c.value)[0], c.mask, strict=True
+        )
+        if d
+    )
+    # The call's other leaves (data, fixed settings) are the primal's captured constants.
+    consts = tuple(const_names(primal.consts, _named_leaves(fun, args, kwargs)))
+    flat = [leaf for leaves in diff for leaf in leaves]
     return GradSplit(
         fun_name=sel.function.__name__,
         names=sel.names,
@@ -176,12 +318,7 @@ def grad_split(
         transposed=transposed,
         n_residuals=len(linear.consts),
         out_shape=out_shape,
-        leaf_names=tuple(
-            c.name + jax.tree_util.keystr(path)
-            for c in sel.chosen
-            for (path, _), d in zip(
-                jax.tree_util.tree_flatten_with_path(c.value)[0], c.mask, strict=True
-            )
-            if d
-        ),
+        leaf_names=leaf_names,
+        residuals=find_residuals(primal, flat, linear, lin, leaf_names, consts, plain_text(linear)),
+        const_names=consts,
     )

@@ -7,14 +7,19 @@ Text is drawn at 14 px for titles and 12 px for every other row (Graphviz's poin
 72 dpi are the SVG's user units); each node's tooltip holds its raw JAX form, type,
 source line, value and adjoint, one per line. Arguments not differentiated and
 equations that reach no output are greyed; a loop's carry is a dashed loop-back edge.
+A node's ``tag`` is a badge in the tag's colour (:func:`tag_colour`, the same in every
+graph) with a border to match: ``%grad --split`` links each residual to the primal node
+that computed it that way.
 The kernel never hangs on a drawing: ``dot`` runs with ``nslimit``/``mclimit`` and a
 wall-clock timeout, and the mimebundle falls back to the text view with a message.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import os
+import re
 import shutil
 import subprocess
 import unicodedata
@@ -48,6 +53,18 @@ _CARRY = "#7b4fb0"
 # Font sizes in points = px in the SVG: titles, other rows (issue 11: readable at 1280x720).
 TITLE_PT, ROW_PT = 14, 12
 _ROW = f'<font point-size="{ROW_PT}"'
+# Badge colours, cycling: white bold text on each keeps at least 5:1 contrast, and each
+# keeps 4:1 as a border on the light node fills, so they read in light and dark themes.
+TAG_COLOURS = (
+    "#0b62a4",
+    "#b34700",
+    "#1a7f37",
+    "#a3367a",
+    "#7b5c00",
+    "#6a3d9a",
+    "#00727f",
+    "#8c2f39",
+)
 
 
 class RenderError(RuntimeError):
@@ -103,6 +120,17 @@ def _summary(n: m.Node) -> str:
     return n.summary
 
 
+def tag_colour(tag: str) -> str:
+    """The colour of a badge: ``r1``, ``r2``... take the palette in turn (cycling), so a
+    badge has one colour in every graph; a tag without a number, a colour of its text."""
+    digits = re.search(r"(\d+)$", tag)
+    if digits:
+        index = int(digits.group(1)) - 1
+    else:
+        index = int(hashlib.blake2b(tag.encode(), digest_size=2).hexdigest(), 16)
+    return TAG_COLOURS[index % len(TAG_COLOURS)]
+
+
 def _greyed(n: m.Node) -> bool:
     return n.role == m.FIXED or n.unused
 
@@ -130,7 +158,27 @@ def _node_label(n: m.Node) -> str:
         rows.append(f'{_ROW} color="{_GREY_TEXT}"><i>unused: reaches no output</i></font>')
     if n.residual:
         rows.append(f'{_ROW} color="#c26a00">saved for backward</font>')
+    if n.tag:
+        return f"<{_with_badge(rows, n.tag)}>"
     return "<" + "<br/>".join(rows) + ">"
+
+
+def _with_badge(rows: list[str], tag: str) -> str:
+    """The node's rows under its title, with the tag as a badge beside the title."""
+    # The badge's cell has a fixed size: a wider row below would otherwise stretch its
+    # background. Spacer cells either side take that extra width instead.
+    width = round(len(_printable(tag)) * _TITLE_EM * ROW_PT + 8)
+    badge = (
+        f'<td bgcolor="{tag_colour(tag)}" fixedsize="true" width="{width}" '
+        f'height="{ROW_PT + 6}">{_ROW} color="#ffffff"><b>{_html(tag)}</b></font></td>'
+    )
+    table = [
+        '<table border="0" cellborder="0" cellspacing="0" cellpadding="0">',
+        f'<tr><td></td><td align="right">{rows[0]} </td>{badge}<td></td></tr>',
+    ]
+    if rows[1:]:
+        table.append(f'<tr><td colspan="4">{"<br/>".join(rows[1:])}</td></tr>')
+    return "".join(table) + "</table>"
 
 
 # Average glyph widths (em) of a browser's sans-serif, a little generous: dot measures with
@@ -141,6 +189,8 @@ _TITLE_EM, _ROW_EM, _PAD_PX = 0.68, 0.62, 24
 def _min_width(n: m.Node) -> float:
     """The box width (inches) that holds the node's widest row as a browser draws it."""
     title = len(_printable(n.label)) * _TITLE_EM * TITLE_PT
+    if n.tag:  # the badge beside the title, with its padding
+        title += (len(_printable(n.tag)) + 2) * _ROW_EM * ROW_PT
     texts = [" ".join(n.types), n.params, _summary(n) if n.summary else ""]
     texts += [f"= {n.value.text()}"] if n.value is not None else []
     texts += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
@@ -172,6 +222,8 @@ def _tooltip(n: m.Node) -> str:
         lines.append("fixed: not differentiated, so it has no ∂ row")
     if n.unused:
         lines.append("unused: its result reaches no output")
+    if n.tag:
+        lines.append(f"{n.tag}: the same badge marks the same value in the other graphs")
     return '"' + "&#10;".join(_quoted(line)[1:-1] for line in lines) + '"'
 
 
@@ -188,8 +240,12 @@ def _node_attrs(n: m.Node) -> str:
         fill, color = _GREY_FILL, _GREY_BORDER
         style = "filled,dashed" if shape == "ellipse" else "rounded,filled,dashed"
         attrs += [f'style="{style}"', f'fontcolor="{_GREY_TEXT}"']
+    if n.tag:
+        color = tag_colour(n.tag)
     attrs += [f'fillcolor="{fill}"', f'color="{color}"']
-    if n.residual:
+    if n.tag:
+        attrs.append("penwidth=2.5")
+    elif n.residual:
         attrs.append("penwidth=2")
     elif n.kind == m.OUTPUT:
         attrs.append("penwidth=2")  # outputs stand out by a heavier border
