@@ -7,16 +7,22 @@ Run after the build (``make docs`` does)::
 It fails (exit 1, one line per problem) when the getting-started, API or design page is
 missing; when a magic jaxlab registers has no page or its page lacks the magic's usage
 line; when a public name of ``jaxlab`` has no entry in the API page; when a notebook of
-``notebooks/`` has no tutorial page or that page shows no cell output; or when any page
-loads a script, stylesheet or frame from an absolute URL (a CDN), not from the site.
+``notebooks/`` has no tutorial page or that page shows no cell output; when any page
+loads a script, stylesheet or frame from an absolute URL (a CDN), not from the site; or
+when a page shows a widget view whose saved state it lacks (or whose state is not readable
+JSON, or names its ES module by URL), or does not load the widget loader
+(``_static/jaxlab-widgets.js``) from the site itself.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlsplit
 
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS / "_ext"))
@@ -51,6 +57,75 @@ def remote_fetches(html: str) -> list[str]:
     return [u for u in parser.urls if u.startswith(("http:", "https:", "//"))]
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+LOADER = "_static/jaxlab-widgets.js"
+# A module given by address (one word, no code), as anywidget allows; "// comment" is code.
+_URL = re.compile(r"\s*(https?:)?//\S+\s*", re.IGNORECASE)
+
+
+class _Scripts(HTMLParser):
+    """Collects a page's script elements: the files it loads and the data blocks it holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: list[str] = []
+        self.blocks: list[tuple[str, str]] = []  # (type, text)
+        self._type: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "script":
+            values = dict(attrs)
+            if values.get("src"):
+                self.sources.append(values["src"] or "")
+            self._type = values.get("type") or ""
+            self.blocks.append((self._type, ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._type is not None:
+            kind, text = self.blocks[-1]
+            self.blocks[-1] = (kind, text + data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._type = None
+
+
+def widget_problems(html: str, page: str, site: Path) -> list[str]:
+    """What keeps a page's widget views from being drawn from the site alone: a view without
+    its saved state, unreadable state, a module named by URL, or no loader from _static."""
+    parser = _Scripts()
+    parser.feed(html)
+    views: list[str] = []
+    models: dict[str, dict] = {}
+    found = []
+    for kind, text in parser.blocks:
+        try:
+            if kind == WIDGET_VIEW:
+                views.append(str(json.loads(text).get("model_id")))
+            elif kind == WIDGET_STATE:
+                models.update(json.loads(text).get("state", {}))
+        except (json.JSONDecodeError, AttributeError):
+            found.append(f"{page} holds a {kind} script that is not readable JSON")
+    if not views:
+        return found
+    for model_id in views:
+        if model_id not in models:
+            found.append(f"{page} shows widget {model_id} without its saved state")
+        elif _URL.fullmatch(str(models[model_id].get("state", {}).get("_esm", ""))):
+            found.append(f"{page}: widget {model_id} names its module by URL")
+    loaded = [
+        posixpath.normpath(posixpath.join(posixpath.dirname(page), urlsplit(src).path))
+        for src in parser.sources
+        if not urlsplit(src).scheme and not src.startswith("//")
+    ]
+    if LOADER not in loaded:
+        found.append(f"{page} shows widgets but does not load {LOADER} from the site")
+    elif not (site / LOADER).is_file():
+        found.append(f"{page} loads {LOADER}, which the site lacks")
+    return found
+
+
 def problems(site: Path, notebooks: Path) -> list[str]:
     found = []
     for page in ("index", "getting_started", "api", "design", "magics/index"):
@@ -78,8 +153,10 @@ def problems(site: Path, notebooks: Path) -> list[str]:
         if has_code and "cell_output" not in path.read_text():
             found.append(f"{path} shows no cell output (were the notebooks executed?)")
     for path in sorted(site.rglob("*.html")):
-        for url in remote_fetches(path.read_text()):
-            found.append(f"{path.relative_to(site)} loads {url} from the network")
+        html, page = path.read_text(), path.relative_to(site).as_posix()
+        for url in remote_fetches(html):
+            found.append(f"{page} loads {url} from the network")
+        found += widget_problems(html, page, site)
     return found
 
 
@@ -89,7 +166,10 @@ def main(argv: list[str]) -> int:
     for line in found:
         print(f"docs: {line}", file=sys.stderr)
     if not found:
-        print(f"docs: {site} has every page and loads nothing from the network")
+        print(
+            f"docs: {site} has every page, loads nothing from the network and draws its "
+            "widgets from saved state with its own loader"
+        )
     return 1 if found else 0
 
 

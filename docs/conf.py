@@ -24,14 +24,20 @@ exclude_patterns = ["_build", "**/.ipynb_checkpoints", "_ext"]
 
 # Docs execute (as JAX's and treescope's do), but in the `tutorials` extension: it takes
 # the notebook test's executed copies or executes the notebooks itself (a cell error fails
-# the build), and drops outputs only a live widget can show. MyST-NB renders the result.
+# the build), and keeps the widget views the page can draw (see below). MyST-NB renders it.
 nb_execution_mode = "off"
 
-# Widgets show their static view: jaxlab's widgets carry text/html beside the widget view,
-# and a static page has no kernel to drive the live one. So the widget view is never
-# chosen, and no widget JavaScript is loaded (MyST-NB would take it from a CDN).
-nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
+# Widgets are drawn from the state the notebook saved, by the site's own loader
+# (_static/jaxlab-widgets.js: each anywidget's saved ES module, a model without a kernel),
+# never by the CDN html-manager MyST-NB would load, so nb_ipywidgets_js names nothing. A
+# widget view is chosen only over plain text: an output with HTML or an image beside it
+# shows that. jaxlab's widgets display their static twin as an output of its own, which
+# the loader hides once the widget is drawn and which a page without JavaScript shows.
+nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", 95)]
 nb_ipywidgets_js: dict[str, dict[str, str]] = {}
+html_static_path = ["_static"]
+html_js_files = [("jaxlab-widgets.js", {"defer": "defer"})]
+html_css_files = ["jaxlab-widgets.css"]
 
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 # Math as SVG from matplotlib's mathtext (docs/_ext/math_svg.py), not MathJax from a CDN.

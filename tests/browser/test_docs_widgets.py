@@ -1,0 +1,208 @@
+"""The documentation site draws jaxlab's widgets from their saved state, offline.
+
+A tiny site is built with Sphinx from one small notebook, with ``docs/conf.py``'s settings
+and the ``tutorials`` extension (which executes the notebook: nbclient saves the widgets'
+state). Served on 127.0.0.1, the page draws the CompileMonitor through its own ES module
+(the DOM asserted is the module's, not the static twin's), loads nothing from elsewhere,
+keeps a function name with ``</SCRIPT>`` in it inside the saved state, and writes an
+ipywidgets slider as its saved description and value. Without JavaScript, the twin shows.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import runpy
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+CELLS = [
+    "%load_ext jaxlab\n"
+    "import jax, jax.numpy as jnp\n"
+    "def f(x):\n"
+    "    return jnp.sin(x).sum()\n"
+    "jax.jit(f)(jnp.ones(3))",
+    "%compile_log",
+    "jax.jit(f)(jnp.ones(4))",
+    # A name that would end the state's <script> if written as it is.
+    "def g(x):\n    return 2 * x\ng.__name__ = g.__qualname__ = '</SCRIPT><!--g'\njax.jit(g)(1.0)",
+    "import ipywidgets as widgets\nwidgets.IntSlider(value=7, description='steps <n>')",
+]
+LATEST = "x: f32[3] → f32[4]"  # the twin's reason for f's second compilation
+CONF = """\
+import runpy
+from pathlib import Path
+
+DOCS = Path({docs!r})
+conf = runpy.run_path(str(DOCS / "conf.py"))
+globals().update({{k: v for k, v in conf.items() if not k.startswith("__")}})
+# The site's own settings; only the pages written at build time are the tutorials'.
+extensions = ["myst_nb", "tutorials", "math_svg"]
+html_static_path = [str(DOCS / "_static")]
+"""
+
+
+def _check_site() -> Any:
+    saved = list(sys.path)
+    try:
+        return runpy.run_path(str(DOCS / "check_site.py"))
+    finally:
+        sys.path[:] = saved
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built site of one tutorial, ``tutorials/01_tiny.html``."""
+    import nbformat
+
+    root = tmp_path_factory.mktemp("site")
+    (root / "docs").mkdir()
+    (root / "notebooks").mkdir()
+    (root / "docs" / "conf.py").write_text(CONF.format(docs=str(DOCS)))
+    (root / "docs" / "index.md").write_text("# Tiny\n\n```{toctree}\ntutorials/01_tiny\n```\n")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A tiny tutorial")]
+    nb.cells += [nbformat.v4.new_code_cell(source) for source in CELLS]
+    nbformat.write(nb, str(root / "notebooks" / "01_tiny.ipynb"))
+    out = root / "html"
+    build = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
+    env = {"JAXLAB_EXECUTED_NOTEBOOKS": ""}  # the tutorials extension executes it
+    result = subprocess.run(
+        [*build, str(root / "docs"), str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(site: Path) -> Iterator[str]:
+    """The site served on 127.0.0.1, as a reader's web server would."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _elsewhere(urls: list[str], base: str) -> list[str]:
+    here = urlsplit(base).netloc
+    return [
+        u
+        for u in urls
+        if urlsplit(u).scheme not in ("blob", "data", "about") and urlsplit(u).netloc != here
+    ]
+
+
+def test_site_check_passes_on_the_built_page(site: Path) -> None:
+    check = _check_site()
+    page = site / "tutorials" / "01_tiny.html"
+    html = page.read_text()
+    assert check["widget_problems"](html, "tutorials/01_tiny.html", site) == []
+    assert check["remote_fetches"](html) == []
+    # The same page without its saved state, or without the loader, is reported.
+    bare = html.replace('type="application/vnd.jupyter.widget-state+json"', 'type="text/x-gone"')
+    assert any(
+        "without its saved state" in p for p in check["widget_problems"](bare, "t.html", site)
+    )
+    unloaded = html.replace("jaxlab-widgets.js", "elsewhere.js")
+    assert any(
+        "does not load" in p
+        for p in check["widget_problems"](unloaded, "tutorials/01_tiny.html", site)
+    )
+
+
+def _saved_state(site: Path) -> dict[str, Any]:
+    html = (site / "tutorials" / "01_tiny.html").read_text()
+    start = html.index('<script type="application/vnd.jupyter.widget-state+json">')
+    body = html[html.index(">", start) + 1 : html.index("</script>", start)]
+    return dict(json.loads(body)["state"])
+
+
+def _monitor_functions(site: Path) -> list[dict[str, Any]]:
+    (monitor,) = [m for m in _saved_state(site).values() if m["model_name"] == "AnyModel"]
+    return list(monitor["state"]["functions"])
+
+
+def test_saved_state_survives_a_script_end_tag_in_a_name(site: Path) -> None:
+    names = [fn["name"] for fn in _monitor_functions(site)]
+    assert "</SCRIPT><!--g" in names and "f" in names
+    # Only the models the page draws (and those they name) are kept: not the slider's.
+    kinds = sorted(m["model_name"] for m in _saved_state(site).values())
+    assert kinds == ["AnyModel", "LayoutModel"]
+
+
+def test_widget_is_drawn_by_its_own_module_from_the_site_alone(
+    site: Path, server: str, page: Any
+) -> None:
+    page.goto(f"{server}/tutorials/01_tiny.html")
+    drawn = page.evaluate("() => window.jaxlabWidgets.rendered")
+    assert len(drawn) == 1
+    widget = ".jaxlab-site-widget .jaxlab-cm"
+    live = page.locator(f'{widget} tr[data-function="f"] .jaxlab-cm-count')
+    assert live.inner_text() == "2"  # the module's table: f compiled for f32[3] and f32[4]
+    assert page.locator(f'{widget} tr[data-function="</SCRIPT><!--g"]').count() == 1
+    twin = page.locator(".jaxlab-twin")
+    assert twin.count() == 1 and not twin.is_visible()
+    # The page's colours reach the widget: alabaster's text colour, not JupyterLab's.
+    colour = page.evaluate(
+        "() => getComputedStyle(document.querySelector('.jaxlab-site-widget'))"
+        ".getPropertyValue('--jp-ui-font-color1').trim()"
+    )
+    assert colour == "#3e4349"
+    # A control works on the saved state, without a kernel: "my functions only" off shows
+    # the functions of JAX and libraries the session compiled too.
+    functions = _monitor_functions(site)
+    mine = [f for f in functions if f["user_code"]]
+    assert 0 < len(mine) < len(functions)
+    rows = page.locator(f"{widget} tr[data-function]")
+    assert rows.count() == len(mine)
+    page.locator(f"{widget} input[type=checkbox]").uncheck()
+    assert rows.count() == len(functions)
+    # The slider, not an anywidget, is its saved description and value as text.
+    assert page.locator(".jaxlab-saved-widget").inner_text().split() == ["steps", "<n>", "7"]
+    assert _elsewhere(page.requests.urls, server) == []
+    loader = [u for u in page.requests.urls if urlsplit(u).path == "/_static/jaxlab-widgets.js"]
+    assert loader
+
+
+def test_without_javascript_the_twin_shows(server: str, browser: Any) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        urls: list[str] = []
+        page.on("request", lambda r: urls.append(r.url))
+        page.goto(f"{server}/tutorials/01_tiny.html")
+        twin = page.locator(".jaxlab-twin")
+        assert twin.is_visible()
+        assert LATEST in twin.inner_text()
+        assert page.locator(".jaxlab-site-widget").count() == 0
+        assert page.locator(".jaxlab-saved-widget output").inner_text() == "7"
+        assert _elsewhere(urls, server) == []
+    finally:
+        context.close()
