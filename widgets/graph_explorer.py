@@ -6,13 +6,18 @@
     GraphExplorer(jaxlab.jaxpr_graph(loss, params, x, grad=True, values=True))
 
 Nested programs (an inner ``jit``, ``cond`` branches, ``scan``/``while`` bodies, custom
-rules) start closed, one box each; a click opens or closes one. The layout is Graphviz's
-``dot`` in the kernel on what is visible only (open clusters' insides, closed ones as one
-box), so its cost follows the view, not the program. The browser pans, zooms, fits to
-the output's width, searches by primitive, variable, argument name or source line (matches
-counted and stepped through), shows a node's details on hover or click (types, the raw
+rules), runs of equations in long blocks and ``jax.named_scope`` groups start closed, one
+box each; a click opens or closes one. Each view is built for what it shows only
+(``Graph.rebuild``, graph/explore.py: a 10,000-equation program's first view is a few
+dozen nodes) and laid out by Graphviz's ``dot`` in the kernel, so the cost follows the
+view, not the program; only the visible nodes' records reach the browser. The browser
+pans (a CSS transform: the compositor moves the drawing, nothing is repainted), zooms,
+fits to the output's width, shows a node's details on hover or click (types, the raw
 equation, source, value and adjoint) and highlights what a clicked node depends on and
-what depends on it. Saved and exported notebooks show the static SVG of the graph.
+what depends on it, along the visible edges (a closed box stands for all it holds).
+Search runs in the kernel over the whole program (primitive, equation id, parameters,
+source line, argument names): matches are counted, and stepping to one inside a closed
+box opens what holds it. Saved and exported notebooks show the static SVG of the view.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 import traitlets
 
 from jaxlab.graph import model as m
+from jaxlab.graph.explore import Explorer, Views
 
 from ._base import JaxlabWidget
 
@@ -36,6 +42,7 @@ LAYOUT_TIMEOUT_S = 20.0
 # in about a second rather than minutes.
 _LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")
 _DPI = 72.0  # dot's plain output is in inches; the browser draws in points
+HUB_EDGES = 6  # an input or output with more edges than this is a hub (see hubs)
 
 
 def _closed_parent(
@@ -52,9 +59,14 @@ def _closed_parent(
     return None
 
 
+# Nodes that stand for what they hold, drawn as closed boxes ("cluster:<id>") that open.
+_BOXES = (m.COLLAPSED, m.SEGMENT)
+
+
 def visible(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
     """What is drawn with the clusters ``opened`` open: nodes, closed clusters as boxes
-    (``"cluster:<id>"``), edges between them, and the open clusters to frame."""
+    (``"cluster:<id>"``; so are collapsed programs and runs), edges between them, the
+    open clusters to frame, and ``rep``: each node's id -> what it is drawn as."""
     opened = set(opened)
     parent = {c.id: c.parent for c in graph.clusters}
     rep: dict[str, str] = {}
@@ -62,7 +74,10 @@ def visible(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
     boxes: list[str] = []
     for n in graph.nodes:
         closed = _closed_parent(n.cluster, opened, parent)
-        if closed is None:
+        if closed is None and n.kind in _BOXES:
+            rep[n.id] = "cluster:" + n.id
+            boxes.append(rep[n.id])
+        elif closed is None:
             rep[n.id] = n.id
             nodes.append(n.id)
         else:
@@ -79,15 +94,73 @@ def visible(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
         a, b = rep[e.src], rep[e.dst]
         if a != b:
             edges.setdefault((a, b), e.kind)
-    return {"nodes": nodes, "boxes": boxes, "frames": frames, "edges": list(edges.items())}
+    return {
+        "nodes": nodes,
+        "boxes": boxes,
+        "frames": frames,
+        "edges": list(edges.items()),
+        "rep": rep,
+    }
 
 
-def _dot_of(graph: m.Graph, view: dict[str, Any]) -> tuple[str, list[str]]:
-    """DOT for the visible graph; node names are indices (no user text reaches dot)."""
+def box_clusters(graph: m.Graph) -> dict[str, m.Cluster]:
+    """Every cluster of ``graph`` and, as clusters, its collapsed programs and runs: what a
+    ``"cluster:<id>"`` box of the view stands for."""
+    found = {c.id: c for c in graph.clusters}
+    for n in graph.nodes:
+        if n.kind in _BOXES:
+            found[n.id] = m.Cluster(
+                n.id, n.primitive or n.kind, n.label, n.cluster, 0, n.n_equations
+            )
+    return found
+
+
+def hubs(graph: m.Graph, view: dict[str, Any]) -> set[str]:
+    """Visible inputs, constants and outputs with more than ``HUB_EDGES`` edges (the
+    parameters of a deep model, its gradients gathered in one output node). dot routes
+    their edges across every rank of the drawing, which costs most of its time (0.15 s
+    against 0.03 s for a 45-node view of the 10,000-equation program), so they are placed
+    first and last and their edges drawn straight (:func:`_hub_paths`)."""
+    degree: dict[str, int] = {}
+    for (a, b), _ in view["edges"]:
+        degree[a] = degree.get(a, 0) + 1
+        degree[b] = degree.get(b, 0) + 1
+    kinds = {n.id: n.kind for n in graph.nodes}
+    ends = (m.INPUT, m.CONST, m.OUTPUT)
+    return {v for v, k in degree.items() if k > HUB_EDGES and kinds.get(v) in ends}
+
+
+def _hub_paths(
+    edges: list[tuple[tuple[str, str], str]], pos: dict[str, list[float]]
+) -> list[dict[str, Any]]:
+    """A hub's edges as curves from the bottom of one box to the top of the other."""
+    paths = []
+    for (a, b), kind in edges:
+        (ax, ay, aw, ah), (bx, by, bw, _) = pos[a], pos[b]
+        x0, y0, x1, y1 = ax + aw / 2, ay + ah, bx + bw / 2, by
+        bend = max(20.0, abs(y1 - y0) / 3) * (1 if y1 >= y0 else -1)
+        points = [[x0, y0], [x0, y0 + bend], [x1, y1 - bend], [x1, y1]]
+        paths.append(
+            {
+                "src": a,
+                "dst": b,
+                "points": [[round(x, 1), round(y, 1)] for x, y in points],
+                "kind": kind or "hub",
+            }
+        )
+    return paths
+
+
+def _dot_of(
+    graph: m.Graph, view: dict[str, Any], hub: set[str] | None = None
+) -> tuple[str, list[str]]:
+    """DOT for the visible graph; node names are indices (no user text reaches dot).
+    Edges of ``hub`` nodes are left out; hub inputs go first, hub outputs last."""
+    hub = hub or set()
     ids = view["nodes"] + view["boxes"]
     index = {v: k for k, v in enumerate(ids)}
     by_id = {n.id: n for n in graph.nodes}
-    clusters = {c.id: c for c in graph.clusters}
+    clusters = box_clusters(graph)
     members: dict[str | None, list[str]] = {}
     for v in ids:
         if v.startswith("cluster:"):
@@ -130,7 +203,14 @@ def _dot_of(graph: m.Graph, view: dict[str, Any]) -> tuple[str, list[str]]:
             lines.append("}")
 
     emit(None, 0)
+    kinds = {n.id: n.kind for n in graph.nodes}
+    for end, rank in ((m.INPUT, "min"), (m.CONST, "min"), (m.OUTPUT, "max")):
+        placed = " ".join(f"n{index[v]};" for v in sorted(hub) if kinds[v] == end)
+        if placed:
+            lines.append(f"{{rank={rank}; {placed}}}")
     for (a, b), kind in view["edges"]:
+        if a in hub or b in hub:
+            continue
         if kind == m.CARRY:  # a loop-back edge must not pull its body apart
             lines.append(f"n{index[a]} -> n{index[b]} [constraint=false];")
         else:
@@ -141,8 +221,13 @@ def _dot_of(graph: m.Graph, view: dict[str, Any]) -> tuple[str, list[str]]:
 
 def layout(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
     """Positions (points, y down) of the visible nodes, boxes and edges, by ``dot``."""
-    view = visible(graph, opened)
-    text, ids = _dot_of(graph, view)
+    return lay_out(graph, visible(graph, opened))
+
+
+def lay_out(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
+    """``layout`` of a view already chosen by :func:`visible`."""
+    hub = hubs(graph, view)
+    text, ids = _dot_of(graph, view, hub)
     dot = shutil.which("dot")
     if dot is None:
         raise RuntimeError("Graphviz's `dot` is not installed: `sudo apt-get install graphviz`")
@@ -180,6 +265,7 @@ def layout(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
                 for i in range(n)
             ]
             paths.append({"src": a, "dst": b, "points": pts, "kind": kinds.get((a, b), "")})
+    paths += _hub_paths([(e, k) for e, k in view["edges"] if e[0] in hub or e[1] in hub], pos)
     return {
         "width": 0.0 if not pos else max(x + w for x, _, w, _ in pos.values()),
         "height": round(height * _DPI, 1),
@@ -225,21 +311,46 @@ def _node_record(n: m.Node) -> dict[str, Any]:
     return record
 
 
+def view_model(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
+    """What the browser needs of a laid-out view: the records of the nodes it draws (never
+    the whole program's), the clusters it frames or shows closed, the notes."""
+    by_id = {n.id: n for n in graph.nodes}
+    clusters = box_clusters(graph)
+    shown = [k for k in view["nodes"] if not k.startswith("cluster:")]
+    boxes = {k[len("cluster:") :] for k in view["nodes"] if k.startswith("cluster:")}
+    records = []
+    for c in clusters.values():
+        if c.id in boxes or c.id in view["frames"] or c.primitive == "scope":
+            record = asdict(c)
+            node = by_id.get(c.id)  # a collapsed program or a run: what it holds
+            record["summary"] = node.summary if node is not None else ""
+            records.append(record)
+    return {
+        "title": graph.title,
+        "nodes": [_node_record(by_id[k]) for k in shown],
+        "clusters": records,
+        "notes": list(graph.notes),
+        "n_equations": graph.n_equations,
+        "grad": graph.grad,
+    }
+
+
 class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     """An explorable view of a :class:`jaxlab.graph.Graph` (``%jaxpr``, ``%grad --graph``)."""
 
-    model = traitlets.Dict().tag(sync=True)  # the Graph: nodes, edges, clusters, notes
+    model = traitlets.Dict().tag(sync=True)  # the visible nodes' records, clusters, notes
     opened = traitlets.List(traitlets.Unicode()).tag(sync=True)  # open cluster ids
     view = traitlets.Dict().tag(sync=True)  # the layout of what is visible
+    found = traitlets.Dict().tag(sync=True)  # the last search: query, total, matches
     error = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, graph: m.Graph, *, opened: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._graph = graph
-        self._drawn = with_scopes(graph)  # what the explorer draws: scopes as clusters
-        data = self._drawn.to_dict()
-        data["nodes"] = [_node_record(n) for n in self._drawn.nodes]
-        self.model = data
+        self._built: tuple[frozenset[str], m.Graph] | None = None
+        self._drawn = with_scopes(graph)  # what the explorer draws now: scopes as clusters
+        self._rep: dict[str, str] = {}
+        self._query = ""
         self.observe(self._relayout, names=["opened"])
         self.on_msg(self._message)
         self.opened = list(opened)
@@ -250,27 +361,122 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     def graph(self) -> m.Graph:
         return self._graph
 
+    @property
+    def drawn(self) -> m.Graph:
+        """The Graph of the current view (what is opened drawn, the rest closed)."""
+        return self._drawn
+
+    def _draw(self, opened: frozenset[str]) -> m.Graph:
+        """The Graph for ``opened``: rebuilt for the view when the graph can, else itself."""
+        views = self._graph.rebuild
+        if views is None:
+            return with_scopes(self._graph)
+        key = frozenset(c for c in opened if not c.startswith("scope:"))
+        if self._built is None or self._built[0] != key:
+            self._built = (key, with_scopes(views(key)))
+        return self._built[1]
+
     def toggle(self, cluster: str) -> None:
-        """Open a closed cluster, or close an open one (and everything inside it)."""
+        """Open a closed cluster, run or nested program, or close an open one (and what
+        was open inside it)."""
         if cluster in self.opened:
-            self.opened = [
-                c for c in self.opened if c != cluster and not c.startswith(cluster + "/")
-            ]
-        elif any(c.id == cluster for c in self._drawn.clusters):
+            parent = {c.id: c.parent for c in self._drawn.clusters}
+
+            def inside(c: str) -> bool:
+                while c in parent:
+                    c = parent[c]  # type: ignore[assignment]
+                    if c == cluster:
+                        return True
+                return c.startswith(cluster + "/")
+
+            self.opened = [c for c in self.opened if c != cluster and not inside(c)]
+        elif cluster in box_clusters(self._drawn):
             self.opened = [*self.opened, cluster]
 
+    def search(self, query: str) -> dict[str, Any]:
+        """Find ``query`` in the whole program (kernel-side): the count and the first
+        matches, each with the box that shows it in the current view."""
+        self._query = query
+        self.found = self._found()
+        return self.found
+
+    def reveal(self, node_id: str) -> None:
+        """Open what holds ``node_id`` (runs, nested programs, branches, scopes) so that
+        it is drawn."""
+        explorer = _explorer_of(self._graph)
+        want = list(self.opened)
+        holders = explorer.holders(node_id) if explorer is not None else []
+        want += [h for h in holders if h not in want]
+        drawn = self._draw(frozenset(want))
+        parent = {c.id: c.parent for c in drawn.clusters}
+        home = next((n.cluster for n in drawn.nodes if n.id == node_id), None)
+        chain = []
+        while home is not None:
+            chain.append(home)
+            home = parent.get(home)
+        want += [c for c in reversed(chain) if c not in want]
+        if want != list(self.opened):
+            self.opened = want
+
+    def _found(self) -> dict[str, Any]:
+        query = self._query
+        if not query.strip():
+            return {"query": query, "total": 0, "matches": []}
+        explorer = _explorer_of(self._graph)
+        if explorer is not None:
+            ids = explorer.search(query)
+        else:
+            q = query.strip().lower()
+            ids = [
+                n.id
+                for n in self._drawn.nodes
+                if any(q in (t or "").lower() for t in (n.label, n.primitive, n.raw, n.source))
+                or q in n.id.lower()
+            ]
+        opened = set(self.opened)
+        matches = []
+        for node_id in ids[:SEARCH_MOST]:
+            box = self._rep.get(node_id)
+            if box is None and explorer is not None:
+                closed = [h for h in explorer.holders(node_id) if h not in opened]
+                box = "cluster:" + closed[0] if closed else None
+            matches.append({"id": node_id, "box": box})
+        return {"query": query, "total": len(ids), "matches": matches}
+
     def _message(self, _: Any, content: dict[str, Any], buffers: Any = None) -> None:
-        if isinstance(content, dict) and content.get("type") == "toggle":
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "toggle":
             self.toggle(str(content.get("cluster", "")))
+        elif kind == "search":
+            self.search(str(content.get("query", "")))
+        elif kind == "reveal":
+            self.reveal(str(content.get("id", "")))
 
     def _relayout(self, change: Any = None) -> None:
         try:
-            self.view = layout(self._drawn, self.opened)
-            self.error = ""
+            drawn = self._draw(frozenset(self.opened))
+            chosen = visible(drawn, self.opened)
+            laid = lay_out(drawn, chosen)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             self.error = str(e)
+            return
+        self._drawn, self._rep = drawn, chosen["rep"]
+        # The records first: the browser redraws when the view changes.
+        self.model = view_model(drawn, laid)
+        self.view = laid
+        self.error = ""
+        if self._query:
+            self.found = self._found()
 
     # ------------------------------------------------------------------ static twin
+    def _synced_change(self, change: dict[str, Any]) -> None:
+        # The twin draws the view: a new search or the records sent before it change
+        # nothing there, so only a new view (or error) rewrites it.
+        if change.get("name") in ("view", "error"):
+            super()._synced_change(change)
+
     def _static_html(self) -> str:
         # The view as last laid out, drawn here from the same positions: no second dot
         # run, and the saved notebook shows what the user last saw (with its tooltips).
@@ -280,6 +486,14 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
 
     def _static_text(self) -> str:
         return self._graph.describe()
+
+
+SEARCH_MOST = 200  # matches listed (each with its box); all are counted
+
+
+def _explorer_of(graph: m.Graph) -> Explorer | None:
+    views = graph.rebuild
+    return views.explorer if isinstance(views, Views) else None
 
 
 _STATIC_STYLE = (
@@ -293,7 +507,7 @@ def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
     titles at 14 px and rows at 12 px, edges, a <title> tooltip per node."""
     esc = html.escape
     by_id = {n.id: n for n in graph.nodes}
-    clusters = {c.id: c for c in graph.clusters}
+    clusters = box_clusters(graph)
     pad = 16
     width, height = view["width"] + 2 * pad, view["height"] + 2 * pad
     out = [

@@ -93,24 +93,17 @@ def jaxpr_graph(
         input_names=argument_names(fun, args, kwargs),
         explore=explore,
     )
-    inner = graph.rebuild
+    # Each step also applies to the explorer's views (explore.then).
+    from .explore import then
 
-    def rebuild(opened: frozenset[str]) -> m.Graph:
-        assert inner is not None
-        return finished(inner(opened))
+    if split.changed:
+        note = static_note(split.static_paths)
+        graph = then(graph, lambda g: dataclasses.replace(g, notes=(*g.notes, note)))
+    if values:
+        from .annotate import annotate
 
-    def finished(graph: m.Graph) -> m.Graph:
-        """``graph`` (this drawing or an explorer's view) with its notes and values."""
-        if split.changed:
-            note = static_note(split.static_paths)
-            graph = dataclasses.replace(graph, notes=(*graph.notes, note))
-        if values:
-            from .annotate import annotate
-
-            graph = annotate(graph, args, kwargs, grad=grad, fun=fun)
-        return dataclasses.replace(graph, rebuild=rebuild if inner is not None else None)
-
-    return finished(graph)
+        graph = then(graph, lambda g: annotate(g, args, kwargs, grad=grad, fun=fun))
+    return graph
 
 
 def static_note(paths: tuple[str, ...], most: int = 4) -> str:
@@ -156,7 +149,7 @@ def graph_from_jaxpr(
     ``explore=True`` returns that first view (nested programs closed, long blocks as runs)
     and skips the budgeted drawing, which the explorer would not show.
     """
-    from .explore import Explorer
+    from .explore import Explorer, Views
 
     tree = walk(closed_jaxpr.jaxpr)
     names = input_names if input_names and len(input_names) == len(tree.jaxpr.invars) else None
@@ -186,7 +179,7 @@ def graph_from_jaxpr(
             f"layout quick ({EDGE_BUDGET} edges at most)",
         )
     graph = assemble(tree, emitter, edges, closed_jaxpr, title=title, grad=grad, notes=notes)
-    return dataclasses.replace(graph, rebuild=explorer.graph)
+    return dataclasses.replace(graph, rebuild=Views(explorer))
 
 
 def assemble(

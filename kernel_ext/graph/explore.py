@@ -22,13 +22,29 @@ boxes hold a match, outermost first, so that opening them shows it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax.extend.core as jcore
 
 from . import model as m
-from .build import _Emitter, _group_inputs, _io_nodes, _phase, _Plan, assemble
-from .labels import param_summary
+from .build import _Emitter, _group_inputs, _io_nodes, _phase, _Plan, _summary, assemble
+from .labels import param_summary, type_text
 from .walk import Block, Item, name_stack, source_line
+
+
+class _RunSummary(NamedTuple):
+    reads: tuple[Any, ...]  # variables read from outside the run, first read first
+    writes: tuple[Any, ...]  # variables it defines
+    n: int  # equations, nested ones included
+    top: str  # its most frequent primitive
+    types: tuple[str, ...]  # its last equation's output types
+    source: str | None  # its first equation's line
+    text: str  # "120 eqns: dot_general×40, ..."
+
 
 RUN_ITEMS = 32  # most equations an open block shows before it groups them into runs
 GROUP_INPUTS = 100  # more inputs and outputs than this: one node per argument
@@ -68,6 +84,7 @@ class Explorer:
         self._pieces: dict[tuple[str, int, int], list[tuple[int, int]] | None] = {}
         self._backward: dict[str, list[bool]] = {}
         self._haystack: list[tuple[str, str]] | None = None
+        self._runs: dict[str, _RunSummary] = {}
 
     def _index(self, block: Block) -> None:
         for k, item in enumerate(block.items):
@@ -122,6 +139,34 @@ class Explorer:
     def run_id(self, block: Block, lo: int, hi: int) -> str:
         return f"{block.prefix}run{lo}-{hi}"
 
+    def run_summary(self, run: list[Item], run_id: str) -> _RunSummary:
+        """What a closed run reads from outside, writes, holds and says (kept per run)."""
+        if run_id not in self._runs:
+            counts: Counter[str] = Counter()
+            reads: list[Any] = []
+            writes: list[Any] = []
+            written: set[Any] = set()
+            for item in run:
+                counts.update(item.primitive_counts())
+                for v in item.eqn.invars:
+                    if not isinstance(v, jcore.Literal) and v not in written:
+                        reads.append(v)
+                for v in item.eqn.outvars:
+                    if not isinstance(v, jcore.DropVar):
+                        writes.append(v)
+                        written.add(v)
+            last = run[-1].eqn
+            self._runs[run_id] = _RunSummary(
+                reads=tuple(dict.fromkeys(reads)),
+                writes=tuple(writes),
+                n=sum(item.n_equations for item in run),
+                top=counts.most_common(1)[0][0],
+                types=tuple(type_text(v.aval) for v in last.outvars),
+                source=source_line(run[0].eqn),
+                text=_summary(counts),
+            )
+        return self._runs[run_id]
+
     # ------------------------------------------------------------------ drawing
     def graph(self, opened: frozenset[str]) -> m.Graph:
         """The program drawn with ``opened`` open (nested programs' and runs' ids; other
@@ -141,9 +186,7 @@ class Explorer:
             grad=self.grad,
             notes=tuple(plan.notes),
         )
-        from dataclasses import replace
-
-        return replace(graph, rebuild=self.graph)
+        return dataclasses.replace(graph, rebuild=Views(self))
 
     # ------------------------------------------------------------------ finding
     def holders(self, node_id: str) -> list[str]:
@@ -227,6 +270,37 @@ class Explorer:
         return found
 
 
+@dataclasses.dataclass(frozen=True)
+class Views:
+    """A Graph's ``rebuild``: the explorer's drawing for an opened set, then the steps its
+    producer applied to its own drawing (names and roles, notes, values and adjoints), so
+    every view reads as the Graph it came from.
+
+    >>> views = Views(explorer).then(with_roles)                 # doctest: +SKIP
+    >>> views(frozenset({"e3"})).rebuild is views                # doctest: +SKIP
+    True
+    """
+
+    explorer: Explorer
+    steps: tuple[Callable[[m.Graph], m.Graph], ...] = ()
+
+    def __call__(self, opened: frozenset[str]) -> m.Graph:
+        graph = self.explorer.graph(opened)
+        for step in self.steps:
+            graph = step(graph)
+        return dataclasses.replace(graph, rebuild=self)
+
+    def then(self, step: Callable[[m.Graph], m.Graph]) -> Views:
+        return Views(self.explorer, (*self.steps, step))
+
+
+def then(graph: m.Graph, step: Callable[[m.Graph], m.Graph]) -> m.Graph:
+    """``step(graph)``, whose ``rebuild`` applies ``step`` to every view as well."""
+    done = step(graph)
+    views = graph.rebuild
+    return dataclasses.replace(done, rebuild=views.then(step) if isinstance(views, Views) else None)
+
+
 class _ExplorePlan(_Plan):
     """The explorer's plan: what is closed follows the opened set, not a node budget."""
 
@@ -281,4 +355,29 @@ class _ExploreEmitter(_Emitter):
                 self.clusters.append(m.Cluster(run_id, "run", label, cluster, depth, n))
                 self._range(block, a, b, run_id, phase)
             else:
-                self.segment(run, cluster, run_phase, node_id=run_id)
+                self._run_node(run, run_id, cluster, run_phase)
+
+    def _run_node(
+        self, run: list[Item], run_id: str, cluster: str | None, phase: str | None
+    ) -> None:
+        """``run`` closed: one SEGMENT node, as ``_Emitter.segment`` draws it, from a
+        summary kept across views (a toggle re-emits every closed run of the view)."""
+        summary = self.plan.explorer.run_summary(run, run_id)
+        for v in summary.reads:
+            self._edge_from(v, run_id)
+        self.nodes.append(
+            m.Node(
+                run_id,
+                m.SEGMENT,
+                f"{summary.n} equations",
+                cluster=cluster,
+                primitive=summary.top,
+                types=summary.types,
+                source=summary.source,
+                phase=phase,
+                summary=summary.text,
+                n_equations=summary.n,
+            )
+        )
+        for v in summary.writes:
+            self.var_node[v] = run_id

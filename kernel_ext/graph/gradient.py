@@ -180,15 +180,9 @@ def gradient_graph(
     fixed = {f"in{k}" for k, d in enumerate(diff) if not d}
     seed_id = next((f"c{k}" for k, c in enumerate(closed.consts) if c is seed), None)
 
-    inner = drawn.rebuild
-
-    def rebuild(opened: frozenset[str]) -> m.Graph:
-        assert inner is not None
-        return named(inner(opened))
-
     def named(graph: m.Graph) -> m.Graph:
         """``graph`` (this program's drawing or an explorer's view) with the names, roles,
-        notes and annotations of the gradient, and a ``rebuild`` that keeps them."""
+        notes and annotations of the gradient."""
         nodes = tuple(
             dataclasses.replace(n, role=m.FIXED)
             if n.id in fixed
@@ -208,9 +202,11 @@ def gradient_graph(
                 return full(leaves)
 
             graph = annotate(graph, tuple(flat), {}, grad=True, fun=primal)
-        return dataclasses.replace(graph, rebuild=rebuild if inner is not None else None)
+        return graph
 
-    return named(drawn)
+    from .explore import then
+
+    return then(drawn, named)  # the explorer's views named as this drawing is
 
 
 class _NotScalar(Exception):

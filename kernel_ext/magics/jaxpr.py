@@ -36,7 +36,7 @@ from ._progress import watching
 # Options that take a value: the call expression starts after the last option (and value).
 _VALUED = frozenset({"--depth", "--budget"})
 # jaxpr_graph's own keywords: a user keyword with one of these names is bound in a closure.
-_RESERVED = frozenset({"fun", "grad", "depth", "values", "budget"})
+_RESERVED = frozenset({"fun", "grad", "depth", "values", "budget", "explore"})
 
 
 @magics_class
@@ -88,9 +88,12 @@ class JaxprMagics(Magics):
             call = parse_call(source, self.shell.user_ns if self.shell is not None else {})
         except ProgramError as e:
             raise UsageError(f"%jaxpr: {e}") from e
+        # Shown in the GraphExplorer: only its first view is built (a big program's whole
+        # budgeted drawing would be built for nothing).
+        explore = not (views or args.static or args.output) and _live()
         with watching("%jaxpr", f"tracing `{call.source}`"):
             try:
-                result = _trace(call, args, views[0] if views else "graph")
+                result = _trace(call, args, views[0] if views else "graph", explore=explore)
             except Exception as e:
                 if raised_in_jaxlab(e):
                     raise  # a bug of ours: show it whole rather than blame the user's program
@@ -101,21 +104,30 @@ class JaxprMagics(Magics):
         return None
 
 
+def _live() -> bool:
+    """A live notebook: a kernel with a front end that runs widgets, and anywidget."""
+    if getattr(get_ipython(), "kernel", None) is None:
+        return False
+    try:
+        import jaxlab.widgets  # noqa: F401
+    except ImportError:  # anywidget missing: the static view still draws
+        return False
+    return True
+
+
 def _explorable(graph: Any) -> Any:
     """The GraphExplorer of ``graph`` in a live notebook (a kernel with a front end that
     runs widgets); the Graph itself (its static SVG) anywhere else."""
     from ..graph.model import Graph
 
-    if not isinstance(graph, Graph) or getattr(get_ipython(), "kernel", None) is None:
+    if not isinstance(graph, Graph) or not _live():
         return graph
-    try:
-        from jaxlab.widgets import GraphExplorer
-    except ImportError:  # anywidget missing: the static view still draws
-        return graph
+    from jaxlab.widgets import GraphExplorer
+
     return GraphExplorer(graph)
 
 
-def _trace(call: Call, args: Any, view: str) -> Any:
+def _trace(call: Call, args: Any, view: str, explore: bool = False) -> Any:
     from ..graph import jaxpr_graph
     from ..graph.build import DEFAULT_BUDGET
 
@@ -129,6 +141,7 @@ def _trace(call: Call, args: Any, view: str) -> Any:
             grad=args.grad,
             depth=args.depth,
             budget=args.budget or DEFAULT_BUDGET,
+            explore=explore,
             **kwargs,
         )
     import jax

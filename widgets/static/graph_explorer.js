@@ -1,12 +1,15 @@
 // GraphExplorer: a jaxpr graph to open, search and read. No imports, no network.
 // State (synced from Python, see widgets/graph_explorer.py):
-//   model:  {title, nodes: [{id, kind, label, cluster, primitive, types, source, params,
-//            raw, phase, value, adjoint, residual, role, unused, summary}], edges: [{src,
-//            dst, kind}], clusters: [{id, primitive, label, parent, n_equations}], notes}
+//   model:  the visible part only: {title, notes, nodes: [{id, kind, label, cluster,
+//           primitive, types, source, params, raw, phase, value, adjoint, residual, role,
+//           unused, summary}], clusters: [{id, primitive, label, parent, n_equations,
+//           summary}] (frames and closed boxes: nested programs, runs, scopes)}
 //   opened: [cluster id]          view: {width, height, nodes: {id: [x, y, w, h]},
 //                                        edges: [{src, dst, points, kind}], frames: [id]}
-// A click on a closed cluster box (or an open cluster's header) sends {type: "toggle"};
-// the kernel lays out what is then visible and sends a new view.
+//   found:  {query, total, matches: [{id, box}]}: the kernel's search of the whole program
+// A click on a closed box (or an open cluster's header) sends {type: "toggle"}; the kernel
+// builds and lays out what is then visible and sends a new view. Typing in the search box
+// sends {type: "search"}; stepping to a match hidden in a closed box sends {type: "reveal"}.
 
 const SVG = "http://www.w3.org/2000/svg";
 const PAD = 16;
@@ -62,18 +65,8 @@ function tooltip(n) {
   return lines.join("\n");
 }
 
-/** Every node and cluster a query matches: primitive, label, variable id, source line. */
-function matches(model, query) {
-  const q = query.trim().toLowerCase();
-  if (!q) return [];
-  const hit = (t) => typeof t === "string" && t.toLowerCase().includes(q);
-  return model.nodes
-    .filter((n) => hit(n.label) || hit(n.primitive) || hit(n.raw) || hit(n.source) || hit(n.id))
-    .map((n) => n.id);
-}
-
 function draw(model, el, state) {
-  const data = model.get("model") || { nodes: [], edges: [], clusters: [], notes: [] };
+  const data = model.get("model") || { nodes: [], clusters: [], notes: [] };
   const view = model.get("view") || { nodes: {}, edges: [], frames: [], width: 0, height: 0 };
   const error = model.get("error");
   const byId = new Map(data.nodes.map((n) => [n.id, n]));
@@ -95,35 +88,38 @@ function draw(model, el, state) {
 
   const width = view.width + 2 * PAD;
   const height = view.height + 2 * PAD;
-  const svg = s("svg", { class: "jaxlab-ge-svg", role: "img" });
+  const svg = s("svg", { class: "jaxlab-ge-svg", role: "img", viewBox: `0 0 ${width} ${height}` });
   svg.setAttribute("aria-label", data.title);
   const g = s("g", { transform: `translate(${PAD},${PAD})` });
   svg.append(g);
 
   // Open clusters: a frame around the visible members, with a header to close it.
-  const inside = (cid, nid) => {
-    for (let c = byId.get(nid)?.cluster; c; c = clusters.get(c)?.parent) if (c === cid) return true;
-    return false;
-  };
+  const parentOf = (id) => (id.startsWith("cluster:") ? clusters.get(id.slice(8))?.parent : byId.get(id)?.cluster);
+  const members = new Map(); // open cluster -> the boxes of its visible members
+  for (const [id, box] of Object.entries(view.nodes)) {
+    for (let c = parentOf(id); c; c = clusters.get(c)?.parent) {
+      if (!members.has(c)) members.set(c, []);
+      members.get(c).push(box);
+    }
+  }
   for (const cid of view.frames || []) {
-    const boxes = Object.entries(view.nodes).filter(([id]) =>
-      id.startsWith("cluster:") ? isDescendant(clusters, id.slice(8), cid) : inside(cid, id),
-    );
-    if (!boxes.length) continue;
-    const x0 = Math.min(...boxes.map(([, b]) => b[0])) - 8;
-    const y0 = Math.min(...boxes.map(([, b]) => b[1])) - 24;
-    const x1 = Math.max(...boxes.map(([, b]) => b[0] + b[2])) + 8;
-    const y1 = Math.max(...boxes.map(([, b]) => b[1] + b[3])) + 8;
+    const boxes = members.get(cid) || [];
+    const c = clusters.get(cid);
+    if (!boxes.length || !c) continue;
+    const x0 = Math.min(...boxes.map((b) => b[0])) - 8;
+    const y0 = Math.min(...boxes.map((b) => b[1])) - 24;
+    const x1 = Math.max(...boxes.map((b) => b[0] + b[2])) + 8;
+    const y1 = Math.max(...boxes.map((b) => b[1] + b[3])) + 8;
     const frame = s("g", { class: "jaxlab-ge-frame", "data-cluster": cid });
     frame.append(s("rect", { x: x0, y: y0, width: x1 - x0, height: y1 - y0, rx: 6 }));
-    const c = clusters.get(cid);
     const head = s("text", { x: x0 + 6, y: y0 + 16, class: "jaxlab-ge-frame-title" }, `▾ ${c.label}`);
     frame.append(head, s("title", {}, `${c.label}: ${c.n_equations} equations (click to close)`));
     head.addEventListener("click", () => model.send({ type: "toggle", cluster: cid }));
     g.append(frame);
   }
 
-  const edgeEls = [];
+  // Edges, and who feeds whom among what is drawn (for the dependency highlight).
+  const into = new Map(), from = new Map();
   for (const e of view.edges) {
     const p = e.points;
     let d = `M${p[0][0]},${p[0][1]}`;
@@ -131,8 +127,11 @@ function draw(model, el, state) {
       d += ` C${p[i][0]},${p[i][1]} ${p[i + 1][0]},${p[i + 1][1]} ${p[i + 2][0]},${p[i + 2][1]}`;
     const path = s("path", { d, class: "jaxlab-ge-edge" + (e.kind ? " jaxlab-ge-" + e.kind : "") });
     path.setAttribute("marker-end", "url(#jaxlab-ge-arrow)");
-    edgeEls.push([e, path]);
     g.append(path);
+    if (!into.has(e.dst)) into.set(e.dst, []);
+    into.get(e.dst).push(e.src);
+    if (!from.has(e.src)) from.set(e.src, []);
+    from.get(e.src).push(e.dst);
   }
   const defs = s("defs");
   const marker = s("marker", {
@@ -148,13 +147,14 @@ function draw(model, el, state) {
   for (const [id, [x, y, w, hh]] of Object.entries(view.nodes)) {
     const item = s("g", { transform: `translate(${x},${y})`, "data-id": id });
     if (id.startsWith("cluster:")) {
-      const c = clusters.get(id.slice(8));
+      const c = clusters.get(id.slice(8)) || { id: id.slice(8), label: id.slice(8), n_equations: 0 };
       item.setAttribute("class", "jaxlab-ge-node jaxlab-ge-closed");
       item.append(s("rect", { width: w, height: hh, rx: 6 }));
       item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(`▸ ${c.label}`, w, 8.5)));
-      item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, `${c.n_equations} equations · click to open`));
-      item.append(s("title", {}, `${c.label}: ${c.n_equations} equations`));
+      item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, clip(`${c.n_equations} equations · click to open`, w, 7)));
+      item.append(s("title", {}, `${c.label}: ${c.n_equations} equations${c.summary ? "\n" + c.summary : ""}`));
       item.addEventListener("click", () => model.send({ type: "toggle", cluster: c.id }));
+      item.addEventListener("mouseenter", () => showBox(c));
     } else {
       const n = byId.get(id);
       item.setAttribute("class", classes(n));
@@ -186,25 +186,25 @@ function draw(model, el, state) {
     ];
     for (const [k, v] of facts) if (v) detail.append(h("div", "", `${k}: ${v}`));
   }
+  function showBox(c) {
+    detail.replaceChildren();
+    detail.append(h("b", "", c.label));
+    detail.append(h("div", "", `${c.n_equations} equations`));
+    if (c.summary) detail.append(h("div", "", c.summary));
+  }
 
-  // Dependency highlight: what the selected node depends on and what depends on it.
+  // Dependency highlight, along the visible edges: what the selected node depends on and
+  // what depends on it (a closed box stands for everything it holds).
   function select(id) {
     state.selected = state.selected === id ? null : id;
     const up = new Set(), down = new Set();
-    if (state.selected) {
-      const walk = (start, forward, seen) => {
-        const stack = [start];
-        while (stack.length) {
-          const at = stack.pop();
-          for (const [e] of edgeEls) {
-            const next = forward ? (e.src === at ? e.dst : null) : e.dst === at ? e.src : null;
-            if (next && !seen.has(next)) { seen.add(next); stack.push(next); }
-          }
-        }
-      };
-      walk(state.selected, false, up);
-      walk(state.selected, true, down);
-    }
+    const reach = (start, next, seen) => {
+      const stack = [start];
+      while (stack.length) {
+        for (const to of next.get(stack.pop()) || []) if (!seen.has(to)) { seen.add(to); stack.push(to); }
+      }
+    };
+    if (state.selected) { reach(state.selected, into, up); reach(state.selected, from, down); }
     for (const [nid, el2] of nodeEls) {
       el2.classList.toggle("jaxlab-ge-selected", nid === state.selected);
       el2.classList.toggle("jaxlab-ge-upstream", up.has(nid));
@@ -213,29 +213,55 @@ function draw(model, el, state) {
     }
   }
 
-  // Search: matches counted over the whole program, stepped through with Enter.
-  function find(step) {
-    state.query = search.value;
-    const found = matches(data, state.query);
-    if (step && found.length) state.at = (state.at + step + found.length) % found.length;
-    if (state.at >= found.length) state.at = 0;
-    count.textContent = state.query ? (found.length ? `${state.at + 1} of ${found.length}` : "no match") : "";
-    const shown = new Set(found.map((id) => (view.nodes[id] ? id : boxOf(id))));
+  // Search: the kernel searches the whole program and answers in `found`; matches inside
+  // closed boxes light their box. Enter steps (Shift+Enter back); a step to a match inside
+  // a closed box asks the kernel to open what holds it.
+  function paintFound() {
+    const found = model.get("found") || { query: "", total: 0, matches: [] };
+    const listed = found.matches || [];
+    if (found.query !== state.query) { count.textContent = state.query ? "…" : ""; return; }
+    if (state.at >= listed.length) state.at = 0;
+    const more = found.total > listed.length ? ` (first ${listed.length} listed)` : "";
+    count.textContent = state.query ? (found.total ? `${state.at + 1} of ${found.total}${more}` : "no match") : "";
+    const lit = new Set(listed.map((m) => m.box));
+    const current = listed.length ? listed[state.at] : null;
     for (const [nid, el2] of nodeEls) {
-      el2.classList.toggle("jaxlab-ge-match", shown.has(nid));
-      el2.classList.toggle("jaxlab-ge-current", found.length > 0 && (nid === found[state.at] || nid === boxOf(found[state.at])));
+      el2.classList.toggle("jaxlab-ge-match", lit.has(nid));
+      el2.classList.toggle("jaxlab-ge-current", !!current && nid === current.box);
+    }
+    if (current && state.follow) {
+      // Drawn: the node itself, or a closed box that is the match (a nested program).
+      const target = view.nodes[current.id] ? current.id : current.box;
+      if (target === current.id || target === "cluster:" + current.id || state.revealed === current.id) {
+        state.follow = false;
+        if (view.nodes[target]) centre(view.nodes[target]);
+      } else {
+        state.revealed = current.id; // once: the new view and matches then come back
+        model.send({ type: "reveal", id: current.id });
+      }
     }
   }
-  function boxOf(id) {
-    const n = byId.get(id);
-    let outer = null;
-    for (let c = n?.cluster; c; c = clusters.get(c)?.parent) if (!(model.get("opened") || []).includes(c)) outer = c;
-    return outer ? "cluster:" + outer : id;
-  }
-  search.addEventListener("input", () => { state.at = 0; find(0); });
-  search.addEventListener("keydown", (ev) => { if (ev.key === "Enter") find(ev.shiftKey ? -1 : 1); });
+  let typing = null;
+  search.addEventListener("input", () => {
+    state.query = search.value;
+    state.at = 0;
+    clearTimeout(typing);
+    typing = setTimeout(() => model.send({ type: "search", query: state.query }), 120);
+    paintFound();
+  });
+  search.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter") return;
+    const listed = (model.get("found") || {}).matches || [];
+    if (!listed.length) return;
+    state.at = (state.at + (ev.shiftKey ? -1 : 1) + listed.length) % listed.length;
+    state.follow = true;
+    state.revealed = null;
+    paintFound();
+  });
+  state.paintFound = paintFound;
 
-  // Pan (drag), zoom (wheel), fit to the output's width (button, and on first draw).
+  // Pan (drag), zoom (ctrl+wheel), fit to the output's width. The SVG is drawn once at
+  // its zoom and moved by a CSS transform: panning repaints nothing, whatever its size.
   const pane = h("div", "jaxlab-ge-pane");
   pane.append(svg);
   const body = h("div", "jaxlab-ge-body");
@@ -243,77 +269,80 @@ function draw(model, el, state) {
   root.append(body);
   el.replaceChildren(root);
 
-  const apply = () => svg.setAttribute("viewBox", state.box.join(" "));
-  // By default the drawing takes the output's width at full size (14 px titles, 12 px
-  // text), and what is wider is dragged into view; "fit" shows all of it, scaled down.
-  const readable = () => {
-    const shown = Math.min(Math.max(pane.clientWidth, 200), width);
-    state.box = [0, 0, shown, height];
-    svg.setAttribute("width", String(Math.round(shown)));
-    svg.setAttribute("height", String(Math.round(height)));
-    apply();
+  const apply = () => {
+    const { x, y, k } = state.at_view;
+    svg.setAttribute("width", String(Math.round(width * k)));
+    svg.setAttribute("height", String(Math.round(height * k)));
+    pane.style.height = `${Math.round(Math.min(height * k, Math.max(window.innerHeight * 0.8, 240)))}px`;
+    svg.style.transform = `translate(${x}px, ${y}px)`;
   };
-  const fitBox = () => {
-    const avail = Math.max(pane.clientWidth, 200);
-    const scale = Math.min(1, avail / width);
-    state.box = [0, 0, width, height];
-    svg.setAttribute("width", String(Math.round(width * scale)));
-    svg.setAttribute("height", String(Math.round(height * scale)));
-    apply();
+  let frame = 0;
+  const move = () => {
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      svg.style.transform = `translate(${state.at_view.x}px, ${state.at_view.y}px)`;
+    });
   };
-  readable();
-  // The output may not be laid out yet (its width 0): redo the view when its width is
-  // known or changes, until the user pans, zooms or fits.
-  state.moved = false;
-  if (state.observer) state.observer.disconnect();
-  state.observer = new ResizeObserver(() => { if (!state.moved) readable(); });
-  state.observer.observe(pane);
-  fit.addEventListener("click", () => { state.moved = true; fitBox(); });
+  function centre([bx, by, bw, bh]) {
+    const { k } = state.at_view;
+    state.at_view.x = pane.clientWidth / 2 - (bx + PAD + bw / 2) * k;
+    state.at_view.y = pane.clientHeight / 2 - (by + PAD + bh / 2) * k;
+    state.moved = true;
+    apply();
+  }
+  // By default the drawing is at full size (14 px titles, 12 px text) from its top left,
+  // and what is wider or taller is dragged into view; "fit" shows all of it, scaled down.
+  if (!state.at_view || !state.moved) state.at_view = { x: 0, y: 0, k: 1 };
+  apply();
+  fit.addEventListener("click", () => {
+    const k = Math.min(1, Math.max(pane.clientWidth, 200) / width);
+    state.at_view = { x: 0, y: 0, k };
+    state.moved = true;
+    apply();
+  });
   svg.addEventListener("wheel", (ev) => {
     if (!ev.ctrlKey && !ev.metaKey) return; // plain wheel scrolls the notebook
     ev.preventDefault();
-    const k = ev.deltaY > 0 ? 1.2 : 1 / 1.2;
-    const [bx, by, bw, bh] = state.box;
-    const r = svg.getBoundingClientRect();
-    const fx = (ev.clientX - r.left) / r.width, fy = (ev.clientY - r.top) / r.height;
-    state.box = [bx + fx * bw * (1 - k), by + fy * bh * (1 - k), bw * k, bh * k];
+    const f = ev.deltaY > 0 ? 1 / 1.2 : 1.2;
+    const r = pane.getBoundingClientRect();
+    const px = ev.clientX - r.left, py = ev.clientY - r.top;
+    const v = state.at_view;
+    state.at_view = { x: px - (px - v.x) * f, y: py - (py - v.y) * f, k: v.k * f };
     state.moved = true;
     apply();
   }, { passive: false });
   let drag = null;
-  svg.addEventListener("pointerdown", (ev) => {
-    if (ev.target.closest && ev.target.closest(".jaxlab-ge-node")) return;
-    drag = [ev.clientX, ev.clientY, ...state.box];
+  pane.addEventListener("pointerdown", (ev) => {
+    if (ev.target.closest && ev.target.closest(".jaxlab-ge-node, .jaxlab-ge-frame-title")) return;
+    drag = [ev.clientX, ev.clientY, state.at_view.x, state.at_view.y];
+    pane.setPointerCapture(ev.pointerId);
   });
-  window.addEventListener("pointerup", () => { drag = null; });
-  svg.addEventListener("pointermove", (ev) => {
+  pane.addEventListener("pointerup", () => { drag = null; });
+  pane.addEventListener("pointermove", (ev) => {
     if (!drag) return;
-    const r = svg.getBoundingClientRect();
-    const k = drag[4] / r.width;
-    state.box = [drag[2] - (ev.clientX - drag[0]) * k, drag[3] - (ev.clientY - drag[1]) * k, drag[4], drag[5]];
+    state.at_view.x = drag[2] + ev.clientX - drag[0];
+    state.at_view.y = drag[3] + ev.clientY - drag[1];
     state.moved = true;
-    apply();
+    move();
   });
-  find(0);
+  paintFound();
   if (state.selected && nodeEls.has(state.selected)) { const sel = state.selected; state.selected = null; select(sel); }
-}
-
-function isDescendant(clusters, cid, ancestor) {
-  for (let c = clusters.get(cid)?.parent; c; c = clusters.get(c)?.parent) if (c === ancestor) return true;
-  return false;
 }
 
 export default {
   render({ model, el }) {
-    const state = { query: "", at: 0, selected: null, box: null, fitted: null };
+    const state = { query: "", at: 0, selected: null, at_view: null, moved: false, follow: false };
     const redraw = () => draw(model, el, state);
+    const refound = () => state.paintFound && state.paintFound();
     redraw();
     model.on("change:view", redraw);
     model.on("change:error", redraw);
+    model.on("change:found", refound);
     return () => {
-      if (state.observer) state.observer.disconnect();
       model.off("change:view", redraw);
       model.off("change:error", redraw);
+      model.off("change:found", refound);
     };
   },
 };
