@@ -44,3 +44,51 @@ def ip(_shell):
     yield _shell
     _shell.run_line_magic("unload_ext", "jaxlab")
     _shell.reset(new_session=False)
+
+
+# Kernels of other environments for nbclient: one folder on JUPYTER_PATH for the session.
+
+
+@pytest.fixture(scope="session")
+def jupyter_path(tmp_path_factory):
+    root = tmp_path_factory.mktemp("jupyter")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JUPYTER_PATH", str(root))
+        yield root
+
+
+@pytest.fixture(scope="session")
+def binder_env(tmp_path_factory):
+    """Binder's environment (tests/binder_setup.py), built once per session; its ``bin``."""
+    import sys
+
+    from binder_setup import RUNTIME, build_env
+
+    if sys.version_info[:2] != RUNTIME:
+        pytest.skip("binder/runtime.txt asks for Python 3.12")
+    base = tmp_path_factory.mktemp("binder")
+    return build_env(base / "repo", base / "env")
+
+
+@pytest.fixture(scope="session")
+def binder_kernel(binder_env, jupyter_path):
+    """The name of a kernel that runs Binder's environment's python."""
+    from binder_setup import write_kernelspec
+
+    write_kernelspec(jupyter_path, "jaxlab-binder", binder_env / "python")
+    return "jaxlab-binder"
+
+
+@pytest.fixture(scope="session")
+def notebook_kernel(request, jupyter_path):
+    """The kernel the tutorials run in: Binder's environment where this is Binder's
+    Python (3.12), so that each notebook runs once and in what a student gets; elsewhere
+    a kernel of this interpreter."""
+    import sys
+
+    from binder_setup import RUNTIME, write_kernelspec
+
+    if sys.version_info[:2] == RUNTIME:
+        return request.getfixturevalue("binder_kernel")
+    write_kernelspec(jupyter_path, "jaxlab-test", sys.executable)
+    return "jaxlab-test"

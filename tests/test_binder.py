@@ -3,19 +3,18 @@
 The fast tests check the files: every requirement pinned with ``==`` as the 3.12 lock pins
 it, generated from pyproject.toml and the lock (so it cannot drift), no dev tool in a
 student's image, and the runtime, apt and postBuild files. The slow tests do what
-repo2docker would do, without Docker: a fresh virtual environment from
-``binder/requirements.txt`` (pip from PyPI, reusing pip's cache), ``binder/postBuild``
-run from a copy of the repository, then the first notebook executed in a kernel of that
-environment and every module any notebook imports imported there (each notebook runs
-once in `make test`, in tests/test_notebooks.py, against the same pins).
+repo2docker would do, without Docker (tests/binder_setup.py: a fresh virtual environment
+from ``binder/requirements.txt``, pip from PyPI reusing its cache, then ``binder/postBuild``
+run from a copy of the repository) and check what it built: exactly the pins, the lab's
+widget settings and extensions, kernels that load jaxlab. Every notebook is executed in a
+kernel of that environment by tests/test_notebooks.py (the same session fixture), so each
+runs once, in what a student gets.
 """
 
 import importlib.util
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -135,37 +134,13 @@ def test_readme_badge_opens_the_first_notebook():
     assert (ROOT / path).exists()
 
 
-# What repo2docker does, without Docker.
-
-
 def _run(cmd, **kwargs):
-    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    assert done.returncode == 0, f"{cmd}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout + done.stderr
+    from binder_setup import run
+
+    return run(cmd, **kwargs)
 
 
-@pytest.fixture(scope="module")
-def binder_env(tmp_path_factory):
-    """A fresh venv built as repo2docker builds Binder's image; its ``bin`` folder."""
-    if sys.version_info[:2] != (3, 12):
-        pytest.skip("binder/runtime.txt asks for Python 3.12")
-    from test_wheel import tracked_sources
-
-    repo = tmp_path_factory.mktemp("repo")
-    tracked_sources(repo)  # repo2docker copies the repository; pip may build inside it
-    venv = tmp_path_factory.mktemp("binder") / "env"
-    _run([sys.executable, "-m", "venv", str(venv)])
-    bin_ = venv / "bin"
-    env = {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"}
-    env["VIRTUAL_ENV"] = str(venv)
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    env.pop("PYTHONPATH", None)
-    # repo2docker: pip install -r binder/requirements.txt from the repository root.
-    _run(
-        ["python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], cwd=repo, env=env
-    )
-    _run([str(repo / "binder" / "postBuild")], cwd=repo, env=env)
-    return bin_
+# What repo2docker built (the `binder_env` and `binder_kernel` fixtures: tests/conftest.py).
 
 
 @pytest.mark.slow
@@ -191,21 +166,6 @@ def test_binder_lab_saves_widget_state_and_has_the_widget_extensions(binder_env)
     extensions = _run([binder_env / "jupyter", "labextension", "list"])
     assert "@jupyter-widgets/jupyterlab-manager" in extensions
     assert "anywidget" in extensions
-
-
-@pytest.fixture(scope="module")
-def binder_kernel(binder_env, tmp_path_factory):
-    """A kernelspec running the Binder environment's python."""
-    root = tmp_path_factory.mktemp("binder-jupyter")
-    spec = root / "kernels" / "jaxlab-binder"
-    spec.mkdir(parents=True)
-    argv = [str(binder_env / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    spec.joinpath("kernel.json").write_text(
-        json.dumps({"argv": argv, "display_name": "jaxlab binder", "language": "python"})
-    )
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JUPYTER_PATH", str(root))
-        yield "jaxlab-binder"
 
 
 @pytest.mark.slow
@@ -255,19 +215,8 @@ def test_notebook_imports_are_found_by_the_scan():
     assert {"jax"} <= notebook_imports(ROOT / "notebooks" / "00_welcome.ipynb")
 
 
-# Every notebook runs once in `make test` (tests/test_notebooks.py, with the lock's exact
-# pins, which Binder's requirements are checked to equal above). In Binder's environment
-# the first notebook runs whole, and every module any notebook imports must import there:
-# what the student's image lacks (a dev-only package) is what could differ.
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
-def test_first_notebook_runs_in_binder(binder_kernel):
-    from test_notebooks import execute
-
-    _, errors = execute(ROOT / "notebooks" / "00_welcome.ipynb", binder_kernel)
-    assert errors == []
-
-
+# Every notebook runs whole in Binder's environment in tests/test_notebooks.py. Its imports
+# are checked here too, so that a dev-only import fails by name rather than as a cell error.
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_every_notebook_import_is_in_binder(binder_env):

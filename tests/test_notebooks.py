@@ -1,4 +1,9 @@
-"""Every notebook under notebooks/ runs top to bottom in a kernel of this environment.
+"""Every notebook under notebooks/ runs top to bottom, in Binder's environment.
+
+On Python 3.12 (binder/runtime.txt) the kernel is that of the environment Binder builds
+(tests/binder_setup.py: ``binder/requirements.txt`` and ``postBuild`` in a fresh venv), so
+each notebook runs once and in what a student gets; on another Python, in a kernel of this
+interpreter.
 
 A notebook passes when no cell errors, every cell that draws a graph with ``%jaxpr``
 (no ``--text`` / ``--stablehlo`` / ``--hlo`` / ``-o``) shows an SVG (the static graph, or
@@ -11,7 +16,6 @@ Each executed notebook is saved (outputs and widget state included) into the fol
 builds the docs from those copies, so every notebook runs once.
 """
 
-import json
 import os
 import re
 import sys
@@ -28,23 +32,10 @@ NOTEBOOK_PEAK_BYTES = 1.5 * 2**30  # the kernel's peak resident memory
 
 
 @pytest.fixture(scope="module")
-def kernel_name(tmp_path_factory, monkeypatch_module):
-    """A kernelspec that runs *this* interpreter (the installed one says plain `python`)."""
-    root = tmp_path_factory.mktemp("jupyter")
-    spec = root / "kernels" / "jaxlab-test"
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    spec.joinpath("kernel.json").write_text(
-        json.dumps({"argv": argv, "display_name": "jaxlab test", "language": "python"})
-    )
-    monkeypatch_module.setenv("JUPYTER_PATH", str(root))
-    return "jaxlab-test"
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as mp:
-        yield mp
+def kernel_name(notebook_kernel):
+    """Binder's environment on Python 3.12 (tests/conftest.py): the notebooks run once, in
+    what a student's Binder has; elsewhere this interpreter's kernel."""
+    return notebook_kernel
 
 
 def graph_cells(nb, pattern=_GRAPH_LINE):
