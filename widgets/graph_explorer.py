@@ -383,11 +383,14 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
             parent = {c.id: c.parent for c in self._drawn.clusters}
 
             def inside(c: str) -> bool:
-                while c in parent:
-                    c = parent[c]  # type: ignore[assignment]
-                    if c == cluster:
+                if c.startswith(cluster + "/"):
+                    return True
+                at: str | None = c
+                while at is not None:
+                    at = parent.get(at)
+                    if at == cluster:
                         return True
-                return c.startswith(cluster + "/")
+                return False
 
             self.opened = [c for c in self.opened if c != cluster and not inside(c)]
         elif cluster in box_clusters(self._drawn):

@@ -219,7 +219,7 @@ class Explorer:
             return []
         if self._haystack is None:
             self._haystack = self._texts()
-        return [node_id for node_id, text in self._haystack if q in text]
+        return list(dict.fromkeys(node_id for node_id, text in self._haystack if q in text))
 
     def _texts(self) -> list[tuple[str, str]]:
         j = self.tree.jaxpr
