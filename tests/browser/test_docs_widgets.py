@@ -40,6 +40,9 @@ CELLS = [
     # A name that would end the state's <script> if written as it is.
     "def g(x):\n    return 2 * x\ng.__name__ = g.__qualname__ = '</SCRIPT><!--g'\njax.jit(g)(1.0)",
     "import ipywidgets as widgets\nwidgets.IntSlider(value=7, description='steps <n>')",
+    # A GraphExplorer with a nested program: opening it asks the kernel for a new layout.
+    "inner = jax.jit(lambda x: jnp.tanh(x) * 2)\ndef outer(x):\n    return inner(x).sum()",
+    "%jaxpr outer(jnp.ones(3))",
 ]
 LATEST = "x: f32[3] → f32[4]"  # the twin's reason for f's second compilation
 CONF = """\
@@ -145,7 +148,11 @@ def _saved_state(site: Path) -> dict[str, Any]:
 
 
 def _monitor_functions(site: Path) -> list[dict[str, Any]]:
-    (monitor,) = [m for m in _saved_state(site).values() if m["model_name"] == "AnyModel"]
+    (monitor,) = [
+        m
+        for m in _saved_state(site).values()
+        if m["state"].get("_anywidget_id", "").endswith(".CompileMonitor")
+    ]
     return list(monitor["state"]["functions"])
 
 
@@ -154,7 +161,7 @@ def test_saved_state_survives_a_script_end_tag_in_a_name(site: Path) -> None:
     assert "</SCRIPT><!--g" in names and "f" in names
     # Only the models the page draws (and those they name) are kept: not the slider's.
     kinds = sorted(m["model_name"] for m in _saved_state(site).values())
-    assert kinds == ["AnyModel", "LayoutModel"]
+    assert kinds == ["AnyModel", "AnyModel", "LayoutModel", "LayoutModel"]
 
 
 def test_widget_is_drawn_by_its_own_module_from_the_site_alone(
@@ -162,13 +169,14 @@ def test_widget_is_drawn_by_its_own_module_from_the_site_alone(
 ) -> None:
     page.goto(f"{server}/tutorials/01_tiny.html")
     drawn = page.evaluate("() => window.jaxlabWidgets.rendered")
-    assert len(drawn) == 1
+    assert len(drawn) == 2
     widget = ".jaxlab-site-widget .jaxlab-cm"
     live = page.locator(f'{widget} tr[data-function="f"] .jaxlab-cm-count')
     assert live.inner_text() == "2"  # the module's table: f compiled for f32[3] and f32[4]
     assert page.locator(f'{widget} tr[data-function="</SCRIPT><!--g"]').count() == 1
-    twin = page.locator(".jaxlab-twin")
-    assert twin.count() == 1 and not twin.is_visible()
+    twins = page.locator(".jaxlab-twin")
+    assert twins.count() == 2
+    assert not twins.nth(0).is_visible() and not twins.nth(1).is_visible()
     # The page's colours reach the widget: alabaster's text colour, not JupyterLab's.
     colour = page.evaluate(
         "() => getComputedStyle(document.querySelector('.jaxlab-site-widget'))"
@@ -191,6 +199,18 @@ def test_widget_is_drawn_by_its_own_module_from_the_site_alone(
     assert loader
 
 
+def test_a_control_that_needs_the_kernel_says_there_is_none(server: str, page: Any) -> None:
+    page.goto(f"{server}/tutorials/01_tiny.html")
+    page.evaluate("() => window.jaxlabWidgets.rendered")
+    explorer = page.locator(".jaxlab-site-widget", has=page.locator(".jaxlab-ge-node"))
+    nodes = explorer.locator(".jaxlab-ge-node[data-id]")
+    assert nodes.count() >= 3  # drawn by the module: ports x and out, the nested program
+    note = explorer.locator(".jaxlab-site-widget-note")
+    assert not note.is_visible()
+    explorer.locator(".jaxlab-ge-closed, .jaxlab-ge-frame-title").first.click()
+    assert note.inner_text().startswith("This page has no kernel")
+
+
 def test_without_javascript_the_twin_shows(server: str, browser: Any) -> None:
     context = browser.new_context(java_script_enabled=False)
     try:
@@ -198,9 +218,10 @@ def test_without_javascript_the_twin_shows(server: str, browser: Any) -> None:
         urls: list[str] = []
         page.on("request", lambda r: urls.append(r.url))
         page.goto(f"{server}/tutorials/01_tiny.html")
-        twin = page.locator(".jaxlab-twin")
-        assert twin.is_visible()
-        assert LATEST in twin.inner_text()
+        monitor, explorer = page.locator(".jaxlab-twin").all()
+        assert monitor.is_visible() and explorer.is_visible()
+        assert LATEST in monitor.inner_text()
+        assert explorer.locator("svg").count() == 1  # the explorer's saved drawing
         assert page.locator(".jaxlab-site-widget").count() == 0
         assert page.locator(".jaxlab-saved-widget output").inner_text() == "7"
         assert _elsewhere(urls, server) == []
