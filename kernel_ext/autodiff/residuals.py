@@ -14,7 +14,9 @@ those very arrays (matched by identity, never by a guess).
 
 When the linearization cannot be traced that way (a JAX whose linear function is not a
 ``Partial``), each residual is matched by value instead: an array identical in shape,
-dtype and values to exactly one primal value.
+dtype and values to exactly one primal value. Only then: an identical value can be a
+coincidence (``sin(x)`` kept inside a scan for the derivative of ``cos`` equals a primal
+``sin(x)`` computed elsewhere), which the traced forward program tells apart.
 
 >>> lin = traced_linearize(lambda x: jnp.sin(x) * x, [[jnp.float32(1.0)]])  # doctest: +SKIP
 >>> [r.text() for r in find_residuals(primal, flat, make_jaxpr(lin.fun)(0.0), lin, ["x"])]
@@ -77,8 +79,8 @@ class Residual:
             return f"{verb}the primal's {self.producer_label}{same}"
         if self.in_loop:
             return (
-                f"one per iteration of the {self.in_loop}: the primal's {self.in_loop} "
-                "computes it inside and does not return it"
+                f"one per iteration, from inside the {self.in_loop} (not matched: its "
+                "insides run many times and are not looked into)"
             )
         return "computed for the derivative, not by the primal program"
 
@@ -192,7 +194,7 @@ def find_residuals(
             made = by_signature.get(fwd.signatures[slot])
             if made is not None:
                 fields.update(_producer(names, made, COMPUTATION))
-        if "producer" not in fields:
+        if slot is None:  # not traced: an identical value is the best evidence left
             made = _only_equal(base, const)
             if made is not None:
                 fields.update(_producer(names, made, VALUE))
@@ -242,8 +244,15 @@ class _Names:
             if key.startswith("c") and key[1:].isdigit():  # a top-level constant
                 k = int(key[1:])
                 named = k < len(consts) and bool(consts[k])
-                self.names.setdefault(slot, consts[k] if named else f"const {k}")
-                self.kinds.setdefault(slot, "argument " if named else "")
+                self.names.setdefault(slot, consts[k] if named else self._const(k, slot))
+                self.kinds.setdefault(slot, "argument " if named else "constant ")
+
+    def _const(self, k: int, slot: int) -> str:
+        """A constant no argument is: its value when it is one number (``0.797885``)."""
+        value = self.run.values[slot] if self.run is not None else None
+        if value is not None and np.size(value) == 1:
+            return literal_text(np.asarray(value).reshape(()))
+        return f"const {k}"
 
     @staticmethod
     def node_id(run: Evaluation, slot: int) -> str:
@@ -284,6 +293,8 @@ class _Names:
             return self.names[slot]
         assert self.run is not None
         step_index = self.run.producer[slot]
+        if slot in self.run.literals:  # a number written in the program
+            return literal_text(np.asarray(self.run.values[slot]))
         if step_index is None:
             return "…"
         step = self.run.steps[step_index]
