@@ -6,6 +6,8 @@ state). Served on 127.0.0.1, the page draws the CompileMonitor through its own E
 (the DOM asserted is the module's, not the static twin's), loads nothing from elsewhere,
 keeps a function name with ``</SCRIPT>`` in it inside the saved state, and writes an
 ipywidgets slider as its saved description and value. Without JavaScript, the twin shows.
+These build a site and drive Chromium (marked ``browser``); the tests of how the site writes
+a notebook's widgets (``site_view``) need neither.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-
-pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -122,6 +122,7 @@ def _elsewhere(urls: list[str], base: str) -> list[str]:
     ]
 
 
+@pytest.mark.browser
 def test_site_check_passes_on_the_built_page(site: Path) -> None:
     check = _check_site()
     page = site / "tutorials" / "01_tiny.html"
@@ -156,6 +157,7 @@ def _monitor_functions(site: Path) -> list[dict[str, Any]]:
     return list(monitor["state"]["functions"])
 
 
+@pytest.mark.browser
 def test_saved_state_survives_a_script_end_tag_in_a_name(site: Path) -> None:
     names = [fn["name"] for fn in _monitor_functions(site)]
     assert "</SCRIPT><!--g" in names and "f" in names
@@ -164,6 +166,7 @@ def test_saved_state_survives_a_script_end_tag_in_a_name(site: Path) -> None:
     assert kinds == ["AnyModel", "AnyModel", "LayoutModel", "LayoutModel"]
 
 
+@pytest.mark.browser
 def test_widget_is_drawn_by_its_own_module_from_the_site_alone(
     site: Path, server: str, page: Any
 ) -> None:
@@ -199,6 +202,7 @@ def test_widget_is_drawn_by_its_own_module_from_the_site_alone(
     assert loader
 
 
+@pytest.mark.browser
 def test_a_control_that_needs_the_kernel_says_there_is_none(server: str, page: Any) -> None:
     page.goto(f"{server}/tutorials/01_tiny.html")
     page.evaluate("() => window.jaxlabWidgets.rendered")
@@ -211,6 +215,7 @@ def test_a_control_that_needs_the_kernel_says_there_is_none(server: str, page: A
     assert note.inner_text().startswith("This page has no kernel")
 
 
+@pytest.mark.browser
 def test_without_javascript_the_twin_shows(server: str, browser: Any) -> None:
     context = browser.new_context(java_script_enabled=False)
     try:
@@ -227,3 +232,108 @@ def test_without_javascript_the_twin_shows(server: str, browser: Any) -> None:
         assert _elsewhere(urls, server) == []
     finally:
         context.close()
+
+
+# How the tutorials extension writes a notebook's widgets, without a build or a browser.
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
+PNG = "iVBORw0KGgo="
+
+
+def _tutorials() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tutorials", DOCS / "_ext" / "tutorials.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _model(name: str, module: str = "@jupyter-widgets/controls", **state: Any) -> dict[str, Any]:
+    return {"model_name": name, "model_module": module, "state": {"_model_name": name, **state}}
+
+
+def _view(model_id: str, text: str = "") -> dict[str, Any]:
+    data = {VIEW: {"model_id": model_id}, "text/plain": text}
+    return {"output_type": "display_data", "data": data, "metadata": {}}
+
+
+def test_site_view_writes_controls_as_their_saved_state_and_keeps_anywidgets():
+    models = {
+        "layout": _model("LayoutModel", "@jupyter-widgets/base"),
+        "mine": _model(
+            "AnyModel",
+            "anywidget",
+            _esm="// a module\nexport default {}",
+            layout="IPY_MODEL_layout",
+        ),
+        "url": _model("AnyModel", "anywidget", _esm="https://cdn.example.org/widget.js"),
+        "omega": _model(
+            "FloatSliderModel", value=6.0, readout_format=".2f", description="ω <rad/s>"
+        ),
+        "plot": _model(
+            "OutputModel",
+            "@jupyter-widgets/output",
+            outputs=[
+                {
+                    "output_type": "display_data",
+                    "data": {"image/png": PNG, "text/plain": "<Figure>"},
+                },
+                {"output_type": "stream", "name": "stdout", "text": "</pre><script>x</script>"},
+            ],
+        ),
+        "box": _model("VBoxModel", children=["IPY_MODEL_omega", "IPY_MODEL_plot"]),
+        "label": _model("HTMLModel", value="ω chunks: 100%"),
+        "bar": _model("FloatProgressModel", value=8.0, max=8.0),
+        "tqdm": _model("HBoxModel", children=["IPY_MODEL_label", "IPY_MODEL_bar"]),
+    }
+    nb = {
+        "metadata": {"widgets": {STATE: {"version_major": 2, "version_minor": 0, "state": models}}},
+        "cells": [
+            {"cell_type": "code", "source": "", "outputs": [_view("mine")]},
+            {"cell_type": "code", "source": "", "outputs": [_view("box", "interactive(...)")]},
+            {"cell_type": "code", "source": "", "outputs": [_view("tqdm")]},
+            {"cell_type": "code", "source": "", "outputs": [_view("gone"), _view("url")]},
+        ],
+    }
+    shown = _tutorials().site_view(nb)
+    cells = [c["outputs"] for c in shown["cells"]]
+    assert cells[0] == [_view("mine")]  # drawn in the page from its state
+    assert cells[3] == []  # no state saved, or a module the site would have to fetch
+    (interact,) = cells[1]
+    assert VIEW not in interact["data"] and interact["data"]["text/plain"] == "interactive(...)"
+    html = interact["data"]["text/html"]
+    assert "<output>6.00</output>" in html and "ω &lt;rad/s&gt;" in html  # readout, escaped
+    assert f'src="data:image/png;base64,{PNG}"' in html  # the figure the Output captured
+    assert "&lt;/pre&gt;&lt;script&gt;" in html and "<script>" not in html
+    assert "jaxlab-saved-vertical" in html
+    (bar,) = cells[2]
+    assert '<progress value="8.0" max="8.0"></progress>' in bar["data"]["text/html"]
+    assert "ω chunks: 100%" in bar["data"]["text/html"]
+    # The page keeps the state of what it draws, and the models that state names.
+    kept = shown["metadata"]["widgets"][STATE]
+    assert sorted(kept["state"]) == ["layout", "mine"] and kept["version_major"] == 2
+
+
+def test_site_view_leaves_no_state_when_nothing_is_drawn_from_it():
+    models = {"n": _model("IntSliderModel", value=3, description="n")}
+    nb = {
+        "metadata": {"widgets": {STATE: {"state": models}}},
+        "cells": [
+            {"cell_type": "code", "source": "", "outputs": [_view("n", "IntSlider(value=3)")]}
+        ],
+    }
+    shown = _tutorials().site_view(nb)
+    assert "widgets" not in shown["metadata"]
+    (out,) = shown["cells"][0]["outputs"]
+    assert "<output>3</output>" in out["data"]["text/html"]
+
+
+def test_state_json_cannot_end_its_script_element():
+    tutorials = _tutorials()
+    text = json.dumps({"name": "</SCRIPT><!--g", "esm": "a < b"})
+    safe = tutorials.safe_script_json(text)
+    assert "<" not in safe
+    assert json.loads(safe) == json.loads(text)
