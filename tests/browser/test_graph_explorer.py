@@ -24,6 +24,10 @@ FONT_SIZES = """() => Array.from(document.querySelectorAll('.jaxlab-ge-svg text'
 })"""
 
 
+COUNTED = """() => /^(\\d+ of|no match)/.test(
+  document.querySelector('.jaxlab-ge-count').textContent)"""
+
+
 def _open(open_notebook: Any, page: Any, name: str) -> Any:
     notebook = open_notebook(name, CELLS)
     for i in range(len(CELLS)):
@@ -48,10 +52,11 @@ def test_explorer_opens_searches_hovers_and_reads_at_1280x720(
     assert page.locator(".jaxlab-ge-frame").count() == 1
     assert page.locator(".jaxlab-ge-svg text", has_text="tanh").count() >= 1
 
-    # Search: counted over the whole program, stepped with Enter.
+    # Search: counted over the whole program (by the kernel), stepped with Enter.
     search = page.locator(".jaxlab-ge-search")
     search.fill("sin")
     count = page.locator(".jaxlab-ge-count")
+    page.wait_for_function(COUNTED)
     assert count.inner_text().startswith("1 of ")
     total = int(count.inner_text().split(" of ")[1])
     assert total >= 1 and page.locator(".jaxlab-ge-match").count() >= 1
@@ -70,10 +75,11 @@ def test_explorer_opens_searches_hovers_and_reads_at_1280x720(
     # Readable: titles at least 14 px, other text at least 12 px, as drawn.
     sizes = page.evaluate(FONT_SIZES)
     assert sizes and all(size >= (14 if title else 12) - 0.05 for title, size in sizes), sizes
-    # Fits the output's width: nothing wider than the output area.
-    svg = page.locator(".jaxlab-ge-svg").bounding_box()
+    # Fits the output's width: the pane showing the drawing is no wider than the output
+    # (a wider drawing is dragged into view inside it).
+    pane = page.locator(".jaxlab-ge-pane").bounding_box()
     area = page.locator(".jp-OutputArea-output:has(.jaxlab-ge)").first.bounding_box()
-    assert svg["x"] + svg["width"] <= area["x"] + area["width"] + 1
+    assert pane["x"] + pane["width"] <= area["x"] + area["width"] + 1
     assert page.requests.outside() == []
 
 
@@ -148,3 +154,79 @@ def test_saved_notebook_reopened_without_kernel_shows_the_last_view(
     assert "grad(f)" in text and "tanh" in text  # the opened cluster's insides
     assert twin.locator("svg title").count() >= 1  # tooltips kept: inline SVG, not <img>
     assert twin.locator("img").count() == 0
+
+
+BIG = [
+    "%load_ext jaxlab\nimport jax, jax.numpy as jnp\n"
+    "def layer(w, b, x):\n"
+    "    return jnp.tanh(x @ w + b)\n"
+    "def deep(params, x):\n"
+    "    for w, b in params:\n"
+    "        x = jax.jit(layer)(w, b, x)\n"
+    "    return jnp.mean(x ** 2)\n"
+    "params = [(jnp.full((8, 8), 0.1), jnp.zeros(8)) for _ in range(143)]\n"
+    "x = jnp.ones((4, 8))",
+    "%jaxpr --grad deep(params, x)",
+]
+
+DRAWN = (
+    "() => Array.from(document.querySelectorAll('.jaxlab-ge-svg g[data-id]'), g => g.dataset.id)"
+)
+
+
+def test_explorer_opens_a_run_then_an_inner_jit_of_2000_equations_and_finds_inside(
+    open_notebook: Any, page: Any
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    notebook = open_notebook("explorer_big.ipynb", BIG)
+    for i in range(len(BIG)):
+        notebook.run(i)
+        notebook.wait_idle()
+    page.locator(".jaxlab-ge-svg").wait_for()
+    first = page.evaluate(DRAWN)
+    assert len(first) <= 40  # 2,008 equations: a few runs, the inputs, the outputs
+    runs = [d for d in first if d.startswith("cluster:run")]
+    assert runs
+
+    # Open the first run: its inner jits appear as closed boxes, in a frame.
+    page.locator(f".jaxlab-ge-svg g[data-id='{runs[0]}']").dispatch_event("click")
+    page.wait_for_function(
+        f"() => document.querySelector(\".jaxlab-ge-frame[data-cluster='{runs[0][8:]}']\")"
+    )
+    jits = [d for d in page.evaluate(DRAWN) if d.startswith("cluster:e")]
+    assert jits
+    # Hover a closed jit: its details; open it: its equations (tanh) are drawn.
+    box = page.locator(f".jaxlab-ge-svg g[data-id='{jits[0]}']")
+    box.hover()
+    assert "equations" in page.locator(".jaxlab-ge-detail").inner_text()
+    box.dispatch_event("click")
+    page.wait_for_function(
+        "id => Array.from(document.querySelectorAll('.jaxlab-ge-svg g[data-id]'))"
+        ".some(g => g.dataset.id.startsWith(id + '/'))",
+        arg=jits[0][len("cluster:") :],
+    )
+    assert page.locator(".jaxlab-ge-svg text", has_text="tanh").count() >= 1
+
+    # Search the whole program: every layer's tanh is counted, most inside closed boxes.
+    search = page.locator(".jaxlab-ge-search")
+    search.fill("tanh")
+    page.wait_for_function(COUNTED)
+    count = page.locator(".jaxlab-ge-count")
+    assert count.inner_text().startswith("1 of 143")
+    assert page.locator(".jaxlab-ge-closed.jaxlab-ge-match").count() >= 1
+    # Step far: the match is inside a closed run and jit; the kernel opens what holds it.
+    for _ in range(100):
+        search.press("Enter")
+    page.wait_for_function(
+        "() => { const c = document.querySelector('.jaxlab-ge-current');"
+        " return c && !c.classList.contains('jaxlab-ge-closed'); }",
+        timeout=20_000,
+    )
+    current = page.locator(".jaxlab-ge-current")
+    assert current.count() == 1 and "tanh" in (current.text_content() or "")
+    assert count.inner_text().startswith("101 of 143")
+    # A click highlights what it depends on, along the visible edges.
+    current.dispatch_event("click")
+    assert page.locator(".jaxlab-ge-selected").count() == 1
+    assert page.locator(".jaxlab-ge-upstream").count() >= 1
+    assert page.requests.outside() == []

@@ -236,8 +236,13 @@ function draw(model, el, state) {
         state.follow = false;
         if (view.nodes[target]) centre(view.nodes[target]);
       } else {
-        state.revealed = current.id; // once: the new view and matches then come back
-        model.send({ type: "reveal", id: current.id });
+        // Once, and only for the match stepped to last (Enter held down steps through
+        // many): the kernel opens what holds it, and the new view and matches come back.
+        clearTimeout(state.revealing);
+        state.revealing = setTimeout(() => {
+          state.revealed = current.id;
+          model.send({ type: "reveal", id: current.id });
+        }, 150);
       }
     }
   }
