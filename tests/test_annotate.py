@@ -277,19 +277,6 @@ def test_adjoint_of_every_shown_node_equals_grad_wrt_that_intermediate(name):
     assert "derivative factor" in note
 
 
-def test_scan_body_nodes_without_adjoint_are_counted_in_the_legend():
-    def f(xs):
-        c, _ = jax.lax.scan(lambda c, xi: (jnp.sin(c * xi), None), 0.5, xs)
-        return c
-
-    g = jaxpr_graph(f, jnp.array([0.3, -0.2, 0.7]), grad=True, values=True)
-    (scan,) = [c for c in g.clusters if c.primitive == "scan" and c.parent is None][:1]
-    inside = [n for n in g.equations if n.cluster == scan.id and n.phase == m.FORWARD]
-    assert inside and all(n.adjoint is None for n in inside)
-    (note,) = [s for s in g.notes if s.startswith("no adjoint")]
-    assert f"{len(inside)} inside loop bodies" in note
-
-
 def test_custom_jvp_insides_get_adjoints_through_the_insides():
     # softplus is a custom_jvp (logaddexp): its inner log1p's adjoint is d out / d log1p.
     def f(x):

@@ -6,7 +6,9 @@ program. Values come from evaluating the drawn jaxpr equation by equation
 each forward node also gets its *adjoint*, d output / d node: the adjoints of the
 original program's intermediates (one reverse pass with a zero perturbation on each),
 carried to the gradient program's forward half by structural signatures (the same
-primitive applied to the same inputs). Forward values that backward equations read,
+primitive applied to the same inputs). Inside a ``scan`` body a node's value and
+adjoint are per iteration, stacked (shape ``(length, *shape)``): the adjoint of v at
+iteration t is d output / d v_t. Forward values that backward equations read,
 the residuals JAX keeps for the backward pass, are marked, as torchviz marks saved
 tensors.
 
@@ -105,17 +107,48 @@ def _has_custom_rules(jaxpr: Any) -> bool:
     )
 
 
+# Values (taken cond branches, custom calls' insides) and scan bodies per iteration.
+_VALUES = jaxpr_eval.Policy(custom=True, cond=True, scan=True)
+# Adjoints: custom calls and conds bound whole (JAX's own rules), scan bodies run.
+_DERIVATIVES = jaxpr_eval.Policy(custom=False, cond=False, scan=True)
+
+
+def _key(ev: jaxpr_eval.Evaluation, slot: int) -> tuple[int, int | None]:
+    """What matches a slot across programs: its signature, and whether it holds one
+    value or one per iteration (a loop-invariant value JAX hoists out of a scan body
+    has the signature of its in-loop copy)."""
+    return ev.signatures[slot], ev.iterations.get(slot)
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
 def _one_pass(
     closed: Any, flat: list[Any], interner: Any, policy: Any, only_from: list[int] | None
-) -> Any:
-    """One adjoint pass; if JAX refuses tangents somewhere (equinox's filter_custom_vjp on
-    a setting), again with perturbations only downstream of the differentiated inputs."""
-    try:
-        return jaxpr_eval.adjoints(closed, flat, interner=interner, policy=policy)
-    except Exception:
-        if only_from is None:
-            raise
-    return jaxpr_eval.adjoints(closed, flat, interner=interner, policy=policy, only_from=only_from)
+) -> tuple[Any, str | None]:
+    """One adjoint pass, and why scan bodies were left out of it (None when they were not).
+
+    If JAX refuses tangents somewhere (equinox's filter_custom_vjp on a setting), again
+    with perturbations only downstream of the differentiated inputs; if that fails too
+    and scan bodies were run, once more with them bound whole (the rest keeps its adjoints).
+    """
+    attempts: list[tuple[Any, list[int] | None]] = [(policy, None)]
+    if only_from is not None:
+        attempts.append((policy, only_from))
+    if policy.scan:
+        attempts.append((dataclasses.replace(policy, scan=False), only_from))
+    failed: str | None = None
+    for k, (pol, frm) in enumerate(attempts):
+        try:
+            adj = jaxpr_eval.adjoints(closed, flat, interner=interner, policy=pol, only_from=frm)
+        except Exception as e:
+            if k == len(attempts) - 1:
+                raise
+            failed = _first_line(e)
+            continue
+        return adj, (failed if policy.scan and not pol.scan else None)
+    raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
 def _adjoints_by_signature(
@@ -124,36 +157,37 @@ def _adjoints_by_signature(
     kwargs: dict[str, Any],
     interner: Any,
     only_from: list[int] | None,
-) -> tuple[dict[int, deque[Any]], str | None]:
+) -> tuple[dict[Any, deque[Any]], str | None, str | None]:
     """Adjoints of the original program's slots, queued by signature in program order;
-    and, when JAX cannot take them, why (the graph then shows values only)."""
+    when JAX cannot take them, why (the graph then shows values only); and when it
+    could not take them inside scan bodies, why."""
     closed = jax.make_jaxpr(fun)(*args, **kwargs)
     flat = _flat_args(args, kwargs)
     try:
-        adj = _one_pass(closed, flat, interner, jaxpr_eval.DERIVATIVES, only_from)
+        adj, loops_failed = _one_pass(closed, flat, interner, _DERIVATIVES, only_from)
     except Exception as e:  # said in the graph's notes, never hidden
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        return {}, f"adjoints left out: JAX could not differentiate the intermediates ({first})"
-    queues: dict[int, deque[Any]] = defaultdict(deque)
+        why = f"adjoints left out: JAX could not differentiate the intermediates ({_first_line(e)})"
+        return {}, why, None
+    queues: dict[Any, deque[Any]] = defaultdict(deque)
     for slot, a in enumerate(adj.adjoints):
         if a is not None:
-            queues[adj.evaluation.signatures[slot]].append(a)
+            queues[_key(adj.evaluation, slot)].append(a)
     if _has_custom_rules(closed.jaxpr):
         # Inside a custom_jvp/custom_vjp call: d output / d an inner value goes through the
         # rest of the insides (as jax.grad of the program rewritten from that value would),
         # so a second pass looks inside; it adds only what the first could not see.
-        inside = jaxpr_eval.Policy(custom=True, cond=False)
+        inside = dataclasses.replace(_DERIVATIVES, custom=True, scan=loops_failed is None)
         try:
-            more = _one_pass(closed, flat, interner, inside, only_from)
+            more, _ = _one_pass(closed, flat, interner, inside, only_from)
         except Exception:  # insides reverse mode cannot go through (a while_loop)
-            return queues, None
-        extra: dict[int, deque[Any]] = defaultdict(deque)
+            return queues, None, loops_failed
+        extra: dict[Any, deque[Any]] = defaultdict(deque)
         for slot, a in enumerate(more.adjoints):
-            sig = more.evaluation.signatures[slot]
-            if a is not None and sig not in queues:
-                extra[sig].append(a)
+            key = _key(more.evaluation, slot)
+            if a is not None and key not in queues:
+                extra[key].append(a)
         queues.update(extra)
-    return queues, None
+    return queues, None, loops_failed
 
 
 @jaxlab_work()
@@ -171,18 +205,23 @@ def annotate(
     ``jax.grad(fun)``; ``args``/``kwargs`` are what it was traced with.
     """
     interner = jaxpr_eval.new_interner()
-    ev = jaxpr_eval.evaluate(graph.jaxpr, _flat_args(args, kwargs), interner=interner)
+    ev = jaxpr_eval.evaluate(
+        graph.jaxpr, _flat_args(args, kwargs), interner=interner, policy=_VALUES
+    )
     node_vars = _node_vars(graph)
     slots = {n.id: _slot_for_node(n, ev, node_vars) for n in graph.nodes}
 
     adjoint_of: dict[str, Any] = {}
     residual: set[str] = set()
     notes: tuple[str, ...] = ()
+    loops_failed: str | None = None
     if grad:
         held = {n.id for n in graph.nodes if n.role in (m.FIXED, m.SEED)}
         n_in = len(graph.jaxpr.jaxpr.invars)
         only_from = [k for k in range(n_in) if f"in{k}" not in held] if held else None
-        queues, refused = _adjoints_by_signature(fun, args, kwargs, interner, only_from)
+        queues, refused, loops_failed = _adjoints_by_signature(
+            fun, args, kwargs, interner, only_from
+        )
         if refused:
             notes = (refused,)
         # Slots in creation order: the k-th forward copy of a computation takes the
@@ -195,10 +234,10 @@ def annotate(
             for n in graph.nodes
             if n.phase == m.BACKWARD and n.kind != m.PORT and (s := slots[n.id]) is not None
         }
-        for slot, sig in enumerate(ev.signatures):
+        for slot in range(len(ev.signatures)):
             if slot in backward_slots:
                 continue
-            queue = queues.get(sig)
+            queue = queues.get(_key(ev, slot))
             if queue:
                 by_slot[slot] = queue.popleft()
         for n in graph.nodes:
@@ -220,31 +259,73 @@ def annotate(
         if n.id in residual:
             changes["residual"] = True
         nodes.append(dataclasses.replace(n, **changes) if changes else n)
-    if grad and not notes:
-        notes = missing_adjoints(graph, nodes)
+    notes = _per_iteration_note(graph, slots, ev, grad) + notes
+    if grad and not any(n.startswith("adjoints left out") for n in notes):
+        notes += missing_adjoints(graph, nodes, ev.loops_skipped, loops_failed)
     return dataclasses.replace(graph, nodes=tuple(nodes), notes=graph.notes + notes)
 
 
-def missing_adjoints(graph: m.Graph, nodes: list[m.Node]) -> tuple[str, ...]:
-    """The legend's line for forward nodes drawn without an adjoint: how many, and why."""
-    loops = {c.id for c in graph.clusters if c.primitive in ("scan", "while")}
+def _per_iteration_note(
+    graph: m.Graph, slots: dict[str, int | None], ev: jaxpr_eval.Evaluation, grad: bool
+) -> tuple[str, ...]:
+    """The legend's line saying that values inside scan bodies are stacked."""
+    lengths = sorted({ev.iterations[s] for n in graph.nodes if (s := slots[n.id]) in ev.iterations})
+    if not lengths:
+        return ()
+    what = "value and adjoint are" if grad else "value is"
+    counts = ", ".join(f"×{k}" for k in lengths)
+    where = "a scan body" if len(lengths) == 1 else "scan bodies"
+    return (
+        f"inside {where} ({counts} iterations) a node's {what} per iteration, stacked: "
+        "shape (iterations, …); μ [min, max] over every iteration",
+    )
+
+
+def missing_adjoints(
+    graph: m.Graph,
+    nodes: list[m.Node],
+    skipped: dict[str, str] | None = None,
+    loops_failed: str | None = None,
+) -> tuple[str, ...]:
+    """The legend's line for forward nodes drawn without an adjoint: how many, and why.
+
+    ``skipped``: scans (node id = cluster id) whose bodies were not run per iteration,
+    and why (``Evaluation.loops_skipped``); ``loops_failed``: why JAX could not take
+    per-iteration adjoints at all, when it could not.
+    """
+    skipped = skipped or {}
+    kind = {c.id: c.primitive for c in graph.clusters}
     parent = {c.id: c.parent for c in graph.clusters}
 
-    def in_loop(cluster: str | None) -> bool:
+    def loop_reason(cluster: str | None) -> tuple[str, str] | None:
+        scans: list[str] = []
         while cluster is not None:
-            if cluster in loops:
-                return True
+            if kind.get(cluster) == "while":
+                return _WHILE
+            if kind.get(cluster) == "scan":
+                scans.append(cluster)
             cluster = parent.get(cluster)
-        return False
+        if not scans:
+            return None
+        if loops_failed is not None:
+            return (
+                f"inside a scan body JAX could not differentiate per iteration ({loops_failed})",
+                f"inside scan bodies JAX could not differentiate per iteration ({loops_failed})",
+            )
+        for scan in scans:
+            if scan in skipped:
+                return _SKIPPED.get(skipped[scan], _SKIPPED[jaxpr_eval.NESTED_LOOP])
+        return None
 
     reasons: Counter[tuple[str, str]] = Counter()
     for n in nodes:
         if n.kind != m.EQUATION or n.phase != m.FORWARD or n.adjoint is not None:
             continue
-        if in_loop(n.cluster):
-            reasons[_LOOP] += 1
-        elif n.value is not None and not _is_float(n.value):
+        in_loop = loop_reason(n.cluster)
+        if n.value is not None and not _is_float(n.value):
             reasons[_DISCRETE] += 1
+        elif in_loop is not None:
+            reasons[in_loop] += 1
         elif n.value is not None:
             reasons[_FACTOR] += 1
         else:
@@ -257,10 +338,28 @@ def missing_adjoints(graph: m.Graph, nodes: list[m.Node]) -> tuple[str, ...]:
 
 
 # Why a forward node shows no adjoint: (singular, plural).
-_LOOP = (
-    "inside a loop body (it runs once per iteration: no single value)",
-    "inside loop bodies (each runs once per iteration: no single value)",
+_WHILE = (
+    "inside a while_loop body (JAX cannot reverse-differentiate a while_loop: its number "
+    "of iterations is known only at run time, so no per-iteration values are kept)",
+    "inside while_loop bodies (JAX cannot reverse-differentiate a while_loop: its number "
+    "of iterations is known only at run time, so no per-iteration values are kept)",
 )
+_SKIPPED = {
+    jaxpr_eval.NESTED_LOOP: (
+        "inside a loop nested in a scan body (per-iteration values are kept one loop deep)",
+        "inside loops nested in scan bodies (per-iteration values are kept one loop deep)",
+    ),
+    jaxpr_eval.LOOP_TOO_LARGE: (
+        "inside a scan body too large to keep every iteration "
+        f"(over {jaxpr_eval.LOOP_BYTES >> 20} MiB)",
+        "inside scan bodies too large to keep every iteration "
+        f"(over {jaxpr_eval.LOOP_BYTES >> 20} MiB)",
+    ),
+    jaxpr_eval.LOOP_NOT_ARRAYS: (
+        "inside a scan body holding values that cannot be stacked (tokens)",
+        "inside scan bodies holding values that cannot be stacked (tokens)",
+    ),
+}
 _DISCRETE = ("integer or boolean (no derivative)", "integers or booleans (no derivative)")
 _FACTOR = (
     "derivative factor computed for the backward pass (the output does not depend on it)",

@@ -9,8 +9,14 @@ walks the public ``jax.extend.core`` structures and evaluates each equation with
   default policy ``custom_jvp_call`` / ``custom_vjp_call`` and the branch a ``cond``
   took) shares slots with its caller: its parameters *are* the caller's arguments and
   the caller's results *are* its results, so one value is never counted twice;
-* equations it does not recurse into (``scan``, ``while``, ...) are bound whole:
-  their results get slots, their insides get none (they run many times).
+* with ``Policy(scan=True)`` it also runs a ``scan``'s body (not one nested in another
+  loop body): each value inside gets one slot holding it for every iteration, stacked
+  (shape ``(length, *shape)``, row t from iteration t). The run is one ``lax.scan`` whose
+  body is this interpreter, emitting every intermediate as an extra output; a
+  perturbation on a body slot goes in as an extra ``xs`` input, so one reverse pass
+  gives d output / d v_t for every t;
+* equations it does not recurse into (``while``, other ``scan``s, ...) are bound whole:
+  their results get slots, their insides get none.
 
 Each slot also gets a structural *signature* (an int): same primitive, same
 parameters, same input signatures. Two programs that compute the same thing from the
@@ -25,7 +31,7 @@ signatures, which is how :mod:`jaxlab.graph.annotate` carries adjoints across.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jcore
 
-from .._jax_compat import bind_equation
+from .._jax_compat import bind_equation, scan_counts
 from ..compile.capture import jaxlab_work
 
 # Programs whose insides compute exactly what the call computes: recursing gives the
@@ -58,11 +64,13 @@ class Policy:
 
     ``custom``: recurse into custom_jvp/custom_vjp calls (values only: a derivative
     taken through the insides would bypass the custom rule). ``cond``: recurse into the
-    branch a ``cond`` took (needs a concrete index, so values only).
+    branch a ``cond`` took (needs a concrete index, so values only). ``scan``: run the
+    body of each top-level ``scan`` (values and adjoints stacked over iterations).
     """
 
     custom: bool = True
     cond: bool = True
+    scan: bool = False
 
 
 VALUES = Policy()
@@ -99,13 +107,39 @@ class Evaluation:
     outputs: list[int] = field(default_factory=list)  # slots of the results
     summarised: list[str] = field(default_factory=list)  # node ids bound whole
     literals: set[int] = field(default_factory=set)  # slots holding a literal constant
+    # Slots inside a scan body run per iteration -> the scan's length (their values and
+    # avals are stacked: shape (length, *shape)).
+    iterations: dict[int, int] = field(default_factory=dict)
+    # Where a value flows into a scan body without an equation: (init, carry parameter),
+    # (carry result, carry parameter), (xs, row parameter). For dependency walks.
+    links: list[tuple[int, int]] = field(default_factory=list)
+    # Scans whose bodies a Policy(scan=True) run did not look inside: node id -> why
+    # (NESTED_LOOP, LOOP_TOO_LARGE, LOOP_NOT_ARRAYS).
+    loops_skipped: dict[str, str] = field(default_factory=dict)
 
     def slots_of(self, var: Any) -> list[tuple[str, int]]:
         """Every (block prefix, slot) a Var took (a program called twice has two)."""
         return [(p, s) for (p, v), s in self.occurrences.items() if v is var]
 
 
-Hook = Callable[[int, Any], Any]
+# Why a scan's body was not run per iteration (Evaluation.loops_skipped).
+NESTED_LOOP = "nested"  # inside another loop's body
+LOOP_TOO_LARGE = "large"  # every iteration's values would pass LOOP_BYTES
+LOOP_NOT_ARRAYS = "not arrays"  # a body value (a token) cannot be stacked
+
+# Most bytes one scan's stacked body values may take (the adjoint pass holds about
+# three times this: values, perturbations, adjoints).
+LOOP_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class _ScanLayout:
+    """A scan body's slots, laid out without evaluating: what running it would make."""
+
+    carry_sigs: tuple[int, ...]  # signatures of the body's carry parameters
+    result_sigs: tuple[int, ...]  # of the scan's results (final carry, stacked ys)
+    n_slots: int  # slots the body run creates (parameters, equations, literals)
+    skip: str | None  # why not to run it per iteration (LOOP_TOO_LARGE, ...), or None
 
 
 class _Interner:
@@ -113,9 +147,25 @@ class _Interner:
 
     def __init__(self) -> None:
         self.table: dict[Any, int] = {}
+        # (id of a scan body, input signatures, policy) -> (_ScanLayout, the body): a
+        # layout is computed once per interner (the body is kept so its id stays its own).
+        self.layouts: dict[Any, tuple[_ScanLayout, Any]] = {}
 
     def __call__(self, key: Any) -> int:
         return self.table.setdefault(key, len(self.table))
+
+
+def _is_array(aval: Any) -> bool:
+    """An array aval lax.scan can stack (not a token or a reference)."""
+    return hasattr(aval, "shape") and hasattr(aval, "dtype") and hasattr(aval, "update")
+
+
+def _nbytes(aval: Any) -> int:
+    try:
+        itemsize = np.dtype(aval.dtype).itemsize
+    except TypeError:  # an extended dtype (PRNG keys): count it as 8 bytes
+        itemsize = 8
+    return int(np.prod(aval.shape, dtype=np.int64)) * itemsize
 
 
 def _is_jaxpr(value: Any) -> bool:
@@ -185,18 +235,27 @@ def _has_programs(eqn: Any) -> bool:
 
 class _Run:
     def __init__(
-        self, policy: Policy, evaluate: bool, hook: Hook | None, interner: _Interner
+        self,
+        policy: Policy,
+        evaluate: bool,
+        perturb: dict[int, Any] | None,
+        interner: _Interner,
+        depth: int = 0,
     ) -> None:
         self.policy = policy
         self.evaluate = evaluate
-        self.hook = hook
+        self.perturb = perturb or {}  # slot -> what to add to its value where created
         self.sig = interner
+        self.depth = depth  # loop bodies this run is inside
         self.ev = Evaluation()
 
     def new_slot(self, value: Any, aval: Any, signature: int, producer: int | None) -> int:
         slot = len(self.ev.values)
-        if self.hook is not None:
-            value = self.hook(slot, value)
+        p = self.perturb.get(slot)
+        if p is not None:
+            # lax.add binds the primitive directly: jnp's `+` would dispatch through a
+            # jitted ufunc, several times dearer per slot.
+            value = jax.lax.add(value, p)
         self.ev.values.append(value)
         self.ev.avals.append(aval)
         self.ev.signatures.append(signature)
@@ -250,6 +309,13 @@ class _Run:
                 in_slots.append(env[atom])
                 in_sigs.append(self.ev.signatures[env[atom]])
         name = eqn.primitive.name
+        layout = self._scan_layout(eqn, in_sigs) if name == "scan" else None
+        if layout is not None:
+            if self.policy.scan and self.depth == 0 and layout.skip is None:
+                self._scan(eqn, node_id, env, prefix, in_slots, layout)
+                return
+            if self.policy.scan:
+                self.ev.loops_skipped[node_id] = layout.skip or NESTED_LOOP
         recurse = name in CALL_PRIMITIVES or (name in CUSTOM_PRIMITIVES and self.policy.custom)
         sub = _sub_program(eqn) if recurse or name in CUSTOM_PRIMITIVES else None
         if recurse and sub is not None:
@@ -266,6 +332,8 @@ class _Run:
         # the same call matches whether or not a run looked inside.
         if sub is not None:
             out_sigs = _structural_signatures(sub, in_sigs, self.sig)
+        elif layout is not None:
+            out_sigs = list(layout.result_sigs)
         else:
             key = (name, _param_key(eqn), tuple(in_sigs))
             out_sigs = [self.sig((key, k)) for k in range(len(eqn.outvars))]
@@ -305,7 +373,9 @@ class _Run:
 
     # ------------------------------------------------------------------ cond
     def _taken_branch(self, eqn: Any, invals: Sequence[Any]) -> int | None:
-        if eqn.primitive.name != "cond" or not self.policy.cond:
+        # Not inside a loop body: a branch taken in one iteration need not be taken in
+        # the others (and a layout could not know which).
+        if eqn.primitive.name != "cond" or not self.policy.cond or self.depth:
             return None
         try:
             index = int(np.asarray(invals[0]))
@@ -326,13 +396,178 @@ class _Run:
         outs = self.block(closed.jaxpr, f"{node_id}/{branch}/", const_slots, args)
         return [self.ev.values[s] for s in outs]
 
+    # ------------------------------------------------------------------ scan
+    def _scan_layout(self, eqn: Any, in_sigs: list[int]) -> _ScanLayout | None:
+        """Signatures and slot count of a scan body run, without evaluating (cached).
+
+        A carry parameter's signature says what fixes it: the initial values, the
+        length and direction, and the structure of the body's carry results (laid out
+        once with placeholder carries). Equal for a program's scan and the forward
+        scan of its gradient program, which computes the same carries.
+        """
+        p = eqn.params
+        try:
+            closed, (nc, nk) = p["jaxpr"], scan_counts(p)
+        except (KeyError, NotImplementedError):
+            return None  # a scan this JAX writes differently: bound whole, as any loop
+        key = (id(closed.jaxpr), tuple(in_sigs), self.policy)
+        cached = self.sig.layouts.get(key)
+        if cached is not None:
+            return cached[0]
+        length, reverse = int(p["length"]), bool(p["reverse"])
+        consts, inits, xs = in_sigs[:nc], in_sigs[nc : nc + nk], in_sigs[nc + nk :]
+
+        def lay_out(carry_sigs: Sequence[int]) -> tuple[_Run, list[int], int]:
+            run = _Run(self.policy, False, None, self.sig, depth=1)
+            body_consts = run.consts(closed.consts, [v.aval for v in closed.jaxpr.constvars])
+            params = [
+                run.new_slot(None, v.aval, sig, None)
+                for v, sig in zip(closed.jaxpr.invars[:nc], consts, strict=True)
+            ]
+            start = len(run.ev.values)
+            outs = run._body(eqn, "", body_consts, params, carry_sigs, xs, None, None)
+            return run, outs, start
+
+        run, outs, _ = lay_out([self.sig(("scan carry placeholder", k)) for k in range(nk)])
+        fingerprint = tuple(run.ev.signatures[s] for s in outs[:nk])
+        carry_sigs = tuple(
+            self.sig(("scan carry", k, tuple(inits), tuple(xs), length, reverse, fingerprint))
+            for k in range(nk)
+        )
+        run, outs, start = lay_out(carry_sigs)
+        body_out = [run.ev.signatures[s] for s in outs]
+        results = tuple(self.sig(("scan last", s)) for s in body_out[:nk]) + tuple(
+            self.sig(("scan stacked", s)) for s in body_out[nk:]
+        )
+        avals = run.ev.avals[start:]
+        skip = None
+        if not all(_is_array(a) for a in avals):
+            skip = LOOP_NOT_ARRAYS
+        elif sum(length * _nbytes(a) for a in avals) > LOOP_BYTES:
+            skip = LOOP_TOO_LARGE
+        layout = _ScanLayout(carry_sigs, results, len(avals), skip)
+        self.sig.layouts[key] = (layout, closed.jaxpr)
+        return layout
+
+    def _body(
+        self,
+        eqn: Any,
+        prefix: str,
+        body_consts: list[int],
+        const_params: list[int],
+        carry_sigs: Sequence[int],
+        xs_sigs: Sequence[int],
+        carry: Sequence[Any] | None,
+        rows: Sequence[Any] | None,
+    ) -> list[int]:
+        """One run of a scan body: slots for its carry and row parameters (in that
+        order), then its equations. Values are one iteration's (tracers inside lax.scan),
+        or None when only laying out."""
+        p = eqn.params
+        jaxpr, (nc, nk) = p["jaxpr"].jaxpr, scan_counts(p)
+        params = list(const_params)
+        for k, v in enumerate(jaxpr.invars[nc : nc + nk]):
+            value = carry[k] if carry is not None else None
+            params.append(self.new_slot(value, v.aval, carry_sigs[k], None))
+        for j, v in enumerate(jaxpr.invars[nc + nk :]):
+            value = rows[j] if rows is not None else None
+            params.append(self.new_slot(value, v.aval, self.sig(("scan row", xs_sigs[j])), None))
+        return self.block(jaxpr, prefix, body_consts, params)
+
+    def _scan(
+        self,
+        eqn: Any,
+        node_id: str,
+        env: dict[Any, int],
+        prefix: str,
+        in_slots: list[int | None],
+        layout: _ScanLayout,
+    ) -> None:
+        """Run a scan with its body interpreted: every body slot stacked over iterations."""
+        p = eqn.params
+        closed, (nc, nk) = p["jaxpr"], scan_counts(p)
+        length, reverse = int(p["length"]), bool(p["reverse"])
+        args = [
+            s if s is not None else self.literal_slot(eqn.invars[k]) for k, s in enumerate(in_slots)
+        ]
+        body_consts = self.consts(closed.consts, [v.aval for v in closed.jaxpr.constvars])
+        base = len(self.ev.values)
+        body_prefix = f"{node_id}/"
+        vals = self.ev.values
+        xs_sigs = [self.ev.signatures[s] for s in args[nc + nk :]]
+        carry_sigs = layout.carry_sigs
+        if not self.evaluate:
+            self.depth += 1
+            try:
+                outs = self._body(
+                    eqn, body_prefix, body_consts, args[:nc], carry_sigs, xs_sigs, None, None
+                )
+            finally:
+                self.depth -= 1
+            finals: list[Any] = [None] * len(eqn.outvars)
+        else:
+            mark = (len(self.ev.steps), len(self.ev.summarised))
+            keys = [s for s in range(base, base + layout.n_slots) if s in self.perturb]
+            outer = self.perturb
+            outs = []
+
+            def step(carry: list[Any], x: tuple[list[Any], list[Any]]) -> Any:
+                rows, perturbations = x
+                self._rewind(base, mark)  # lax.scan may trace the body twice (weak types)
+                self.perturb = dict(zip(keys, perturbations, strict=True))
+                self.depth += 1
+                try:
+                    outs[:] = self._body(
+                        eqn, body_prefix, body_consts, args[:nc], carry_sigs, xs_sigs, carry, rows
+                    )
+                finally:
+                    self.depth -= 1
+                    self.perturb = outer
+                if len(vals) - base != layout.n_slots:
+                    raise RuntimeError("scan body run does not match its layout")
+                results = [vals[s] for s in outs]
+                return results[:nk], (results[nk:], vals[base:])
+
+            init = [vals[s] for s in args[nc : nc + nk]]
+            xs = [vals[s] for s in args[nc + nk :]]
+            carry, (ys, stacked) = jax.lax.scan(
+                step, init, (xs, [outer[s] for s in keys]), length=length, reverse=reverse
+            )
+            finals = [*carry, *ys]
+            vals[base:] = stacked
+        for s in range(base, len(vals)):
+            aval = self.ev.avals[s]
+            self.ev.avals[s] = aval.update(shape=(length, *aval.shape))
+            self.ev.iterations[s] = length
+        # The body's parameters come first: carries at base + k, rows after them.
+        for k in range(nk):
+            self.ev.links += [(args[nc + k], base + k), (outs[k], base + k)]
+        for j, s in enumerate(args[nc + nk :]):
+            self.ev.links.append((s, base + nk + j))
+        step_index = len(self.ev.steps)
+        results = [
+            self.new_slot(value, var.aval, sig, step_index)
+            for var, value, sig in zip(eqn.outvars, finals, layout.result_sigs, strict=True)
+        ]
+        self._results(eqn, node_id, results, env, prefix)
+        self.ev.steps.append(Step(eqn, node_id, tuple(in_slots), tuple(results), False))
+
+    def _rewind(self, base: int, mark: tuple[int, int]) -> None:
+        """Forget the slots and steps a body trace made (before tracing it again)."""
+        ev = self.ev
+        for lst in (ev.values, ev.avals, ev.signatures, ev.producer):
+            del lst[base:]
+        del ev.steps[mark[0] :]
+        del ev.summarised[mark[1] :]
+        ev.literals = {s for s in ev.literals if s < base}
+
 
 def _structural_signatures(
     sub: tuple[Any, Sequence[Any]], in_sigs: Sequence[int], interner: _Interner
 ) -> list[int]:
     """Signatures of a nested program's results, without evaluating anything."""
     jaxpr, consts = sub
-    run = _Run(VALUES, evaluate=False, hook=None, interner=interner)
+    run = _Run(VALUES, evaluate=False, perturb=None, interner=interner)
     const_slots = run.consts(consts, [v.aval for v in jaxpr.constvars])
     in_slots = [
         run.new_slot(None, v.aval, s, None) for v, s in zip(jaxpr.invars, in_sigs, strict=True)
@@ -352,17 +587,18 @@ def evaluate(
     flat_args: Sequence[Any],
     *,
     policy: Policy = VALUES,
-    hook: Hook | None = None,
+    perturb: dict[int, Any] | None = None,
     interner: _Interner | None = None,
     compute: bool = True,
 ) -> Evaluation:
     """Run ``closed`` (a ClosedJaxpr) on ``flat_args``, keeping every value in a slot.
 
-    ``hook(slot, value)`` may replace each new slot's value (the adjoint pass adds a
-    zero perturbation there). With ``compute=False`` nothing is evaluated: only the
-    slots, their avals and signatures are laid out (values are None).
+    ``perturb[slot]`` is added to that slot's value where it is created (the adjoint
+    pass adds a zero perturbation there; a slot inside a scan body takes one stacked
+    over iterations, row t added at iteration t). With ``compute=False`` nothing is
+    evaluated: only the slots, their avals and signatures are laid out (values None).
     """
-    run = _Run(policy, compute, hook, interner or _Interner())
+    run = _Run(policy, compute, perturb, interner or _Interner())
     jaxpr = closed.jaxpr
     const_slots = run.consts(closed.consts, [v.aval for v in jaxpr.constvars])
     in_slots = []
@@ -394,9 +630,15 @@ class Adjoints:
 def _downstream(plan: Evaluation, sources: Sequence[int]) -> set[int]:
     """Slots computed (at any remove) from the slots ``sources``."""
     found = set(sources)
-    for step in plan.steps:
-        if any(s is not None and s in found for s in step.inputs):
-            found.update(step.outputs)
+    size = -1
+    while size != len(found):  # a loop's carry feeds its own parameter: to a fixed point
+        size = len(found)
+        for src, dst in plan.links:
+            if src in found:
+                found.add(dst)
+        for step in plan.steps:
+            if any(s is not None and s in found for s in step.inputs):
+                found.update(step.outputs)
     return found
 
 
@@ -414,7 +656,9 @@ def adjoints(
     Each float slot gets a zero perturbation added where it is created; the VJP with
     respect to the perturbations is, slot by slot, d output / d slot: the value
     backpropagation accumulates there (micrograd's ``.grad``). Custom-rule calls and
-    loops are bound whole, so JAX differentiates them with their own rules.
+    loops are bound whole, so JAX differentiates them with their own rules; with
+    ``Policy(scan=True)`` a scan body's slots get stacked perturbations (an extra
+    ``xs`` of the scan), so their adjoints are d output / d v_t for every iteration t.
     """
     interner = interner or _Interner()
     plan = evaluate(closed, flat_args, policy=policy, interner=interner, compute=False)
@@ -427,17 +671,11 @@ def adjoints(
         # filter_custom_vjp, under every diffrax solve) then sees none.
         reach = _downstream(plan, [plan.inputs[k] for k in only_from])
         perturbed = [i for i in perturbed if i in reach]
-    index = {slot: k for k, slot in enumerate(perturbed)}
     zeros = [jnp.zeros(plan.avals[s].shape, plan.avals[s].dtype) for s in perturbed]
 
     def run(perturbations: list[Any]) -> tuple[Any, list[Any]]:
-        def hook(slot: int, value: Any) -> Any:
-            k = index.get(slot)
-            # lax.add binds the primitive directly: jnp's `+` would dispatch through
-            # a jitted ufunc, several times dearer per slot.
-            return value if k is None else jax.lax.add(value, perturbations[k])
-
-        ev = evaluate(closed, flat_args, policy=policy, hook=hook, interner=interner)
+        perturb = dict(zip(perturbed, perturbations, strict=True))
+        ev = evaluate(closed, flat_args, policy=policy, perturb=perturb, interner=interner)
         (out,) = [ev.values[s] for s in ev.outputs]
         return out, ev.values
 
