@@ -135,6 +135,11 @@ def _saved_output(out: dict[str, Any]) -> str:
     return f"<pre>{html.escape(text)}</pre>" if text.strip() else ""
 
 
+def _hidden(state: dict[str, Any], models: dict[str, Any]) -> bool:
+    layout = models.get(next(iter(_refs(state.get("layout"))), ""), {}).get("state", {})
+    return layout.get("display") == "none" or layout.get("visibility") == "hidden"
+
+
 def _saved_html(model_id: str, models: dict[str, Any], depth: int = 0) -> str:
     """A widget that is not an anywidget, as HTML from its saved state."""
     entry = models.get(model_id)
@@ -142,6 +147,8 @@ def _saved_html(model_id: str, models: dict[str, Any], depth: int = 0) -> str:
         return ""
     state = entry.get("state", {})
     name = str(entry.get("model_name") or state.get("_model_name", ""))
+    if _hidden(state, models):
+        return ""  # hidden by the kernel: tqdm's leave=False bar once it finished
     children = [r for r in _refs(state.get("children", [])) if r in models]
     if children or name.endswith("BoxModel"):
         vertical = " jaxlab-saved-vertical" if name in ("VBoxModel", "GridBoxModel") else ""

@@ -288,6 +288,9 @@ def test_site_view_writes_controls_as_their_saved_state_and_keeps_anywidgets():
         "label": _model("HTMLModel", value="ω chunks: 100%"),
         "bar": _model("FloatProgressModel", value=8.0, max=8.0),
         "tqdm": _model("HBoxModel", children=["IPY_MODEL_label", "IPY_MODEL_bar"]),
+        # tqdm(leave=False) hides its bar when done: JupyterLab shows nothing, nor does the site
+        "hidden": _model("LayoutModel", "@jupyter-widgets/base", visibility="hidden"),
+        "gone_bar": _model("HBoxModel", children=["IPY_MODEL_bar"], layout="IPY_MODEL_hidden"),
     }
     nb = {
         "metadata": {"widgets": {STATE: {"version_major": 2, "version_minor": 0, "state": models}}},
@@ -296,12 +299,14 @@ def test_site_view_writes_controls_as_their_saved_state_and_keeps_anywidgets():
             {"cell_type": "code", "source": "", "outputs": [_view("box", "interactive(...)")]},
             {"cell_type": "code", "source": "", "outputs": [_view("tqdm")]},
             {"cell_type": "code", "source": "", "outputs": [_view("gone"), _view("url")]},
+            {"cell_type": "code", "source": "", "outputs": [_view("gone_bar")]},
         ],
     }
     shown = _tutorials().site_view(nb)
     cells = [c["outputs"] for c in shown["cells"]]
     assert cells[0] == [_view("mine")]  # drawn in the page from its state
     assert cells[3] == []  # no state saved, or a module the site would have to fetch
+    assert cells[4] == []
     (interact,) = cells[1]
     assert VIEW not in interact["data"] and interact["data"]["text/plain"] == "interactive(...)"
     html = interact["data"]["text/html"]
