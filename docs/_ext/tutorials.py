@@ -163,7 +163,7 @@ def _saved_html(model_id: str, models: dict[str, Any], depth: int = 0) -> str:
         labels, index = state["_options_labels"], state["index"]
         value = labels[index] if 0 <= index < len(labels) else None
     if "Progress" in name and isinstance(value, (int, float)):
-        top = state.get("max", 100)
+        top = html.escape(str(state.get("max", 100)))
         parts.append(f'<progress value="{value}" max="{top}"></progress>')
     elif name in ("HTMLModel", "HTMLMathModel") and isinstance(value, str):
         value = html.unescape(_TAGS.sub("", value))  # markup from the kernel, shown as text
