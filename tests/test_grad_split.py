@@ -254,3 +254,19 @@ def test_magic_returns_the_split_with_its_residuals(ip):
     assert isinstance(split, GradSplit)
     assert {r.expression for r in split.residuals} == {"sin(x1)", "cos(x1)", "x1"}
     assert sum(r.producer is None for r in split.residuals) == 1
+
+
+def test_residuals_stay_numbered_when_the_primal_cannot_be_interpreted(monkeypatch):
+    import jaxlab.autodiff.residuals as residuals
+
+    x1 = jnp.float32(0.7)
+    split = grad_split(sin_times, x1)
+    lin = residuals.traced_linearize(sin_times, [x1])
+
+    def refuse(*args, **kwargs):
+        raise NotImplementedError("no rule for this primitive")
+
+    monkeypatch.setattr(residuals, "evaluate", refuse)
+    found = find_residuals(split.primal, [x1], split.linear, lin, ["x1"])
+    assert [r.name for r in found] == ["r1", "r2", "r3"]
+    assert all(r.producer is None and r.type == "f32[]" for r in found)

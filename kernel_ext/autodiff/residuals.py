@@ -18,10 +18,13 @@ dtype and values to exactly one primal value. Only then: an identical value can 
 coincidence (``sin(x)`` kept inside a scan for the derivative of ``cos`` equals a primal
 ``sin(x)`` computed elsewhere), which the traced forward program tells apart.
 
->>> lin = traced_linearize(lambda x: jnp.sin(x) * x, [[jnp.float32(1.0)]])  # doctest: +SKIP
->>> [r.text() for r in find_residuals(primal, flat, make_jaxpr(lin.fun)(0.0), lin, ["x"])]
-['r1 = sin(x) f32[]: computed by the primal's sin', 'r2 = cos(x) f32[]: computed for ...',
- 'r3 = x f32[]: the primal's input x']                                      # doctest: +SKIP
+>>> f, x = lambda x: jnp.sin(x) * x, jnp.float32(1.0)                      # doctest: +SKIP
+>>> lin = traced_linearize(f, [x])                                          # doctest: +SKIP
+>>> linear = jax.make_jaxpr(lin.fun)(jnp.float32(0.0))                      # doctest: +SKIP
+>>> [r.text() for r in find_residuals(jax.make_jaxpr(f)(x), [x], linear, lin, ["x"])]
+['r1 = cos(x) f32[] ...: computed for the derivative, not by the primal program',
+ 'r2 = x f32[] ...: the primal's input x', 'r3 = sin(x) f32[] ...: computed by the
+ primal's sin']                                                             # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -101,10 +104,10 @@ class Linearization:
     table: Any = None  # the signature table of ``run``, shared with the primal's run
 
 
-def traced_linearize(function: Callable[..., Any], diff: Sequence[Sequence[Any]]) -> Linearization:
+def traced_linearize(function: Callable[..., Any], diff: Sequence[Any]) -> Linearization:
     """``jax.linearize(function, *diff)`` with the forward program that computed its
     residuals (see the module docstring); ``forward`` is None when it cannot be traced."""
-    flat = [leaf for leaves in diff for leaf in leaves]
+    flat = jax.tree_util.tree_leaves(diff)
     try:
         forward, shape = jax.make_jaxpr(lambda *d: jax.linearize(function, *d), return_shape=True)(
             *diff
@@ -164,7 +167,12 @@ def find_residuals(
     """Each constant of ``linear`` (the ClosedJaxpr of ``lin.fun``) as a Residual, linked
     to the node of ``primal`` that computed it (see the module docstring)."""
     fwd = lin.run
-    base = evaluate(primal, flat_args, policy=_POLICY, interner=lin.table or new_interner())
+    try:
+        base = evaluate(primal, flat_args, policy=_POLICY, interner=lin.table or new_interner())
+    except Exception:  # an equation the interpreter cannot run: numbered, not linked
+        return tuple(
+            Residual(k + 1, type_text(v.aval)) for k, v in enumerate(linear.jaxpr.constvars)
+        )
     by_signature: dict[int, int] = {}
     for made_at, sig in enumerate(base.signatures):
         if made_at not in base.literals:
