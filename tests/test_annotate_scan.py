@@ -394,3 +394,37 @@ def test_nested_and_oversized_scans_are_counted_with_their_reasons(monkeypatch):
     (note,) = [s for s in g.notes if s.startswith("no adjoint")]
     assert "too large to keep every iteration" in note
     assert not any(s.startswith("inside a scan body") for s in g.notes)
+
+
+# --------------------------------------------------------------------------- %grad --graph
+
+
+def test_grad_magic_graph_shows_per_iteration_adjoints(ip):
+    w, xs = PROGRAMS["rnn"][1]
+    ip.user_ns.update(rnn=_rnn, w=w, xs=xs)
+    r = ip.run_line_magic("grad", "-o --graph --wrt w,xs rnn(w, xs)")
+    reference = _reference("rnn")
+    (tanh,) = [n for n in r.graph.equations if n.primitive == "tanh" and n.phase == m.FORWARD]
+    want = reference["h2"][2]
+    assert tanh.adjoint.shape == (T, 3)
+    assert tanh.adjoint.mean == pytest.approx(float(want.mean()), rel=2e-5)
+    assert tanh.adjoint.min == pytest.approx(float(want.min()), rel=2e-5)
+    np.testing.assert_allclose(r.grad[0], jax.grad(_rnn)(w, xs), rtol=1e-5)
+    assert any(s.startswith("inside a scan body (×6 iterations)") for s in r.graph.notes)
+
+
+def test_grad_magic_graph_on_a_diffrax_solve(ip):
+    diffrax = pytest.importorskip("diffrax")
+
+    def solve(y0, k):
+        term = diffrax.ODETerm(lambda t, y, args: -args * y)
+        sol = diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.1, y0, args=k, max_steps=16)
+        return jnp.sum(sol.ys[-1])
+
+    ip.user_ns.update(solve=solve, y0=jnp.array([1.0, 2.0]))
+    r = ip.run_line_magic("grad", "-o --graph solve(y0, 0.5)")
+    expected = np.asarray(jax.grad(solve)(jnp.array([1.0, 2.0]), 0.5))
+    np.testing.assert_allclose(r.grad, expected, rtol=1e-5)
+    adjoint = r.graph.node("in0").adjoint
+    assert adjoint is not None and adjoint.mean == pytest.approx(float(expected.mean()), rel=1e-4)
+    assert not any(s.startswith("adjoints left out") for s in r.graph.notes)

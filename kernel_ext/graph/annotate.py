@@ -99,10 +99,10 @@ def _residuals(graph: m.Graph) -> set[str]:
     }
 
 
-def _has_custom_rules(jaxpr: Any) -> bool:
+def _has_primitive(jaxpr: Any, names: frozenset[str]) -> bool:
     return any(
-        eqn.primitive.name in jaxpr_eval.CUSTOM_PRIMITIVES
-        or any(_has_custom_rules(sub) for sub in jcore.jaxprs_in_params(eqn.params))
+        eqn.primitive.name in names
+        or any(_has_primitive(sub, names) for sub in jcore.jaxprs_in_params(eqn.params))
         for eqn in jaxpr.eqns
     )
 
@@ -111,6 +111,7 @@ def _has_custom_rules(jaxpr: Any) -> bool:
 _VALUES = jaxpr_eval.Policy(custom=True, cond=True, scan=True)
 # Adjoints: custom calls and conds bound whole (JAX's own rules), scan bodies run.
 _DERIVATIVES = jaxpr_eval.Policy(custom=False, cond=False, scan=True)
+_SCAN = frozenset({"scan"})
 
 
 def _key(ev: jaxpr_eval.Evaluation, slot: int) -> tuple[int, int | None]:
@@ -136,7 +137,7 @@ def _one_pass(
     attempts: list[tuple[Any, list[int] | None]] = [(policy, None)]
     if only_from is not None:
         attempts.append((policy, only_from))
-    if policy.scan:
+    if policy.scan and _has_primitive(closed.jaxpr, _SCAN):
         attempts.append((dataclasses.replace(policy, scan=False), only_from))
     failed: str | None = None
     for k, (pol, frm) in enumerate(attempts):
@@ -172,7 +173,7 @@ def _adjoints_by_signature(
     for slot, a in enumerate(adj.adjoints):
         if a is not None:
             queues[_key(adj.evaluation, slot)].append(a)
-    if _has_custom_rules(closed.jaxpr):
+    if _has_primitive(closed.jaxpr, jaxpr_eval.CUSTOM_PRIMITIVES):
         # Inside a custom_jvp/custom_vjp call: d output / d an inner value goes through the
         # rest of the insides (as jax.grad of the program rewritten from that value would),
         # so a second pass looks inside; it adds only what the first could not see.
