@@ -209,8 +209,6 @@ def graph_html(graph: Any) -> str:
     """A Graph's own rendering (SVG), or its text when Graphviz cannot lay it out (the
     Graph's mimebundle already falls back, with the reason, when ``dot`` is missing or slow)."""
     bundle = graph._repr_mimebundle_()
-    if "image/svg+xml" in bundle:
-        return f"<div>{bundle['image/svg+xml']}</div>"
-    if "text/html" in bundle:
+    if "text/html" in bundle:  # the SVG inline, following the theme (or the text view)
         return f"<div>{bundle['text/html']}</div>"
     return f"<pre>{html.escape(bundle.get('text/plain', ''))}</pre>"

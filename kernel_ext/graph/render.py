@@ -304,8 +304,9 @@ def graph_to_dot(graph: m.Graph) -> str:
     heading = "".join(f'{row}<br align="left"/>' for row in title)
     lines = [
         "digraph jaxpr {",
+        # A transparent background: the page's shows through (light or dark theme).
         f"  graph [rankdir=TB fontname=Helvetica fontsize={TITLE_PT} newrank=true "
-        f"ranksep=0.4 labelloc=t labeljust=l label=<{heading}>];",
+        f'ranksep=0.4 labelloc=t labeljust=l bgcolor="transparent" label=<{heading}>];',
         # A wide margin: browsers' sans-serif runs wider than dot's Helvetica metrics,
         # and the text must stay inside its box.
         '  node [shape=box style="rounded,filled" fontname=Helvetica '
@@ -383,10 +384,28 @@ def _said(done: subprocess.CompletedProcess[bytes], most: int = 400) -> str:
     return f"dot said: {words}"
 
 
+# JupyterLab shows image/svg+xml as an <img>: no tooltips, and the page's theme cannot
+# reach it. The same SVG inline in text/html (which JupyterLab and nbconvert prefer) keeps
+# each node's <title> tooltip, and in a dark theme is inverted in lightness with its hues
+# kept (black text and light fills turn light text and dark fills; the background is
+# transparent). image/svg+xml stays in the bundle for frontends without HTML.
+THEME_STYLE = (
+    "<style>body[data-jp-theme-light='false'] .jaxlab-graph-svg>svg"
+    "{filter:invert(0.9) hue-rotate(180deg)}</style>"
+)
+
+
+def svg_html(svg: str) -> str:
+    """A Graphviz SVG inline in HTML that follows JupyterLab's light and dark themes."""
+    return f'{THEME_STYLE}<div class="jaxlab-graph-svg">{svg}</div>'
+
+
 def graph_mimebundle(graph: m.Graph, timeout: float | None = None) -> dict[str, Any]:
-    """SVG with a text/plain summary; the text view with the reason when dot cannot draw."""
+    """SVG (inline in HTML, and as an image) with a text/plain summary; the text view with
+    the reason when dot cannot draw."""
     try:
-        return {"image/svg+xml": graph_to_svg(graph, timeout), "text/plain": graph.describe()}
+        svg = graph_to_svg(graph, timeout)
+        return {"text/html": svg_html(svg), "image/svg+xml": svg, "text/plain": graph.describe()}
     except RenderError as e:
         from .text import jaxpr_text
 

@@ -46,3 +46,57 @@ def test_welcome_notebook_draws_the_jaxpr_graph(open_notebook: Any, page: Any) -
     text = page.locator(".jaxlab-jaxpr").first.inner_text()  # the --text cell, coloured
     assert "dot_general" in text and "tanh" in text
     assert page.requests.outside() == []
+
+
+STATIC_CELLS = [
+    "%load_ext jaxlab\nimport jax.numpy as jnp\n"
+    "def f(x, w):\n    return jnp.tanh(x @ w).sum()\n"
+    "x, w = jnp.ones((4, 3)), jnp.ones((3, 2))",
+    "%jaxpr --static f(x, w)",
+    "%grad --graph --static f(x, w)",
+]
+
+# Per static graph: inline (not an <img>), its tooltips, and the filter the theme gives it.
+STATIC_GRAPHS = """() => Array.from(document.querySelectorAll('.jaxlab-graph-svg > svg')).map(
+  svg => [svg.querySelectorAll('g.node > title').length, getComputedStyle(svg).filter])"""
+
+
+def _mean_luminance(png: bytes) -> float:
+    import io
+
+    from PIL import Image, ImageStat
+
+    return ImageStat.Stat(Image.open(io.BytesIO(png)).convert("L")).mean[0]
+
+
+def test_static_graphs_are_inline_with_tooltips_and_follow_the_dark_theme(
+    open_notebook: Any, page: Any
+) -> None:
+    notebook = open_notebook("static_dark.ipynb", STATIC_CELLS)
+    for i in range(len(STATIC_CELLS)):
+        notebook.run(i)
+        notebook.wait_idle()
+    page.wait_for_function("() => document.querySelectorAll('.jaxlab-graph-svg > svg').length >= 2")
+    graphs = page.evaluate(STATIC_GRAPHS)
+    assert len(graphs) == 2 and all(tips >= 3 for tips, _ in graphs)  # a tooltip per node
+    assert all(f == "none" for _, f in graphs)  # the light theme draws the SVG as it is
+    assert page.locator(".jp-OutputArea-output img").count() == 0  # never an <img>
+    graph = page.locator(".jaxlab-graph-svg > svg").first
+    graph.scroll_into_view_if_needed()
+    light = _mean_luminance(graph.screenshot())
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+        "{theme: 'JupyterLab Dark'})"
+    )
+    try:
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+        page.wait_for_timeout(500)  # the theme's stylesheet applied
+        assert all("invert" in f for _, f in page.evaluate(STATIC_GRAPHS))
+        dark = _mean_luminance(graph.screenshot())
+    finally:
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+            "{theme: 'JupyterLab Light'})"
+        )
+    # Mostly background: white-ish in the light theme, dark in the dark one.
+    assert light > 180 and dark < 90, (light, dark)
