@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import shutil
 import subprocess
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -36,243 +35,9 @@ from jaxlab.graph import model as m
 from jaxlab.graph.explore import Explorer, Views
 
 from ._base import JaxlabWidget
+from .graph_layout import box_clusters, lay_out, layout, visible
 
-LAYOUT_TIMEOUT_S = 20.0
-# As the static view: bounded network-simplex and mincross work, so a wide view lays out
-# in about a second rather than minutes.
-_LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")
-_DPI = 72.0  # dot's plain output is in inches; the browser draws in points
-HUB_EDGES = 6  # an input or output with more edges than this is a hub (see hubs)
-
-
-def _closed_parent(
-    cluster: str | None, opened: set[str], parent: dict[str, str | None]
-) -> str | None:
-    """The outermost closed cluster among ``cluster`` and its ancestors (None: all open)."""
-    chain = []
-    while cluster is not None:
-        chain.append(cluster)
-        cluster = parent.get(cluster)
-    for c in reversed(chain):  # outermost first
-        if c not in opened:
-            return c
-    return None
-
-
-# Nodes that stand for what they hold, drawn as closed boxes ("cluster:<id>") that open.
-_BOXES = (m.COLLAPSED, m.SEGMENT)
-
-
-def visible(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
-    """What is drawn with the clusters ``opened`` open: nodes, closed clusters as boxes
-    (``"cluster:<id>"``; so are collapsed programs and runs), edges between them, the
-    open clusters to frame, and ``rep``: each node's id -> what it is drawn as."""
-    opened = set(opened)
-    parent = {c.id: c.parent for c in graph.clusters}
-    rep: dict[str, str] = {}
-    nodes: list[str] = []
-    boxes: list[str] = []
-    for n in graph.nodes:
-        closed = _closed_parent(n.cluster, opened, parent)
-        if closed is None and n.kind in _BOXES:
-            rep[n.id] = "cluster:" + n.id
-            boxes.append(rep[n.id])
-        elif closed is None:
-            rep[n.id] = n.id
-            nodes.append(n.id)
-        else:
-            rep[n.id] = "cluster:" + closed
-            if rep[n.id] not in boxes:
-                boxes.append(rep[n.id])
-    frames = [
-        c.id
-        for c in graph.clusters
-        if c.id in opened and _closed_parent(c.id, opened, parent) is None
-    ]
-    edges: dict[tuple[str, str], str] = {}
-    for e in graph.edges:
-        a, b = rep[e.src], rep[e.dst]
-        if a != b:
-            edges.setdefault((a, b), e.kind)
-    return {
-        "nodes": nodes,
-        "boxes": boxes,
-        "frames": frames,
-        "edges": list(edges.items()),
-        "rep": rep,
-    }
-
-
-def box_clusters(graph: m.Graph) -> dict[str, m.Cluster]:
-    """Every cluster of ``graph`` and, as clusters, its collapsed programs and runs: what a
-    ``"cluster:<id>"`` box of the view stands for."""
-    found = {c.id: c for c in graph.clusters}
-    for n in graph.nodes:
-        if n.kind in _BOXES:
-            found[n.id] = m.Cluster(
-                n.id, n.primitive or n.kind, n.label, n.cluster, 0, n.n_equations
-            )
-    return found
-
-
-def hubs(graph: m.Graph, view: dict[str, Any]) -> set[str]:
-    """Visible inputs, constants and outputs with more than ``HUB_EDGES`` edges (the
-    parameters of a deep model, its gradients gathered in one output node). dot routes
-    their edges across every rank of the drawing, which costs most of its time (0.15 s
-    against 0.03 s for a 45-node view of the 10,000-equation program), so they are placed
-    first and last and their edges drawn straight (:func:`_hub_paths`)."""
-    degree: dict[str, int] = {}
-    for (a, b), _ in view["edges"]:
-        degree[a] = degree.get(a, 0) + 1
-        degree[b] = degree.get(b, 0) + 1
-    kinds = {n.id: n.kind for n in graph.nodes}
-    ends = (m.INPUT, m.CONST, m.OUTPUT)
-    return {v for v, k in degree.items() if k > HUB_EDGES and kinds.get(v) in ends}
-
-
-def _hub_paths(
-    edges: list[tuple[tuple[str, str], str]], pos: dict[str, list[float]]
-) -> list[dict[str, Any]]:
-    """A hub's edges as curves from the bottom of one box to the top of the other."""
-    paths = []
-    for (a, b), kind in edges:
-        (ax, ay, aw, ah), (bx, by, bw, _) = pos[a], pos[b]
-        x0, y0, x1, y1 = ax + aw / 2, ay + ah, bx + bw / 2, by
-        bend = max(20.0, abs(y1 - y0) / 3) * (1 if y1 >= y0 else -1)
-        points = [[x0, y0], [x0, y0 + bend], [x1, y1 - bend], [x1, y1]]
-        paths.append(
-            {
-                "src": a,
-                "dst": b,
-                "points": [[round(x, 1), round(y, 1)] for x, y in points],
-                "kind": kind or "hub",
-            }
-        )
-    return paths
-
-
-def _dot_of(
-    graph: m.Graph, view: dict[str, Any], hub: set[str] | None = None
-) -> tuple[str, list[str]]:
-    """DOT for the visible graph; node names are indices (no user text reaches dot).
-    Edges of ``hub`` nodes are left out; hub inputs go first, hub outputs last."""
-    hub = hub or set()
-    ids = view["nodes"] + view["boxes"]
-    index = {v: k for k, v in enumerate(ids)}
-    by_id = {n.id: n for n in graph.nodes}
-    clusters = box_clusters(graph)
-    members: dict[str | None, list[str]] = {}
-    for v in ids:
-        if v.startswith("cluster:"):
-            home = clusters[v[len("cluster:") :]].parent
-        else:
-            home = by_id[v].cluster
-        members.setdefault(home, []).append(v)
-    children: dict[str | None, list[str]] = {}
-    for c in view["frames"]:
-        children.setdefault(clusters[c].parent, []).append(c)
-    lines = [
-        "digraph g {",
-        "graph [rankdir=TB nodesep=0.25 ranksep=0.4];",
-        "node [shape=box fixedsize=true];",
-    ]
-
-    def size(v: str) -> str:
-        # The browser draws 14 px titles and 12 px rows: about 8 px per title character.
-        width: float
-        if v.startswith("cluster:"):
-            c = clusters[v[len("cluster:") :]]
-            width, rows = len(c.label) + 10, 2
-        else:
-            n = by_id[v]
-            rows = 1 + bool(n.types) + (n.value is not None) + (n.adjoint is not None)
-            texts = [" ".join(n.types)]
-            texts += [f"= {n.value.text()}"] if n.value is not None else []
-            texts += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
-            # Rows are 12 px against the title's 14: about 0.85 of a title character.
-            width = max([len(n.label), *(len(t) * 0.85 for t in texts), 14])
-        inches = min(max(width * 8 + 20, 60), 420) / _DPI
-        return f"width={inches:.3f} height={(rows * 17 + 12) / _DPI:.3f}"
-
-    def emit(home: str | None, depth: int) -> None:
-        for v in members.get(home, []):
-            lines.append(f"n{index[v]} [{size(v)}];")
-        for c in children.get(home, []):
-            lines.append(f'subgraph cluster_{len(lines)} {{ margin=14; label="";')
-            emit(c, depth + 1)
-            lines.append("}")
-
-    emit(None, 0)
-    kinds = {n.id: n.kind for n in graph.nodes}
-    for end, rank in ((m.INPUT, "min"), (m.CONST, "min"), (m.OUTPUT, "max")):
-        placed = " ".join(f"n{index[v]};" for v in sorted(hub) if kinds[v] == end)
-        if placed:
-            lines.append(f"{{rank={rank}; {placed}}}")
-    for (a, b), kind in view["edges"]:
-        if a in hub or b in hub:
-            continue
-        if kind == m.CARRY:  # a loop-back edge must not pull its body apart
-            lines.append(f"n{index[a]} -> n{index[b]} [constraint=false];")
-        else:
-            lines.append(f"n{index[a]} -> n{index[b]};")
-    lines.append("}")
-    return "\n".join(lines) + "\n", ids
-
-
-def layout(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
-    """Positions (points, y down) of the visible nodes, boxes and edges, by ``dot``."""
-    return lay_out(graph, visible(graph, opened))
-
-
-def lay_out(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
-    """``layout`` of a view already chosen by :func:`visible`."""
-    hub = hubs(graph, view)
-    text, ids = _dot_of(graph, view, hub)
-    dot = shutil.which("dot")
-    if dot is None:
-        raise RuntimeError("Graphviz's `dot` is not installed: `sudo apt-get install graphviz`")
-    done = subprocess.run(
-        [dot, "-Tplain", *_LAYOUT_ARGS],
-        input=text.encode(),
-        capture_output=True,
-        timeout=LAYOUT_TIMEOUT_S,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"dot could not lay out the graph: {done.stderr.decode()[:300]}")
-    height = 0.0
-    pos: dict[str, list[float]] = {}
-    paths: list[dict[str, Any]] = []
-    kinds = {(a, b): k for (a, b), k in view["edges"]}
-    for line in done.stdout.decode().splitlines():
-        parts = line.split()
-        if parts[0] == "graph":
-            height = float(parts[3])
-        elif parts[0] == "node":
-            x, y, w, h = (float(p) for p in parts[2:6])
-            pos[ids[int(parts[1][1:])]] = [
-                round((x - w / 2) * _DPI, 1),
-                round((height - y - h / 2) * _DPI, 1),
-                round(w * _DPI, 1),
-                round(h * _DPI, 1),
-            ]
-        elif parts[0] == "edge":
-            a, b, n = ids[int(parts[1][1:])], ids[int(parts[2][1:])], int(parts[3])
-            pts = [
-                [
-                    round(float(parts[4 + 2 * i]) * _DPI, 1),
-                    round((height - float(parts[5 + 2 * i])) * _DPI, 1),
-                ]
-                for i in range(n)
-            ]
-            paths.append({"src": a, "dst": b, "points": pts, "kind": kinds.get((a, b), "")})
-    paths += _hub_paths([(e, k) for e, k in view["edges"] if e[0] in hub or e[1] in hub], pos)
-    return {
-        "width": 0.0 if not pos else max(x + w for x, _, w, _ in pos.values()),
-        "height": round(height * _DPI, 1),
-        "nodes": pos,
-        "edges": paths,
-        "frames": view["frames"],
-    }
+__all__ = ["GraphExplorer", "box_clusters", "layout", "static_svg", "visible", "with_scopes"]
 
 
 def with_scopes(graph: m.Graph) -> m.Graph:
@@ -350,6 +115,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         self._built: tuple[frozenset[str], m.Graph] | None = None
         self._drawn = with_scopes(graph)  # what the explorer draws now: scopes as clusters
         self._rep: dict[str, str] = {}
+        self._layouts: dict[Any, dict[str, Any]] = {}  # each open box's layout, reused
         self._query = ""
         self.observe(self._relayout, names=["opened"])
         self.on_msg(self._message)
@@ -461,7 +227,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         try:
             drawn = self._draw(frozenset(self.opened))
             chosen = visible(drawn, self.opened)
-            laid = lay_out(drawn, chosen)
+            laid = lay_out(drawn, chosen, self._layouts)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             self.error = str(e)
             return

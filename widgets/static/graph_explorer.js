@@ -96,7 +96,7 @@ function draw(model, el, state) {
   // Open clusters: a frame around the visible members, with a header to close it.
   const parentOf = (id) => (id.startsWith("cluster:") ? clusters.get(id.slice(8))?.parent : byId.get(id)?.cluster);
   const members = new Map(); // open cluster -> the boxes of its visible members
-  for (const [id, box] of Object.entries(view.nodes)) {
+  if (!view.frame_boxes) for (const [id, box] of Object.entries(view.nodes)) {
     for (let c = parentOf(id); c; c = clusters.get(c)?.parent) {
       if (!members.has(c)) members.set(c, []);
       members.get(c).push(box);
@@ -105,11 +105,14 @@ function draw(model, el, state) {
   for (const cid of view.frames || []) {
     const boxes = members.get(cid) || [];
     const c = clusters.get(cid);
-    if (!boxes.length || !c) continue;
-    const x0 = Math.min(...boxes.map((b) => b[0])) - 8;
-    const y0 = Math.min(...boxes.map((b) => b[1])) - 24;
-    const x1 = Math.max(...boxes.map((b) => b[0] + b[2])) + 8;
-    const y1 = Math.max(...boxes.map((b) => b[1] + b[3])) + 8;
+    if (!c) continue;
+    // The kernel lays each open box out by itself and sends its frame; else its members'.
+    const given = (view.frame_boxes || {})[cid];
+    if (!given && !boxes.length) continue;
+    const x0 = given ? given[0] : Math.min(...boxes.map((b) => b[0])) - 8;
+    const y0 = given ? given[1] : Math.min(...boxes.map((b) => b[1])) - 24;
+    const x1 = given ? given[0] + given[2] : Math.max(...boxes.map((b) => b[0] + b[2])) + 8;
+    const y1 = given ? given[1] + given[3] : Math.max(...boxes.map((b) => b[1] + b[3])) + 8;
     const frame = s("g", { class: "jaxlab-ge-frame", "data-cluster": cid });
     frame.append(s("rect", { x: x0, y: y0, width: x1 - x0, height: y1 - y0, rx: 6 }));
     const head = s("text", { x: x0 + 6, y: y0 + 16, class: "jaxlab-ge-frame-title" }, `▾ ${c.label}`);

@@ -1,0 +1,351 @@
+"""Where the GraphExplorer draws what: the visible part of a Graph, laid out per open box.
+
+:func:`visible` picks what is drawn for a set of opened ids (closed clusters, collapsed
+programs and runs as one box each). :func:`lay_out` places it as Model Explorer does, one
+open box at a time: Graphviz's ``dot`` lays out each open cluster's direct members (its
+open sub-clusters as one node the size of their own layout), innermost first, and the
+pieces are put together. A layout is kept per cluster and reused while its members do not
+change, so opening a box lays out that box and the boxes around it, never the whole view:
+a view of 3,440 nodes takes dot 20 s drawn as one graph and about a second this way.
+Edges between members of one box are dot's splines; edges that cross a box's border, and
+those of hubs (an input feeding dozens of boxes), are drawn as curves from one box to the
+other. No user text reaches dot: its nodes are numbered.
+
+>>> view = visible(graph, opened=["e3"])                       # doctest: +SKIP
+>>> lay_out(graph, view)["nodes"]["e3/e0"]                      # doctest: +SKIP
+[112.0, 64.5, 96.0, 46.0]
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterable, MutableMapping
+from typing import Any
+
+from jaxlab.graph import model as m
+
+LAYOUT_TIMEOUT_S = 20.0
+# As the static view: bounded network-simplex and mincross work, so a wide view lays out
+# in about a second rather than minutes.
+_LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")
+_DPI = 72.0  # dot's plain output is in inches; the browser draws in points
+HUB_EDGES = 6  # an input or output with more edges than this is a hub (see hubs)
+FRAME_SIDE, FRAME_HEAD = 8.0, 24.0  # an open box's margin and its title's height
+CACHE_MOST = 512  # per-cluster layouts kept
+
+# Nodes that stand for what they hold, drawn as closed boxes ("cluster:<id>") that open.
+_BOXES = (m.COLLAPSED, m.SEGMENT)
+
+
+def _closed_parent(
+    cluster: str | None, opened: set[str], parent: dict[str, str | None]
+) -> str | None:
+    """The outermost closed cluster among ``cluster`` and its ancestors (None: all open)."""
+    chain = []
+    while cluster is not None:
+        chain.append(cluster)
+        cluster = parent.get(cluster)
+    for c in reversed(chain):  # outermost first
+        if c not in opened:
+            return c
+    return None
+
+
+def visible(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
+    """What is drawn with the clusters ``opened`` open: nodes, closed clusters as boxes
+    (``"cluster:<id>"``; so are collapsed programs and runs), edges between them, the
+    open clusters to frame, and ``rep``: each node's id -> what it is drawn as."""
+    opened = set(opened)
+    parent = {c.id: c.parent for c in graph.clusters}
+    rep: dict[str, str] = {}
+    nodes: list[str] = []
+    boxes: list[str] = []
+    for n in graph.nodes:
+        closed = _closed_parent(n.cluster, opened, parent)
+        if closed is None and n.kind in _BOXES:
+            rep[n.id] = "cluster:" + n.id
+            boxes.append(rep[n.id])
+        elif closed is None:
+            rep[n.id] = n.id
+            nodes.append(n.id)
+        else:
+            rep[n.id] = "cluster:" + closed
+            if rep[n.id] not in boxes:
+                boxes.append(rep[n.id])
+    frames = [
+        c.id
+        for c in graph.clusters
+        if c.id in opened and _closed_parent(c.id, opened, parent) is None
+    ]
+    edges: dict[tuple[str, str], str] = {}
+    for e in graph.edges:
+        a, b = rep[e.src], rep[e.dst]
+        if a != b:
+            edges.setdefault((a, b), e.kind)
+    return {
+        "nodes": nodes,
+        "boxes": boxes,
+        "frames": frames,
+        "edges": list(edges.items()),
+        "rep": rep,
+    }
+
+
+def box_clusters(graph: m.Graph) -> dict[str, m.Cluster]:
+    """Every cluster of ``graph`` and, as clusters, its collapsed programs and runs: what a
+    ``"cluster:<id>"`` box of the view stands for."""
+    found = {c.id: c for c in graph.clusters}
+    for n in graph.nodes:
+        if n.kind in _BOXES:
+            found[n.id] = m.Cluster(
+                n.id, n.primitive or n.kind, n.label, n.cluster, 0, n.n_equations
+            )
+    return found
+
+
+def hubs(graph: m.Graph, view: dict[str, Any]) -> set[str]:
+    """Visible inputs, constants and outputs with more than ``HUB_EDGES`` edges (the
+    parameters of a deep model, its gradients gathered in one output node). dot routes
+    their edges across every rank of the drawing, which costs most of its time (0.15 s
+    against 0.03 s for a 45-node view of the 10,000-equation program), so they are placed
+    first and last and their edges drawn as curves (:func:`_curve`)."""
+    degree: dict[str, int] = {}
+    for (a, b), _ in view["edges"]:
+        degree[a] = degree.get(a, 0) + 1
+        degree[b] = degree.get(b, 0) + 1
+    kinds = {n.id: n.kind for n in graph.nodes}
+    ends = (m.INPUT, m.CONST, m.OUTPUT)
+    return {v for v, k in degree.items() if k > HUB_EDGES and kinds.get(v) in ends}
+
+
+def _curve(a: list[float], b: list[float]) -> list[list[float]]:
+    """Bezier points from the bottom of box ``a`` to the top of box ``b``."""
+    (ax, ay, aw, ah), (bx, by, bw, _) = a, b
+    x0, y0, x1, y1 = ax + aw / 2, ay + ah, bx + bw / 2, by
+    bend = max(20.0, abs(y1 - y0) / 3) * (1 if y1 >= y0 else -1)
+    points = [[x0, y0], [x0, y0 + bend], [x1, y1 - bend], [x1, y1]]
+    return [[round(x, 1), round(y, 1)] for x, y in points]
+
+
+def _size(
+    key: str, by_id: dict[str, m.Node], clusters: dict[str, m.Cluster]
+) -> tuple[float, float]:
+    """A drawn node's box in points: the browser draws 14 px titles (about 8 px a
+    character) and 12 px rows (about 0.85 of a title character)."""
+    width: float
+    if key.startswith("cluster:"):
+        width, rows = len(clusters[key[len("cluster:") :]].label) + 10, 2
+    else:
+        n = by_id[key]
+        rows = 1 + bool(n.types) + (n.value is not None) + (n.adjoint is not None)
+        texts = [" ".join(n.types)]
+        texts += [f"= {n.value.text()}"] if n.value is not None else []
+        texts += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
+        width = max([len(n.label), *(len(t) * 0.85 for t in texts), 14])
+    return min(max(width * 8 + 20, 60), 420), rows * 17 + 12
+
+
+def layout(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
+    """Positions (points, y down) of the visible nodes, boxes and edges."""
+    return lay_out(graph, visible(graph, opened))
+
+
+def lay_out(
+    graph: m.Graph,
+    view: dict[str, Any],
+    cache: MutableMapping[Any, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Lay out a view chosen by :func:`visible`, one open box at a time (see the module
+    docstring); ``cache`` keeps each box's layout for the next view."""
+    cache = {} if cache is None else cache
+    by_id = {n.id: n for n in graph.nodes}
+    clusters = box_clusters(graph)
+    keys = view["nodes"] + view["boxes"]
+
+    def home(key: str) -> str | None:
+        if key.startswith("cluster:"):
+            return clusters[key[len("cluster:") :]].parent
+        return by_id[key].cluster
+
+    # The tree of open boxes: each one's direct members (drawn nodes and open sub-boxes).
+    members: dict[str | None, list[str]] = {None: []}
+    for c in view["frames"]:
+        members.setdefault(c, [])
+    for c in view["frames"]:
+        members[clusters[c].parent].append("frame:" + c)
+    for key in keys:
+        members[home(key)].append(key)
+
+    def chain(key: str) -> dict[str | None, str]:
+        """Each open box around ``key``, innermost first -> its member that holds key."""
+        found: dict[str | None, str] = {}
+        at, unit = key, home(key)
+        while True:
+            found[unit] = at
+            if unit is None:
+                return found
+            at, unit = "frame:" + unit, clusters[unit].parent
+
+    # Each edge is laid out by the innermost box holding both its ends (between the two
+    # members that hold them); a hub's edges by none.
+    hub = hubs(graph, view)
+    unit_edges: dict[str | None, list[tuple[str, str, str]]] = {u: [] for u in members}
+    for (a, b), kind in view["edges"]:
+        if a in hub or b in hub:
+            continue
+        ca, cb = chain(a), chain(b)
+        unit = next(u for u in ca if u in cb)
+        unit_edges[unit].append((ca[unit], cb[unit], kind))
+
+    def depth_of(unit: str | None) -> int:
+        return 0 if unit is None else 1 + depth_of(clusters[unit].parent)
+
+    depth = {u: depth_of(u) for u in members}
+    placed: dict[str | None, dict[str, Any]] = {}
+    for level in sorted(set(depth.values()), reverse=True):  # innermost first
+        todo: list[tuple[str | None, Any, str]] = []
+        for unit in (u for u in depth if depth[u] == level):
+            sizes = {}
+            for key in members[unit]:
+                if key.startswith("frame:"):
+                    inner = placed[key[len("frame:") :]]
+                    sizes[key] = (
+                        inner["width"] + 2 * FRAME_SIDE,
+                        inner["height"] + FRAME_HEAD + FRAME_SIDE,
+                    )
+                else:
+                    sizes[key] = _size(key, by_id, clusters)
+            edges = list(dict.fromkeys(unit_edges[unit]))
+            ends = sorted((k, by_id[k].kind) for k in members[unit] if k in hub and k in by_id)
+            signature = (unit, tuple(sorted(sizes.items())), tuple(edges), tuple(ends))
+            if signature in cache:
+                placed[unit] = cache[signature]
+            else:
+                todo.append((unit, signature, _dot_text(members[unit], sizes, edges, ends)))
+        for (unit, signature, _), laid in zip(todo, _run_dot([t for _, _, t in todo]), strict=True):
+            names = members[unit]
+            laid["nodes"] = {names[int(k)]: v for k, v in laid["nodes"].items()}
+            laid["edges"] = [(names[int(a)], names[int(b)], p) for a, b, p in laid["edges"]]
+            cache[signature] = placed[unit] = laid
+        while len(cache) > CACHE_MOST:
+            cache.pop(next(iter(cache)))
+
+    # Put the pieces together, outermost first: each box's layout inside its frame.
+    pos: dict[str, list[float]] = {}
+    frame_boxes: dict[str, list[float]] = {}
+    paths: list[dict[str, Any]] = []
+    kinds = {(a, b): k for (a, b), k in view["edges"]}
+    drawn_by_dot: set[tuple[str, str]] = set()
+
+    def place(unit: str | None, dx: float, dy: float) -> None:
+        laid = placed[unit]
+        for key, (x, y, w, h) in laid["nodes"].items():
+            box = [round(x + dx, 1), round(y + dy, 1), w, h]
+            if key.startswith("frame:"):
+                frame_boxes[key[len("frame:") :]] = box
+                place(key[len("frame:") :], box[0] + FRAME_SIDE, box[1] + FRAME_HEAD)
+            else:
+                pos[key] = box
+        for a, b, points in laid["edges"]:
+            if a.startswith("frame:") or b.startswith("frame:"):
+                continue  # drawn below from node to node, across the frame's border
+            moved = [[round(x + dx, 1), round(y + dy, 1)] for x, y in points]
+            paths.append({"src": a, "dst": b, "points": moved, "kind": kinds.get((a, b), "")})
+            drawn_by_dot.add((a, b))
+
+    place(None, 0.0, 0.0)
+    for (a, b), kind in view["edges"]:
+        if (a, b) not in drawn_by_dot and a in pos and b in pos:
+            drawn = kind or ("hub" if a in hub or b in hub else "cross")
+            paths.append({"src": a, "dst": b, "points": _curve(pos[a], pos[b]), "kind": drawn})
+    root = placed[None]
+    return {
+        "width": root["width"],
+        "height": root["height"],
+        "nodes": pos,
+        "edges": paths,
+        "frames": view["frames"],
+        "frame_boxes": frame_boxes,
+    }
+
+
+def _dot_text(
+    names: list[str],
+    sizes: dict[str, tuple[float, float]],
+    edges: list[tuple[str, str, str]],
+    ends: list[tuple[str, str]],
+) -> str:
+    """One box's members as a DOT graph; hub inputs and constants first, outputs last."""
+    index = {v: k for k, v in enumerate(names)}
+    lines = [
+        "digraph g {",
+        "graph [rankdir=TB nodesep=0.25 ranksep=0.4];",
+        "node [shape=box fixedsize=true];",
+    ]
+    for k, v in enumerate(names):
+        w, h = sizes[v]
+        lines.append(f"n{k} [width={w / _DPI:.3f} height={h / _DPI:.3f}];")
+    for end, rank in ((m.INPUT, "min"), (m.CONST, "min"), (m.OUTPUT, "max")):
+        chosen = " ".join(f"n{index[v]};" for v, kind in ends if kind == end)
+        if chosen:
+            lines.append(f"{{rank={rank}; {chosen}}}")
+    for a, b, kind in edges:
+        if kind == m.CARRY:  # a loop-back edge must not pull its body apart
+            lines.append(f"n{index[a]} -> n{index[b]} [constraint=false];")
+        else:
+            lines.append(f"n{index[a]} -> n{index[b]};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _run_dot(texts: list[str]) -> list[dict[str, Any]]:
+    """Lay out several DOT graphs with one ``dot`` process: [{width, height, nodes: {k:
+    [x, y, w, h]}, edges: [(k, k, points)]}], points in points, y down, from the top left."""
+    if not texts:
+        return []
+    dot = shutil.which("dot")
+    if dot is None:
+        raise RuntimeError("Graphviz's `dot` is not installed: `sudo apt-get install graphviz`")
+    done = subprocess.run(
+        [dot, "-Tplain", *_LAYOUT_ARGS],
+        input="".join(texts).encode(),
+        capture_output=True,
+        timeout=LAYOUT_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"dot could not lay out the graph: {done.stderr.decode()[:300]}")
+    found: list[dict[str, Any]] = []
+    height = 0.0
+    laid: dict[str, Any] = {}
+    for line in done.stdout.decode().splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "graph":
+            height = float(parts[3])
+            laid = {"width": round(float(parts[2]) * _DPI, 1), "height": round(height * _DPI, 1)}
+            laid.update(nodes={}, edges=[])
+        elif parts[0] == "node":
+            x, y, w, h = (float(p) for p in parts[2:6])
+            laid["nodes"][parts[1][1:]] = [
+                round((x - w / 2) * _DPI, 1),
+                round((height - y - h / 2) * _DPI, 1),
+                round(w * _DPI, 1),
+                round(h * _DPI, 1),
+            ]
+        elif parts[0] == "edge":
+            n = int(parts[3])
+            points = [
+                [
+                    round(float(parts[4 + 2 * i]) * _DPI, 1),
+                    round((height - float(parts[5 + 2 * i])) * _DPI, 1),
+                ]
+                for i in range(n)
+            ]
+            laid["edges"].append((parts[1][1:], parts[2][1:], points))
+        elif parts[0] == "stop":
+            found.append(laid)
+    if len(found) != len(texts):
+        raise RuntimeError(f"dot laid out {len(found)} of {len(texts)} boxes")
+    return found
