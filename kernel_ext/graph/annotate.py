@@ -352,9 +352,9 @@ _SKIPPED = {
     ),
     jaxpr_eval.LOOP_TOO_LARGE: (
         "inside a scan body too large to keep every iteration "
-        f"(over {jaxpr_eval.LOOP_BYTES >> 20} MiB)",
+        f"(past {jaxpr_eval.LOOP_BYTES >> 20} MiB for all scans)",
         "inside scan bodies too large to keep every iteration "
-        f"(over {jaxpr_eval.LOOP_BYTES >> 20} MiB)",
+        f"(past {jaxpr_eval.LOOP_BYTES >> 20} MiB for all scans)",
     ),
     jaxpr_eval.LOOP_NOT_ARRAYS: (
         "inside a scan body holding values that cannot be stacked (tokens)",

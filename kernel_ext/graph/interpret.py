@@ -124,11 +124,11 @@ class Evaluation:
 
 # Why a scan's body was not run per iteration (Evaluation.loops_skipped).
 NESTED_LOOP = "nested"  # inside another loop's body
-LOOP_TOO_LARGE = "large"  # every iteration's values would pass LOOP_BYTES
+LOOP_TOO_LARGE = "large"  # every iteration's values would take the run past LOOP_BYTES
 LOOP_NOT_ARRAYS = "not arrays"  # a body value (a token) cannot be stacked
 
-# Most bytes one scan's stacked body values may take (the adjoint pass holds about
-# three times this: values, perturbations, adjoints).
+# Most bytes the stacked body values of one run's scans may take together (the adjoint
+# pass holds about three times this: values, perturbations, adjoints).
 LOOP_BYTES = 64 * 2**20
 
 
@@ -139,7 +139,8 @@ class _ScanLayout:
     carry_sigs: tuple[int, ...]  # signatures of the body's carry parameters
     result_sigs: tuple[int, ...]  # of the scan's results (final carry, stacked ys)
     n_slots: int  # slots the body run creates (parameters, equations, literals)
-    skip: str | None  # why not to run it per iteration (LOOP_TOO_LARGE, ...), or None
+    nbytes: int  # what they hold, every iteration together
+    skip: str | None  # why not to run it per iteration (LOOP_NOT_ARRAYS), or None
 
 
 class _Interner:
@@ -247,6 +248,7 @@ class _Run:
         self.perturb = perturb or {}  # slot -> what to add to its value where created
         self.sig = interner
         self.depth = depth  # loop bodies this run is inside
+        self.loop_bytes = 0  # held by the scan bodies run so far (bounded by LOOP_BYTES)
         self.ev = Evaluation()
 
     def new_slot(self, value: Any, aval: Any, signature: int, producer: int | None) -> int:
@@ -311,11 +313,15 @@ class _Run:
         name = eqn.primitive.name
         layout = self._scan_layout(eqn, in_sigs) if name == "scan" else None
         if layout is not None:
-            if self.policy.scan and self.depth == 0 and layout.skip is None:
+            skip = layout.skip
+            if skip is None and self.loop_bytes + layout.nbytes > LOOP_BYTES:
+                skip = LOOP_TOO_LARGE
+            if self.policy.scan and self.depth == 0 and skip is None:
+                self.loop_bytes += layout.nbytes
                 self._scan(eqn, node_id, env, prefix, in_slots, layout)
                 return
             if self.policy.scan:
-                self.ev.loops_skipped[node_id] = layout.skip or NESTED_LOOP
+                self.ev.loops_skipped[node_id] = skip if skip and not self.depth else NESTED_LOOP
         recurse = name in CALL_PRIMITIVES or (name in CUSTOM_PRIMITIVES and self.policy.custom)
         sub = _sub_program(eqn) if recurse or name in CUSTOM_PRIMITIVES else None
         if recurse and sub is not None:
@@ -440,12 +446,11 @@ class _Run:
             self.sig(("scan stacked", s)) for s in body_out[nk:]
         )
         avals = run.ev.avals[start:]
-        skip = None
-        if not all(_is_array(a) for a in avals):
-            skip = LOOP_NOT_ARRAYS
-        elif sum(length * _nbytes(a) for a in avals) > LOOP_BYTES:
-            skip = LOOP_TOO_LARGE
-        layout = _ScanLayout(carry_sigs, results, len(avals), skip)
+        arrays = all(_is_array(a) for a in avals)
+        nbytes = sum(length * _nbytes(a) for a in avals) if arrays else 0
+        layout = _ScanLayout(
+            carry_sigs, results, len(avals), nbytes, None if arrays else LOOP_NOT_ARRAYS
+        )
         self.sig.layouts[key] = (layout, closed.jaxpr)
         return layout
 
