@@ -238,6 +238,9 @@ def test_docs_render_executed_notebooks_from_the_tests_or_their_own_run(monkeypa
     conf = runpy.run_path(str(ROOT / "docs" / "conf.py"))
     assert conf["nb_execution_mode"] == "off"  # the tutorials extension executes
     assert conf["nb_ipywidgets_js"] == {}  # no widget JavaScript from a CDN
+    # ... but jaxlab's own loader, served by the site, draws widgets from their saved state.
+    assert [js for js, _ in conf["html_js_files"]] == ["jaxlab-widgets.js"]
+    assert (ROOT / "docs" / "_static" / "jaxlab-widgets.js").is_file()
     tutorials = _docs_module("tutorials")
     expected = (ROOT / value).resolve() if value else None
     assert tutorials.executed_folder(ROOT) == expected
