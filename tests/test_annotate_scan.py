@@ -388,6 +388,8 @@ def test_nested_and_oversized_scans_are_counted_with_their_reasons(monkeypatch):
     assert "nested in scan bodies" in note or "nested in a scan body" in note
     cos = [n for n in g.equations if n.primitive == "cos" and n.cluster in scans]
     assert any(n.adjoint is not None and n.adjoint.shape == (3,) for n in cos)
+    values = jaxpr_graph(nested, 0.4, values=True)  # without a gradient: values only
+    assert "no values inside 1 scan body: 1 nested in another scan's body" in "".join(values.notes)
 
     monkeypatch.setattr(interpret, "LOOP_BYTES", 16)
     g = jaxpr_graph(PROGRAMS["fori_loop"][0], *PROGRAMS["fori_loop"][1], grad=True, values=True)

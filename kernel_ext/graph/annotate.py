@@ -261,6 +261,8 @@ def annotate(
             changes["residual"] = True
         nodes.append(dataclasses.replace(n, **changes) if changes else n)
     notes = _per_iteration_note(graph, slots, ev, grad) + notes
+    if not grad:  # (a gradient graph's legend counts these nodes among those without adjoint)
+        notes += _loops_without_values(graph, ev.loops_skipped)
     if grad and not any(n.startswith("adjoints left out") for n in notes):
         notes += missing_adjoints(graph, nodes, ev.loops_skipped, loops_failed)
     return dataclasses.replace(graph, nodes=tuple(nodes), notes=graph.notes + notes)
@@ -280,6 +282,17 @@ def _per_iteration_note(
         f"inside {where} ({counts} iterations) a node's {what} per iteration, stacked: "
         "shape (iterations, …); μ [min, max] over every iteration",
     )
+
+
+def _loops_without_values(graph: m.Graph, skipped: dict[str, str]) -> tuple[str, ...]:
+    """The legend's line for drawn scan bodies shown without values, and why."""
+    drawn = {c.id for c in graph.clusters if c.primitive == "scan"}
+    reasons = Counter(skipped[c] for c in sorted(drawn) if c in skipped)
+    if not reasons:
+        return ()
+    parts = ", ".join(f"{k} {_skipped_scan(why)}" for why, k in reasons.items())
+    total = sum(reasons.values())
+    return (f"no values inside {total} scan bod{'ies' if total != 1 else 'y'}: {parts}",)
 
 
 def missing_adjoints(
@@ -315,7 +328,7 @@ def missing_adjoints(
             )
         for scan in scans:
             if scan in skipped:
-                return _SKIPPED.get(skipped[scan], _SKIPPED[jaxpr_eval.NESTED_LOOP])
+                return _skipped(skipped[scan])
         return None
 
     reasons: Counter[tuple[str, str]] = Counter()
@@ -345,22 +358,39 @@ _WHILE = (
     "inside while_loop bodies (JAX cannot reverse-differentiate a while_loop: its number "
     "of iterations is known only at run time, so no per-iteration values are kept)",
 )
-_SKIPPED = {
-    jaxpr_eval.NESTED_LOOP: (
+
+
+def _skipped(kind: str) -> tuple[str, str]:
+    """Why nodes inside a scan not run per iteration have no adjoint (singular, plural)."""
+    if kind == jaxpr_eval.LOOP_TOO_LARGE:
+        return (
+            f"inside a scan body too large to keep every iteration ({_budget()})",
+            f"inside scan bodies too large to keep every iteration ({_budget()})",
+        )
+    if kind == jaxpr_eval.LOOP_NOT_ARRAYS:
+        return (
+            "inside a scan body holding values that cannot be stacked (tokens)",
+            "inside scan bodies holding values that cannot be stacked (tokens)",
+        )
+    return (
         "inside a loop nested in a scan body (per-iteration values are kept one loop deep)",
         "inside loops nested in scan bodies (per-iteration values are kept one loop deep)",
-    ),
-    jaxpr_eval.LOOP_TOO_LARGE: (
-        "inside a scan body too large to keep every iteration "
-        f"(past {jaxpr_eval.LOOP_BYTES >> 20} MiB for all scans)",
-        "inside scan bodies too large to keep every iteration "
-        f"(past {jaxpr_eval.LOOP_BYTES >> 20} MiB for all scans)",
-    ),
-    jaxpr_eval.LOOP_NOT_ARRAYS: (
-        "inside a scan body holding values that cannot be stacked (tokens)",
-        "inside scan bodies holding values that cannot be stacked (tokens)",
-    ),
-}
+    )
+
+
+def _skipped_scan(kind: str) -> str:
+    """Why a drawn scan body shows no values (after a count of such scans)."""
+    if kind == jaxpr_eval.LOOP_TOO_LARGE:
+        return f"too large to keep every iteration ({_budget()})"
+    if kind == jaxpr_eval.LOOP_NOT_ARRAYS:
+        return "holding values that cannot be stacked (tokens)"
+    return "nested in another scan's body (per-iteration values are kept one loop deep)"
+
+
+def _budget() -> str:
+    return f"past {jaxpr_eval.LOOP_BYTES / 2**20:g} MiB for all scans together"
+
+
 _DISCRETE = ("integer or boolean (no derivative)", "integers or booleans (no derivative)")
 _FACTOR = (
     "derivative factor computed for the backward pass (the output does not depend on it)",
