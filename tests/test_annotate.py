@@ -309,3 +309,20 @@ def test_diffrax_solve_is_annotated():
     assert out.label == "∂solve/∂y0" and out.value.mean == pytest.approx(
         float(expected.mean()), rel=1e-4
     )
+
+
+def test_legend_says_why_nodes_inside_a_cond_have_no_adjoint():
+    def f(x):
+        y = jnp.sin(x) * 2
+        z = jax.lax.cond(x > 0, lambda a: jnp.cos(a) * a, lambda a: a**3, y)
+        return z * 3
+
+    g = jaxpr_graph(f, 0.7, grad=True, values=True)
+    taken = [n for n in g.nodes if n.kind == m.EQUATION and n.cluster == "e5/1"]
+    other = [n for n in g.nodes if n.kind == m.EQUATION and n.cluster == "e5/0"]
+    assert {n.primitive for n in taken} >= {"cos", "mul"} and all(n.value for n in taken)
+    assert all(n.value is None for n in other)  # x > 0: the false branch never ran
+    legend = g.notes[-1]
+    assert f"{len(other)} in cond branches not taken" in legend
+    assert "inside cond branches taken (adjoints are taken through a cond as a whole)" in legend
+    assert "derivative factors" not in legend  # what they were wrongly called before

@@ -331,6 +331,13 @@ def missing_adjoints(
                 return _skipped(skipped[scan])
         return None
 
+    def in_cond(cluster: str | None) -> bool:
+        while cluster is not None:
+            if kind.get(cluster) == "cond":
+                return True
+            cluster = parent.get(cluster)
+        return False
+
     reasons: Counter[tuple[str, str]] = Counter()
     for n in nodes:
         if n.kind != m.EQUATION or n.phase != m.FORWARD or n.adjoint is not None:
@@ -340,6 +347,8 @@ def missing_adjoints(
             reasons[_DISCRETE] += 1
         elif in_loop is not None:
             reasons[in_loop] += 1
+        elif in_cond(n.cluster):
+            reasons[_COND_TAKEN if n.value is not None else _COND_NOT_TAKEN] += 1
         elif n.value is not None:
             reasons[_FACTOR] += 1
         else:
@@ -397,6 +406,13 @@ _FACTOR = (
     "derivative factors computed for the backward pass (the output does not depend on them)",
 )
 _NOT_EVALUATED = ("not evaluated", "not evaluated")
+# The adjoint pass takes a cond whole (its branch index is traced there): the branch taken
+# shows values only; the other branch never ran.
+_COND_TAKEN = (
+    "inside the cond branch taken (adjoints are taken through a cond as a whole)",
+    "inside cond branches taken (adjoints are taken through a cond as a whole)",
+)
+_COND_NOT_TAKEN = ("in a cond branch not taken", "in cond branches not taken")
 
 
 def _is_float(v: m.ValueSummary) -> bool:
