@@ -18,19 +18,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 VERSION = "0.1.4"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # jaxviz draws its graph as an SVG of groups (edges, nodes) once viz.js has laid it out.
 _PAINTED = "() => document.querySelectorAll('svg g[class^=edge-group_]').length > 0"
 
@@ -68,8 +59,13 @@ def measure(fun: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
         from playwright.sync_api import sync_playwright
     except ImportError:
         return figures
+    # The browser tests' Chromium and flags (tests/browser/conftest.py).
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
+    from conftest import CHROMIUM, CHROMIUM_ARGS
+
+    chromium = next((c for c in CHROMIUM if Path(c).exists()), CHROMIUM[-1])
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             outside: list[str] = []
@@ -88,7 +84,7 @@ def measure(fun: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
 
 
 def main() -> None:
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parent))
     import jax.numpy as jnp
     from graph_explorer import deep, params_for
 
