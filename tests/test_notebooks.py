@@ -56,6 +56,24 @@ def test_there_are_notebooks():
     assert any(p.name == "00_welcome.ipynb" for p in NOTEBOOKS)
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_is_stored_clean_and_checks_its_science(path):
+    """Stored without outputs (what a student opens is the lesson, not last run's results),
+    starting with `%load_ext jaxlab`; every tutorial past the welcome checks itself."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.outputs for c in code] == [[]] * len(code)
+    assert all(c.execution_count is None for c in code)
+    assert code[0].source.startswith("%load_ext jaxlab")
+    if path.name != "00_welcome.ipynb":
+        checks = [
+            c for c in code if re.search(r"^\s*(assert |np\.testing\.assert_)", c.source, re.M)
+        ]
+        assert len(checks) >= 3, f"{path.name}: {len(checks)} cells check the science"
+
+
 def executed_folder() -> Path:
     """Where executed copies go: ``$JAXLAB_EXECUTED_NOTEBOOKS`` (relative to the repository
     root, as the docs read it) or ``test-output/notebooks``."""
