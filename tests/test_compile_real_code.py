@@ -263,3 +263,29 @@ def test_partial_of_a_module_call():
     bound = functools.partial(call, mlp)
     r = jaxlab.compile_report(bound, jnp.ones(3))
     np.testing.assert_allclose(r.value, call(mlp, jnp.ones(3)), rtol=1e-6)
+
+
+def test_one_idea_of_an_array_leaf_for_calls_and_cells(ip):
+    """compile.leaves is what both split_static (a call's arguments) and %%jit (a cell's
+    inputs) call an array: an equinox model's arrays are traced and its activation held
+    static in both, and its leaves come back in place."""
+    from jaxlab.compile.leaves import combine, is_array, is_array_input, partition
+
+    model = eqx.nn.MLP(2, 1, 4, 1, key=jax.random.PRNGKey(0))
+    leaves = jax.tree_util.tree_leaves(model)
+    traced, statics = partition(leaves)
+    assert [i for i, _ in traced] == [i for i, v in enumerate(leaves) if eqx.is_array(v)]
+    assert [v for _, v in statics] == [v for v in leaves if not eqx.is_array(v)]
+    assert combine([v for _, v in traced], statics) == leaves
+    spec = jax.ShapeDtypeStruct((3,), jnp.float32)
+    assert (is_array(np.float32(1)), is_array(1.0), is_array(spec)) == (True, False, False)
+    assert is_array_input(spec)
+    # The same model through both paths: the same static leaves, the same numbers.
+    split = split_static(lambda m, v: m(v), (model, jnp.ones(2)), {})
+    held = [p.removeprefix("m") for p in split.static_paths]
+    assert len(held) == len(statics)
+    ip.user_ns.update(model=model, v=jnp.ones(2))
+    ip.run_cell_magic("jit", "", "y = model(v)")
+    want = model(jnp.ones(2))
+    np.testing.assert_allclose(ip.user_ns["y"], want, rtol=1e-6)
+    np.testing.assert_allclose(split.fun(*split.args), want, rtol=1e-6)

@@ -44,6 +44,7 @@ from .cell_inputs import (
     split_part,
     to_split,
 )
+from .leaves import NUMBERS, is_array, jax_accepts
 from .log import ArgChange, CompileLog, compile_log
 
 MAX_CELLS = 256  # compiled cells kept (one per source and static pattern)
@@ -168,17 +169,9 @@ def _check(program: CellProgram) -> tuple[tuple[str, ...], tuple[OutsideWrite, .
 
 # --------------------------------------------------------------------------- values
 
-_ARRAY_TYPES: tuple[type, ...] = (np.ndarray, np.generic)
-_NUMBERS = (bool, int, float, complex)
-_SCALARS = (*_NUMBERS, str, bytes, type(None))
+_SCALARS = (*NUMBERS, str, bytes, type(None))
 _STATIC_TYPES = (*_SCALARS, types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)
 _STATIC_FAST = frozenset(_STATIC_TYPES)  # exact types the hot path takes as static
-
-
-def _array_types() -> tuple[type, ...]:
-    import jax
-
-    return (jax.Array, *_ARRAY_TYPES)
 
 
 def short(value: Any) -> str:
@@ -201,7 +194,6 @@ class CellJit:
     def __init__(self, log: CompileLog | None = None) -> None:
         self._cells: OrderedDict[tuple[str, tuple[str, ...]], _Cell] = OrderedDict()
         self._log = log if log is not None else compile_log()
-        self._arrays = _array_types()
         self._fast: set[type] = set()  # concrete jax.Array types seen (the hot path's test)
 
     def __len__(self) -> int:
@@ -310,23 +302,20 @@ class CellJit:
                     self._fast.add(type(value))
                     return (value.shape, value.dtype, value.weak_type)
                 return array_key(value)  # a typed PRNG key array (dtype key<fry>)
-            if isinstance(value, self._arrays):
+            if is_array(value):
                 return (tuple(np.shape(value)), np.asarray(value).dtype, False)
             if not isinstance(value, _STATIC_TYPES):  # callable too: an equinox model
                 leaves, tree = jax.tree_util.tree_flatten(value)
-                if leaves and any(isinstance(v, self._arrays) for v in leaves):
-                    if all(isinstance(v, (*self._arrays, *_NUMBERS)) for v in leaves):
+                if leaves and any(is_array(v) for v in leaves):
+                    if all(jax_accepts(v) for v in leaves):
                         # As JAX takes it: a number is traced, so its type is the key.
-                        arrays = self._arrays
-                        kinds = (
-                            short(v) if isinstance(v, arrays) else type(v).__name__ for v in leaves
-                        )
+                        kinds = (short(v) if is_array(v) else type(v).__name__ for v in leaves)
                         return (tree, tuple(kinds))
                     # An equinox model, a dict of arrays and settings: arrays traced, the
                     # rest (numbers too) static, as eqx.filter_jit and %jit do.
-                    return split_part(value, leaves, tree, self._arrays, name)
+                    return split_part(value, leaves, tree, name)
                 if leaves == [value] and nnx_of(value) is not None:
-                    return nnx_part(value, self._arrays, name)
+                    return nnx_part(value, name)
         try:
             hash(value)
         except TypeError:

@@ -12,6 +12,11 @@ the compile key, so changing a static leaf compiles again::
 
 Flax nnx modules are not pytrees themselves; ``nnx.split`` turns them into a graph
 definition and a state, and ``nnx.merge`` back (the same way ``nnx.jit`` does).
+
+This module's job is the cell's side: the input's compile-key part, the object the jitted
+function receives, and what changed between two keys. Which leaves are arrays, and the
+partition itself, are :mod:`jaxlab.compile.leaves`, shared with a call's arguments
+(:mod:`jaxlab.compile.static_leaves`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..program import ProgramError
+from .leaves import combine, partition
 from .log import ArgChange
 from .messages import short_type, short_value
 
@@ -66,21 +72,14 @@ def array_key(value: Any) -> _ArrayKey:
     return (tuple(value.shape), value.dtype, bool(getattr(value, "weak_type", False)))
 
 
-def split_part(
-    value: Any, leaves: list[Any], tree: Any, arrays: tuple[type, ...], name: str
-) -> SplitPart:
+def split_part(value: Any, leaves: list[Any], tree: Any, name: str) -> SplitPart:
     """The key part of ``value`` (flattened into ``leaves`` and ``tree``).
 
     Raises :class:`ProgramError` when a non-array leaf cannot be part of a compile key.
     """
-    statics: list[tuple[int, Any]] = []
-    traced: list[tuple[int, _ArrayKey]] = []
-    for i, leaf in enumerate(leaves):
-        if isinstance(leaf, arrays):
-            traced.append((i, array_key(leaf)))
-        else:
-            statics.append((i, leaf))
-    part = SplitPart(type(value).__name__, tree, tuple(statics), tuple(traced))
+    traced, statics = partition(leaves)
+    arrays = tuple((i, array_key(leaf)) for i, leaf in traced)
+    part = SplitPart(type(value).__name__, tree, statics, arrays)
     try:
         hash(part)
     except TypeError:
@@ -94,14 +93,14 @@ def split_part(
     return part
 
 
-def nnx_part(value: Any, arrays: tuple[type, ...], name: str) -> SplitPart:
+def nnx_part(value: Any, name: str) -> SplitPart:
     """The key part of a flax nnx graph object: its graph definition and its state."""
     import jax
 
     nnx = nnx_of(value)
     graphdef, state = nnx.split(value)
     leaves, tree = jax.tree_util.tree_flatten(state)
-    part = split_part(value, leaves, (graphdef, tree), arrays, name)
+    part = split_part(value, leaves, (graphdef, tree), name)
     return SplitPart(part.type_name, part.tree, part.statics, part.arrays, nnx=True)
 
 
@@ -125,11 +124,7 @@ class Split:
         """The input rebuilt from traced arrays and static leaves."""
         import jax
 
-        leaves: list[Any] = [None] * (len(self.arrays) + len(self.part.statics))
-        for (i, _), array in zip(self.part.arrays, self.arrays, strict=True):
-            leaves[i] = array
-        for i, static in self.part.statics:
-            leaves[i] = static
+        leaves = combine(self.arrays, self.part.statics)
         if self.part.nnx:
             graphdef, tree = self.part.tree
             nnx = sys.modules["flax.nnx"]

@@ -14,6 +14,11 @@ An argument JAX accepts as it is (arrays, Python numbers and pytrees of them) is
 unchanged, so such calls trace exactly as in plain JAX. An argument holding other leaves
 keeps its structure with ``None`` where the static leaves were (as ``eqx.partition``
 does); the function ``split.fun`` puts them back before calling the user's function.
+
+This module's job is a call's side (``%jit``, ``%jaxpr``, ``%grad``): the split call and
+the hints about static arguments. Which leaves are arrays, and the partition itself, are
+:mod:`jaxlab.compile.leaves`, shared with ``%%jit``'s inputs
+(:mod:`jaxlab.compile.cell_inputs`).
 """
 
 from __future__ import annotations
@@ -24,40 +29,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-_NUMBERS = (bool, int, float, complex)
-
-
-def is_array(leaf: Any) -> bool:
-    """Whether JAX traces ``leaf`` as an array input (a jax/NumPy array or scalar)."""
-    import jax
-    import numpy as np
-
-    return isinstance(leaf, jax.Array | np.ndarray | np.generic | jax.ShapeDtypeStruct) or hasattr(
-        leaf, "__jax_array__"
-    )
-
-
-def _jax_accepts(leaf: Any) -> bool:
-    return is_array(leaf) or isinstance(leaf, _NUMBERS)
+from .leaves import combine, is_array_input, jax_accepts, partition
 
 
 @dataclass(frozen=True)
 class _Part:
-    """One argument split: where its arrays go among the leaves, and its static leaves."""
+    """One argument split: its structure and its static leaves with their positions."""
 
     treedef: Any
-    static: tuple[Any, ...]  # the leaf, or _TRACED where an array goes
+    statics: tuple[tuple[int, Any], ...]  # (leaf position, leaf) of the static leaves
     paths: tuple[str, ...]  # key paths of the static leaves, e.g. ".activation"
 
     def combine(self, dynamic: Any) -> Any:
         import jax
 
-        arrays = iter(jax.tree_util.tree_leaves(dynamic))
-        leaves = [next(arrays) if s is _TRACED else s for s in self.static]
+        leaves = combine(jax.tree_util.tree_leaves(dynamic), self.statics)
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
-
-
-_TRACED = object()
 
 
 @dataclass(frozen=True)
@@ -80,19 +67,23 @@ def _split_one(value: Any, numbers_static: bool) -> tuple[Any, _Part] | None:
     when JAX accepts ``value`` as it is."""
     import jax
 
-    accepted = is_array if numbers_static else _jax_accepts
     flat, treedef = jax.tree_util.tree_flatten_with_path(value)
-    if all(accepted(leaf) for _, leaf in flat):
+    leaves = [leaf for _, leaf in flat]
+    accepted = is_array_input if numbers_static else _jax_accepts
+    if all(accepted(leaf) for leaf in leaves):
         return None
     # Inside an argument that must be split, Python numbers are static too, as
     # eqx.filter_jit holds them (equinox's MaxPool keeps its -inf init as a float).
-    traced = is_array
-    static = tuple(_TRACED if traced(leaf) else leaf for _, leaf in flat)
-    paths = tuple(jax.tree_util.keystr(p) for (p, leaf) in flat if not traced(leaf))
+    _, statics = partition(leaves, is_array_input)
+    paths = tuple(jax.tree_util.keystr(flat[i][0]) for i, _ in statics)
     dynamic = jax.tree_util.tree_unflatten(
-        treedef, [leaf if traced(leaf) else None for _, leaf in flat]
+        treedef, [leaf if is_array_input(leaf) else None for leaf in leaves]
     )
-    return dynamic, _Part(treedef, static, paths)
+    return dynamic, _Part(treedef, statics, paths)
+
+
+def _jax_accepts(leaf: Any) -> bool:
+    return jax_accepts(leaf, is_array_input)
 
 
 def _argument_names(fun: Callable[..., Any], n_args: int) -> list[str]:
