@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from jaxlab import jaxpr_graph
-from jaxlab.graph import interpret
+from jaxlab.graph import interpret, scan_body
 from jaxlab.graph import model as m
 
 SCAN = interpret.Policy(custom=False, cond=False, scan=True)
@@ -391,7 +391,7 @@ def test_nested_and_oversized_scans_are_counted_with_their_reasons(monkeypatch):
     values = jaxpr_graph(nested, 0.4, values=True)  # without a gradient: values only
     assert "no values inside 1 scan body: 1 nested in another scan's body" in "".join(values.notes)
 
-    monkeypatch.setattr(interpret, "LOOP_BYTES", 16)
+    monkeypatch.setattr(scan_body, "LOOP_BYTES", 16)
     g = jaxpr_graph(PROGRAMS["fori_loop"][0], *PROGRAMS["fori_loop"][1], grad=True, values=True)
     (note,) = [s for s in g.notes if s.startswith("no adjoint")]
     assert "too large to keep every iteration" in note

@@ -31,6 +31,7 @@ from jax.extend import core as jcore
 from ..compile.capture import jaxlab_work
 from . import interpret as jaxpr_eval
 from . import model as m
+from . import scan_body
 
 __all__ = ["annotate", "summarise"]
 
@@ -371,12 +372,12 @@ _WHILE = (
 
 def _skipped(kind: str) -> tuple[str, str]:
     """Why nodes inside a scan not run per iteration have no adjoint (singular, plural)."""
-    if kind == jaxpr_eval.LOOP_TOO_LARGE:
+    if kind == scan_body.LOOP_TOO_LARGE:
         return (
             f"inside a scan body too large to keep every iteration ({_budget()})",
             f"inside scan bodies too large to keep every iteration ({_budget()})",
         )
-    if kind == jaxpr_eval.LOOP_NOT_ARRAYS:
+    if kind == scan_body.LOOP_NOT_ARRAYS:
         return (
             "inside a scan body holding values that cannot be stacked (tokens)",
             "inside scan bodies holding values that cannot be stacked (tokens)",
@@ -389,15 +390,15 @@ def _skipped(kind: str) -> tuple[str, str]:
 
 def _skipped_scan(kind: str) -> str:
     """Why a drawn scan body shows no values (after a count of such scans)."""
-    if kind == jaxpr_eval.LOOP_TOO_LARGE:
+    if kind == scan_body.LOOP_TOO_LARGE:
         return f"too large to keep every iteration ({_budget()})"
-    if kind == jaxpr_eval.LOOP_NOT_ARRAYS:
+    if kind == scan_body.LOOP_NOT_ARRAYS:
         return "holding values that cannot be stacked (tokens)"
     return "nested in another scan's body (per-iteration values are kept one loop deep)"
 
 
 def _budget() -> str:
-    return f"past {jaxpr_eval.LOOP_BYTES / 2**20:g} MiB for all scans together"
+    return f"past {scan_body.LOOP_BYTES / 2**20:g} MiB for all scans together"
 
 
 _DISCRETE = ("integer or boolean (no derivative)", "integers or booleans (no derivative)")

@@ -9,12 +9,8 @@ walks the public ``jax.extend.core`` structures and evaluates each equation with
   default policy ``custom_jvp_call`` / ``custom_vjp_call`` and the branch a ``cond``
   took) shares slots with its caller: its parameters *are* the caller's arguments and
   the caller's results *are* its results, so one value is never counted twice;
-* with ``Policy(scan=True)`` it also runs a ``scan``'s body (not one nested in another
-  loop body): each value inside gets one slot holding it for every iteration, stacked
-  (shape ``(length, *shape)``, row t from iteration t). The run is one ``lax.scan`` whose
-  body is this interpreter, emitting every intermediate as an extra output; a
-  perturbation on a body slot goes in as an extra ``xs`` input, so one reverse pass
-  gives d output / d v_t for every t;
+* with ``Policy(scan=True)`` it also runs a top-level ``scan``'s body, each value inside
+  in one slot stacked over iterations (:mod:`jaxlab.graph.scan_body`);
 * equations it does not recurse into (``while``, other ``scan``s, ...) are bound whole:
   their results get slots, their insides get none.
 
@@ -40,8 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jcore
 
-from .._jax_compat import bind_equation, scan_counts
+from .._jax_compat import bind_equation
 from ..compile.capture import jaxlab_work
+from . import scan_body
 
 # Programs whose insides compute exactly what the call computes: recursing gives the
 # same values (and, for all but the custom rules, the same derivatives).
@@ -114,7 +111,7 @@ class Evaluation:
     # (carry result, carry parameter), (xs, row parameter). For dependency walks.
     links: list[tuple[int, int]] = field(default_factory=list)
     # Scans whose bodies a Policy(scan=True) run did not look inside: node id -> why
-    # (NESTED_LOOP, LOOP_TOO_LARGE, LOOP_NOT_ARRAYS).
+    # (scan_body.NESTED_LOOP, LOOP_TOO_LARGE, LOOP_NOT_ARRAYS).
     loops_skipped: dict[str, str] = field(default_factory=dict)
 
     def slots_of(self, var: Any) -> list[tuple[str, int]]:
@@ -122,51 +119,17 @@ class Evaluation:
         return [(p, s) for (p, v), s in self.occurrences.items() if v is var]
 
 
-# Why a scan's body was not run per iteration (Evaluation.loops_skipped).
-NESTED_LOOP = "nested"  # inside another loop's body
-LOOP_TOO_LARGE = "large"  # every iteration's values would take the run past LOOP_BYTES
-LOOP_NOT_ARRAYS = "not arrays"  # a body value (a token) cannot be stacked
-
-# Most bytes the stacked body values of one run's scans may take together (the adjoint
-# pass holds about three times this: values, perturbations, adjoints).
-LOOP_BYTES = 64 * 2**20
-
-
-@dataclass(frozen=True)
-class _ScanLayout:
-    """A scan body's slots, laid out without evaluating: what running it would make."""
-
-    carry_sigs: tuple[int, ...]  # signatures of the body's carry parameters
-    result_sigs: tuple[int, ...]  # of the scan's results (final carry, stacked ys)
-    n_slots: int  # slots the body run creates (parameters, equations, literals)
-    nbytes: int  # what they hold, every iteration together
-    skip: str | None  # why not to run it per iteration (LOOP_NOT_ARRAYS), or None
-
-
 class _Interner:
     """Signatures as small ints: structurally equal computations share one."""
 
     def __init__(self) -> None:
         self.table: dict[Any, int] = {}
-        # (id of a scan body, input signatures, policy) -> (_ScanLayout, the body): a
+        # (id of a scan body, input signatures, policy) -> (ScanLayout, the body): a
         # layout is computed once per interner (the body is kept so its id stays its own).
-        self.layouts: dict[Any, tuple[_ScanLayout, Any]] = {}
+        self.layouts: dict[Any, tuple[scan_body.ScanLayout, Any]] = {}
 
     def __call__(self, key: Any) -> int:
         return self.table.setdefault(key, len(self.table))
-
-
-def _is_array(aval: Any) -> bool:
-    """An array aval lax.scan can stack (not a token or a reference)."""
-    return hasattr(aval, "shape") and hasattr(aval, "dtype") and hasattr(aval, "update")
-
-
-def _nbytes(aval: Any) -> int:
-    try:
-        itemsize = np.dtype(aval.dtype).itemsize
-    except TypeError:  # an extended dtype (PRNG keys): count it as 8 bytes
-        itemsize = 8
-    return int(np.prod(aval.shape, dtype=np.int64)) * itemsize
 
 
 def _is_jaxpr(value: Any) -> bool:
@@ -248,8 +211,12 @@ class _Run:
         self.perturb = perturb or {}  # slot -> what to add to its value where created
         self.sig = interner
         self.depth = depth  # loop bodies this run is inside
-        self.loop_bytes = 0  # held by the scan bodies run so far (bounded by LOOP_BYTES)
+        self.loop_bytes = 0  # held by the scan bodies run so far (bounded by scan_body.LOOP_BYTES)
         self.ev = Evaluation()
+
+    def planner(self, depth: int) -> _Run:
+        """A run that lays slots out (evaluates nothing) with this run's policy and table."""
+        return _Run(self.policy, False, None, self.sig, depth=depth)
 
     def new_slot(self, value: Any, aval: Any, signature: int, producer: int | None) -> int:
         slot = len(self.ev.values)
@@ -311,17 +278,11 @@ class _Run:
                 in_slots.append(env[atom])
                 in_sigs.append(self.ev.signatures[env[atom]])
         name = eqn.primitive.name
-        layout = self._scan_layout(eqn, in_sigs) if name == "scan" else None
-        if layout is not None:
-            skip = layout.skip
-            if skip is None and self.loop_bytes + layout.nbytes > LOOP_BYTES:
-                skip = LOOP_TOO_LARGE
-            if self.policy.scan and self.depth == 0 and skip is None:
-                self.loop_bytes += layout.nbytes
-                self._scan(eqn, node_id, env, prefix, in_slots, layout)
-                return
-            if self.policy.scan:
-                self.ev.loops_skipped[node_id] = skip if skip and not self.depth else NESTED_LOOP
+        layout = scan_body.layout(self, eqn, in_sigs) if name == "scan" else None
+        if layout is not None and scan_body.run_per_iteration(
+            self, eqn, node_id, env, prefix, in_slots, layout
+        ):
+            return
         recurse = name in CALL_PRIMITIVES or (name in CUSTOM_PRIMITIVES and self.policy.custom)
         sub = _sub_program(eqn) if recurse or name in CUSTOM_PRIMITIVES else None
         if recurse and sub is not None:
@@ -332,7 +293,7 @@ class _Run:
                 for k, s in enumerate(in_slots)
             ]
             outs = self.block(jaxpr, f"{node_id}/", const_slots, args)
-            self._results(eqn, node_id, outs, env, prefix)
+            self.set_results(eqn, node_id, outs, env, prefix)
             return
         # Bound whole. A custom call's results take the signature of its insides, so
         # the same call matches whether or not a run looked inside.
@@ -361,13 +322,18 @@ class _Run:
             self.new_slot(value, var.aval, sig, step_index)
             for var, value, sig in zip(eqn.outvars, outvals, out_sigs, strict=True)
         ]
-        self._results(eqn, node_id, outs, env, prefix)
+        self.set_results(eqn, node_id, outs, env, prefix)
         summarised = _has_programs(eqn) and not (self.evaluate and branch is not None)
-        self.ev.steps.append(Step(eqn, node_id, tuple(in_slots), tuple(outs), summarised))
+        self.record_step(eqn, node_id, in_slots, outs, summarised)
+
+    def record_step(
+        self, eqn: Any, node_id: str, ins: list[int | None], outs: list[int], summarised: bool
+    ) -> None:
+        self.ev.steps.append(Step(eqn, node_id, tuple(ins), tuple(outs), summarised))
         if summarised:
             self.ev.summarised.append(node_id)
 
-    def _results(
+    def set_results(
         self, eqn: Any, node_id: str, outs: list[int], env: dict[Any, int], prefix: str
     ) -> None:
         for k, (var, slot) in enumerate(zip(eqn.outvars, outs, strict=True)):
@@ -401,170 +367,6 @@ class _Run:
         ]
         outs = self.block(closed.jaxpr, f"{node_id}/{branch}/", const_slots, args)
         return [self.ev.values[s] for s in outs]
-
-    # ------------------------------------------------------------------ scan
-    def _scan_layout(self, eqn: Any, in_sigs: list[int]) -> _ScanLayout | None:
-        """Signatures and slot count of a scan body run, without evaluating (cached).
-
-        A carry parameter's signature says what fixes it: the initial values, the
-        length and direction, and the structure of the body's carry results (laid out
-        once with placeholder carries). Equal for a program's scan and the forward
-        scan of its gradient program, which computes the same carries.
-        """
-        p = eqn.params
-        try:
-            closed, (nc, nk) = p["jaxpr"], scan_counts(p)
-        except (KeyError, NotImplementedError):
-            return None  # a scan this JAX writes differently: bound whole, as any loop
-        key = (id(closed.jaxpr), tuple(in_sigs), self.policy)
-        cached = self.sig.layouts.get(key)
-        if cached is not None:
-            return cached[0]
-        length, reverse = int(p["length"]), bool(p["reverse"])
-        consts, inits, xs = in_sigs[:nc], in_sigs[nc : nc + nk], in_sigs[nc + nk :]
-
-        def lay_out(carry_sigs: Sequence[int]) -> tuple[_Run, list[int], int]:
-            run = _Run(self.policy, False, None, self.sig, depth=1)
-            body_consts = run.consts(closed.consts, [v.aval for v in closed.jaxpr.constvars])
-            params = [
-                run.new_slot(None, v.aval, sig, None)
-                for v, sig in zip(closed.jaxpr.invars[:nc], consts, strict=True)
-            ]
-            start = len(run.ev.values)
-            outs = run._body(eqn, "", body_consts, params, carry_sigs, xs, None, None)
-            return run, outs, start
-
-        run, outs, _ = lay_out([self.sig(("scan carry placeholder", k)) for k in range(nk)])
-        fingerprint = tuple(run.ev.signatures[s] for s in outs[:nk])
-        carry_sigs = tuple(
-            self.sig(("scan carry", k, tuple(inits), tuple(xs), length, reverse, fingerprint))
-            for k in range(nk)
-        )
-        run, outs, start = lay_out(carry_sigs)
-        body_out = [run.ev.signatures[s] for s in outs]
-        results = tuple(self.sig(("scan last", s)) for s in body_out[:nk]) + tuple(
-            self.sig(("scan stacked", s)) for s in body_out[nk:]
-        )
-        avals = run.ev.avals[start:]
-        arrays = all(_is_array(a) for a in avals)
-        nbytes = sum(length * _nbytes(a) for a in avals) if arrays else 0
-        layout = _ScanLayout(
-            carry_sigs, results, len(avals), nbytes, None if arrays else LOOP_NOT_ARRAYS
-        )
-        self.sig.layouts[key] = (layout, closed.jaxpr)
-        return layout
-
-    def _body(
-        self,
-        eqn: Any,
-        prefix: str,
-        body_consts: list[int],
-        const_params: list[int],
-        carry_sigs: Sequence[int],
-        xs_sigs: Sequence[int],
-        carry: Sequence[Any] | None,
-        rows: Sequence[Any] | None,
-    ) -> list[int]:
-        """One run of a scan body: slots for its carry and row parameters (in that
-        order), then its equations. Values are one iteration's (tracers inside lax.scan),
-        or None when only laying out."""
-        p = eqn.params
-        jaxpr, (nc, nk) = p["jaxpr"].jaxpr, scan_counts(p)
-        params = list(const_params)
-        for k, v in enumerate(jaxpr.invars[nc : nc + nk]):
-            value = carry[k] if carry is not None else None
-            params.append(self.new_slot(value, v.aval, carry_sigs[k], None))
-        for j, v in enumerate(jaxpr.invars[nc + nk :]):
-            value = rows[j] if rows is not None else None
-            params.append(self.new_slot(value, v.aval, self.sig(("scan row", xs_sigs[j])), None))
-        return self.block(jaxpr, prefix, body_consts, params)
-
-    def _scan(
-        self,
-        eqn: Any,
-        node_id: str,
-        env: dict[Any, int],
-        prefix: str,
-        in_slots: list[int | None],
-        layout: _ScanLayout,
-    ) -> None:
-        """Run a scan with its body interpreted: every body slot stacked over iterations."""
-        p = eqn.params
-        closed, (nc, nk) = p["jaxpr"], scan_counts(p)
-        length, reverse = int(p["length"]), bool(p["reverse"])
-        args = [
-            s if s is not None else self.literal_slot(eqn.invars[k]) for k, s in enumerate(in_slots)
-        ]
-        body_consts = self.consts(closed.consts, [v.aval for v in closed.jaxpr.constvars])
-        base = len(self.ev.values)
-        body_prefix = f"{node_id}/"
-        vals = self.ev.values
-        xs_sigs = [self.ev.signatures[s] for s in args[nc + nk :]]
-        carry_sigs = layout.carry_sigs
-        if not self.evaluate:
-            self.depth += 1
-            try:
-                outs = self._body(
-                    eqn, body_prefix, body_consts, args[:nc], carry_sigs, xs_sigs, None, None
-                )
-            finally:
-                self.depth -= 1
-            finals: list[Any] = [None] * len(eqn.outvars)
-        else:
-            mark = (len(self.ev.steps), len(self.ev.summarised))
-            keys = [s for s in range(base, base + layout.n_slots) if s in self.perturb]
-            outer = self.perturb
-            outs = []
-
-            def step(carry: list[Any], x: tuple[list[Any], list[Any]]) -> Any:
-                rows, perturbations = x
-                self._rewind(base, mark)  # lax.scan may trace the body twice (weak types)
-                self.perturb = dict(zip(keys, perturbations, strict=True))
-                self.depth += 1
-                try:
-                    outs[:] = self._body(
-                        eqn, body_prefix, body_consts, args[:nc], carry_sigs, xs_sigs, carry, rows
-                    )
-                finally:
-                    self.depth -= 1
-                    self.perturb = outer
-                if len(vals) - base != layout.n_slots:
-                    raise RuntimeError("scan body run does not match its layout")
-                results = [vals[s] for s in outs]
-                return results[:nk], (results[nk:], vals[base:])
-
-            init = [vals[s] for s in args[nc : nc + nk]]
-            xs = [vals[s] for s in args[nc + nk :]]
-            carry, (ys, stacked) = jax.lax.scan(
-                step, init, (xs, [outer[s] for s in keys]), length=length, reverse=reverse
-            )
-            finals = [*carry, *ys]
-            vals[base:] = stacked
-        for s in range(base, len(vals)):
-            aval = self.ev.avals[s]
-            self.ev.avals[s] = aval.update(shape=(length, *aval.shape))
-            self.ev.iterations[s] = length
-        # The body's parameters come first: carries at base + k, rows after them.
-        for k in range(nk):
-            self.ev.links += [(args[nc + k], base + k), (outs[k], base + k)]
-        for j, s in enumerate(args[nc + nk :]):
-            self.ev.links.append((s, base + nk + j))
-        step_index = len(self.ev.steps)
-        results = [
-            self.new_slot(value, var.aval, sig, step_index)
-            for var, value, sig in zip(eqn.outvars, finals, layout.result_sigs, strict=True)
-        ]
-        self._results(eqn, node_id, results, env, prefix)
-        self.ev.steps.append(Step(eqn, node_id, tuple(in_slots), tuple(results), False))
-
-    def _rewind(self, base: int, mark: tuple[int, int]) -> None:
-        """Forget the slots and steps a body trace made (before tracing it again)."""
-        ev = self.ev
-        for lst in (ev.values, ev.avals, ev.signatures, ev.producer):
-            del lst[base:]
-        del ev.steps[mark[0] :]
-        del ev.summarised[mark[1] :]
-        ev.literals = {s for s in ev.literals if s < base}
 
 
 def _structural_signatures(
