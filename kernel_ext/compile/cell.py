@@ -15,95 +15,38 @@ Compiled cells are cached by (source, which inputs are static); JAX's own cache 
 keys on shapes, dtypes and static values. Outputs are written to the namespace only
 after the compiled call returned; a cell that would write anywhere else is refused
 before it runs, or undone and refused after tracing (:mod:`jaxlab.program.guard`).
+
+This module is the cache and the run (the hot path). Around it: what a cell may do and
+how its failures read (:mod:`~jaxlab.compile.cell_check`), each input's part of the
+compile key (:mod:`~jaxlab.compile.cell_keys`, models through
+:mod:`~jaxlab.compile.cell_inputs`), and the :class:`CellRun` report with why the cell
+compiled (:mod:`~jaxlab.compile.cell_run`).
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
 import dataclasses
 import hashlib
-import types
 from collections import OrderedDict
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from ..explain.trace_failure import first_line, needs_concrete_value, returns_non_array
 from ..program import CellProgram, ProgramError, analyse_cell
-from ..program.guard import OutsideWrite, guarded, outside_writes, refuse_unfit
-from .cell_inputs import (
-    SplitPart,
-    array_key,
-    merge_args,
-    nnx_of,
-    nnx_part,
-    split_changes,
-    split_part,
-    to_split,
-)
-from .leaves import NUMBERS, is_array, jax_accepts
+from ..program.guard import OutsideWrite, guarded
+from .cell_check import check_cell, describe_failure
+from .cell_inputs import merge_args, to_split
+from .cell_keys import STATIC_FAST, input_key, part_kind
+from .cell_run import CellRun as CellRun
+from .cell_run import compile_reason, is_tool, signature
 from .log import ArgChange, CompileLog, compile_log
 
 MAX_CELLS = 256  # compiled cells kept (one per source and static pattern)
 MAX_KEYS = 64  # signatures remembered per cell, to tell a cache hit from a compile
-CELL_FILE = "<jaxlab cell>"  # the filename program.CellProgram.function compiles under
-_CONTROL_FLOW_HINT = (
-    "Python control flow (`if`, `while`, `range(n)`, `int(x)`) needs concrete values, but "
-    "under %%jit the inputs are abstract tracers. Use `jax.lax.cond(pred, f_true, f_false, x)` "
-    "or `jnp.where` for a branch, `jax.lax.fori_loop` / `jax.lax.while_loop` for a loop, or "
-    "make the name static: `%%jit --static n`."
-)
 
 
-@dataclass(frozen=True)
-class CellRun:
-    """One run of a ``%%jit`` cell that compiled (or was asked for with ``-o``)."""
-
-    name: str  # the cell function's name in the compile log, e.g. "cell_y_3fa2"
-    inputs: tuple[str, ...]  # traced inputs
-    static: tuple[str, ...]  # static inputs
-    outputs: tuple[str, ...]  # names written to the namespace
-    compiled: bool
-    explanation: str  # why it compiled ("first run", "x: f32[3] → f32[4]"), "" if not
-    changes: tuple[ArgChange, ...]
-    signature: tuple[str, ...]  # "x: f32[3]", "n=3 (static)"
-    call_s: float  # wall time of the call (compilation included when it compiled)
-    value: Any = field(repr=False, compare=False, default=None)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as JSON-ready data (without the value)."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        del data["value"]
-        data["changes"] = [dataclasses.asdict(c) for c in self.changes]
-        return data
-
-    def __str__(self) -> str:
-        static = f"; static {', '.join(self.static)}" if self.static else ""
-        head = (
-            f"%%jit cell({', '.join(self.inputs)}{static}) → "
-            f"{', '.join(self.outputs) or 'its value'}"
-        )
-        if not self.compiled:
-            return f"{head}: cached, {self.call_s * 1e3:.3g} ms"
-        verb = "compiled" if self.explanation == "first run" else "recompiled"
-        return f"{head}: {verb} in {self.call_s * 1e3:.3g} ms ({self.explanation})"
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        import html
-
-        colour = "#b03030" if self.compiled and self.explanation != "first run" else "#555"
-        return {
-            "text/plain": str(self),
-            "text/html": (
-                f"<div style='color:{colour};font-size:90%'>{html.escape(str(self))}</div>"
-            ),
-        }
-
-
-# --------------------------------------------------------------------------- analysis
+# --------------------------------------------------------------------------- the cache
 
 
 @dataclass
@@ -127,65 +70,6 @@ class _Cell:
     variants: dict[tuple[str, ...], _Variant] = field(default_factory=dict)
     # Signatures that ran, and the variant each ran with: a hit here compiles nothing.
     seen: OrderedDict[tuple[Any, ...], _Variant] = field(default_factory=OrderedDict)
-
-
-def _line(node: ast.AST) -> int:
-    return getattr(node, "lineno", 0)
-
-
-def _check(program: CellProgram) -> tuple[tuple[str, ...], tuple[OutsideWrite, ...]]:
-    """Refuse what a compiled cell cannot do; return its outputs and the method calls
-    that mutate an input if that input turns out to be a list, dict or set."""
-    refuse_unfit(program)
-    writes = outside_writes(program)
-    for write in writes:
-        if not write.containers_only:
-            raise ProgramError(write.message())
-    helpers: set[str] = set()
-    for stmt in program.body:
-        for node in ast.walk(stmt):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "print"
-            ):
-                raise ProgramError(
-                    f"the cell calls print (line {_line(node)}): under jit it runs once, "
-                    "while tracing, and shows tracers rather than values. Use "
-                    '`jax.debug.print("x = {}", x)` to print on every run.'
-                )
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            helpers.add(stmt.name)
-        elif isinstance(stmt, ast.Import | ast.ImportFrom):
-            helpers.update((a.asname or a.name).split(".")[0] for a in stmt.names)
-    outputs = tuple(n for n in program.outputs if n not in helpers)
-    if not outputs and program.final is None:
-        raise ProgramError(
-            "the cell assigns no name and ends in no expression, so a compiled version "
-            "would have no result: assign what you want to keep (`y = ...`) or end with it."
-        )
-    return outputs, tuple(w for w in writes if w.containers_only)
-
-
-# --------------------------------------------------------------------------- values
-
-_SCALARS = (*NUMBERS, str, bytes, type(None))
-_STATIC_TYPES = (*_SCALARS, types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)
-_STATIC_FAST = frozenset(_STATIC_TYPES)  # exact types the hot path takes as static
-
-
-def short(value: Any) -> str:
-    """An input for a message: ``f32[3]`` for arrays, ``3`` for scalars."""
-    from .capture import short_type
-
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return short_type(value)
-    if isinstance(value, types.ModuleType):
-        return f"module {value.__name__}"
-    if callable(value) and hasattr(value, "__qualname__"):
-        return f"{type(value).__name__} {value.__qualname__}"
-    text = repr(value)
-    return text if len(text) <= 30 else text[:27] + "..."
 
 
 class CellJit:
@@ -221,7 +105,7 @@ class CellJit:
                 f"--static names {', '.join(unknown)}, which the cell does not read "
                 f"(its inputs are: {', '.join(program.inputs) or 'none'})"
             )
-        outputs, methods = _check(program)
+        outputs, methods = check_cell(program)
         digest = hashlib.sha1(source.encode()).hexdigest()[:4]
         name = f"cell_{'_'.join(outputs[:2]) or 'value'}_{digest}"
         cell = _Cell(program, name, frozenset(static), outputs, methods)
@@ -270,10 +154,18 @@ class CellJit:
             kind = type(value)
             if kind in fast and name not in forced:
                 key.append((value.shape, value.dtype, value.weak_type))
-            elif kind in _STATIC_FAST:
+            elif kind in STATIC_FAST:
                 key.append(("static", kind, value))
             else:
-                key.append(self._classify(cell, name, value))
+                key.append(
+                    input_key(
+                        name,
+                        value,
+                        forced=name in forced,
+                        container_writes=cell.container_writes,
+                        fast=fast,
+                    )
+                )
         signature_key = tuple(key)
         variant = cell.seen.get(signature_key)
         if variant is None or record:
@@ -287,44 +179,6 @@ class CellJit:
         return value, None
 
     # ------------------------------------------------------------------ slow paths
-    def _classify(self, cell: _Cell, name: str, value: Any) -> Any:
-        """The signature part of one input value that is not a plain jax.Array: a
-        ``("static", type, value)`` triple for static inputs."""
-        import jax
-
-        for write in cell.container_writes:
-            if write.name == name and isinstance(value, list | dict | set):
-                raise ProgramError(write.message())
-        forced = name in cell.forced_static
-        if not forced:
-            if isinstance(value, jax.Array):
-                if hasattr(value, "weak_type"):
-                    self._fast.add(type(value))
-                    return (value.shape, value.dtype, value.weak_type)
-                return array_key(value)  # a typed PRNG key array (dtype key<fry>)
-            if is_array(value):
-                return (tuple(np.shape(value)), np.asarray(value).dtype, False)
-            if not isinstance(value, _STATIC_TYPES):  # callable too: an equinox model
-                leaves, tree = jax.tree_util.tree_flatten(value)
-                if leaves and any(is_array(v) for v in leaves):
-                    if all(jax_accepts(v) for v in leaves):
-                        # As JAX takes it: a number is traced, so its type is the key.
-                        kinds = (short(v) if is_array(v) else type(v).__name__ for v in leaves)
-                        return (tree, tuple(kinds))
-                    # An equinox model, a dict of arrays and settings: arrays traced, the
-                    # rest (numbers too) static, as eqx.filter_jit and %jit do.
-                    return split_part(value, leaves, tree, name)
-                if leaves == [value] and nnx_of(value) is not None:
-                    return nnx_part(value, name)
-        try:
-            hash(value)
-        except TypeError:
-            raise ProgramError(
-                f"input `{name}` is a {type(value).__name__}, "
-                f"{_unhashable_hint(name, value, forced)}"
-            ) from None
-        return ("static", type(value), value)
-
     def _compile(self, cell: _Cell, pattern: tuple[str, ...]) -> _Variant:
         import functools
 
@@ -362,7 +216,7 @@ class CellJit:
         try:
             return variant.jitted(*values)
         except Exception as e:
-            raise _describe(e) from e
+            raise describe_failure(e) from e
 
     def _call_slow(
         self,
@@ -377,7 +231,7 @@ class CellJit:
 
         from .capture import explaining
 
-        pattern = tuple(_kind(part) for part in key)
+        pattern = tuple(part_kind(part) for part in key)
         variant = cell.variants.get(pattern) or self._compile(cell, pattern)
         why = _why(cell, variant, key) if key not in cell.seen else None
         count = self._log.count
@@ -419,7 +273,7 @@ class CellJit:
         # Modules, functions and classes the cell reads are static too, but naming them
         # in the report (`static jnp`) tells a reader nothing.
         parts = dict(zip(cell.program.inputs, key, strict=True))
-        shown = [n for n in cell.program.inputs if not _is_tool(parts[n])]
+        shown = [n for n in cell.program.inputs if not is_tool(parts[n])]
         return CellRun(
             name=cell.name,
             inputs=variant.dynamic,
@@ -428,105 +282,15 @@ class CellJit:
             compiled=why is not None,
             explanation=why[0] if why else "",
             changes=why[1] if why else (),
-            signature=_signature(tuple(shown), tuple(parts[n] for n in shown)),
+            signature=signature(tuple(shown), tuple(parts[n] for n in shown)),
             call_s=call_s,
             value=value,
         )
 
 
-def _is_static(part: Any) -> bool:
-    return isinstance(part, tuple) and len(part) == 3 and isinstance(part[0], str)
-
-
-def _kind(part: Any) -> str:
-    """How an input reaches the compiled cell: "static", "traced" or "split"."""
-    if isinstance(part, SplitPart):
-        return "split"
-    return "static" if _is_static(part) else "traced"
-
-
-def _unhashable_hint(name: str, value: Any, forced: bool) -> str:
-    """The fix for an input that is neither traceable nor hashable."""
-    if forced:
-        return "marked --static, so it must be hashable: use a tuple"
-    if isinstance(value, list | tuple):
-        return (
-            "neither an array (or pytree of arrays) nor a hashable static value: "
-            f"convert it (`{name} = jnp.asarray({name})`) or make it a tuple"
-        )
-    return (
-        "which holds no array the cell could trace and is not hashable, so it cannot be "
-        f"a static value either: read what the cell needs from it into names in a normal "
-        f"cell (`k = {name}.k`, `k = {name}['k']`), or pass arrays"
-    )
-
-
-def _is_tool(part: Any) -> bool:
-    """A static input that is a module, function or class rather than a setting."""
-    return _is_static(part) and isinstance(
-        part[2], types.ModuleType | types.FunctionType | types.BuiltinFunctionType | type
-    )
-
-
-def _describe_part(part: Any) -> str:
-    if isinstance(part, SplitPart):
-        return part.describe()
-    if _is_static(part):
-        return f"{short(part[2])} (static)"
-    if isinstance(part, tuple) and len(part) == 3:
-        shape, dtype, weak = part
-        from .capture import short_type
-
-        return short_type(types.SimpleNamespace(shape=shape, dtype=dtype, weak_type=weak))
-    if isinstance(part, tuple) and len(part) == 2:
-        tree, leaves = part
-        return f"{tree} with {', '.join(leaves)}"
-    return str(part)
-
-
-def _signature(names: tuple[str, ...], key: tuple[Any, ...]) -> tuple[str, ...]:
-    return tuple(f"{n}: {_describe_part(p)}" for n, p in zip(names, key, strict=True))
-
-
 def _why(cell: _Cell, variant: _Variant, key: tuple[Any, ...]) -> tuple[str, tuple[ArgChange, ...]]:
-    before = variant.last_key
-    if before is None:
-        if any(v.last_key is not None for v in cell.variants.values() if v is not variant):
-            return "an input changed kind (an array now, a static value before, or back)", ()
-        return "first run", ()
-    changes = tuple(
-        change
-        for n, old, new in zip(cell.program.inputs, before, key, strict=True)
-        if old != new
-        for change in (
-            split_changes(n, old, new)
-            if isinstance(old, SplitPart) and isinstance(new, SplitPart)
-            else (ArgChange(n, _describe_part(old), _describe_part(new)),)
-        )
-    )
-    return "; ".join(
-        map(str, changes)
-    ) or "a signature seen before, evicted from the cache", changes
-
-
-def _describe(error: BaseException) -> ProgramError:
-    """A compiled cell failed: say where in the cell, and how to fix the common cases."""
-    import traceback
-
-    line = 0
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename == CELL_FILE:
-            line = frame.lineno or 0
-    where = f" at line {line} of the cell" if line else ""
-    text = f"the cell failed{where}: {type(error).__name__}: {first_line(error)}"
-    if needs_concrete_value(error):
-        text += "\n" + _CONTROL_FLOW_HINT
-    elif returns_non_array(error):
-        text += (
-            "\nEvery name a %%jit cell assigns is returned as an array: keep strings and "
-            "other Python objects out of it (compute them in a normal cell)."
-        )
-    return ProgramError(text)
+    others = any(v.last_key is not None for v in cell.variants.values() if v is not variant)
+    return compile_reason(cell.program.inputs, variant.last_key, key, other_variant_ran=others)
 
 
 _DEFAULT: CellJit | None = None
