@@ -54,6 +54,10 @@ STATIC_CELLS = [
     "x, w = jnp.ones((4, 3)), jnp.ones((3, 2))",
     "%jaxpr --static f(x, w)",
     "%grad --graph --static f(x, w)",
+    # Thirty operations side by side: wider than the output area at its natural size.
+    "ops = [jnp.sin, jnp.cos, jnp.tanh, jnp.exp, jnp.log1p, jnp.sqrt] * 5\n"
+    "def wide(x):\n    return sum(op(x * k) for k, op in enumerate(ops))\n"
+    "%jaxpr --static wide(1.0)",
 ]
 
 # Per static graph: inline (not an <img>), its tooltips, and the filter the theme gives it.
@@ -78,9 +82,19 @@ def test_static_graphs_are_inline_with_tooltips_and_follow_the_dark_theme(
         notebook.wait_idle()
     page.wait_for_function("() => document.querySelectorAll('.jaxlab-graph-svg > svg').length >= 2")
     graphs = page.evaluate(STATIC_GRAPHS)
-    assert len(graphs) == 2 and all(tips >= 3 for tips, _ in graphs)  # a tooltip per node
+    assert len(graphs) == 3 and all(tips >= 3 for tips, _ in graphs)  # a tooltip per node
     assert all(f == "none" for _, f in graphs)  # the light theme draws the SVG as it is
     assert page.locator(".jp-OutputArea-output img").count() == 0  # never an <img>
+    # Every graph fits its output's width (the wide one scaled down to it).
+    fits = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.jaxlab-graph-svg > svg')).map(svg => {
+          const area = svg.closest('.jp-OutputArea-output').getBoundingClientRect();
+          const box = svg.getBoundingClientRect();
+          return [box.width, area.width, svg.viewBox.baseVal.width];
+        })"""
+    )
+    assert all(w <= area + 1 for w, area, _ in fits), fits
+    assert fits[2][2] > fits[2][1]  # the wide graph really is wider than the output
     graph = page.locator(".jaxlab-graph-svg > svg").first
     graph.scroll_into_view_if_needed()
     light = _mean_luminance(graph.screenshot())
