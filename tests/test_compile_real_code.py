@@ -289,3 +289,47 @@ def test_one_idea_of_an_array_leaf_for_calls_and_cells(ip):
     want = model(jnp.ones(2))
     np.testing.assert_allclose(ip.user_ns["y"], want, rtol=1e-6)
     np.testing.assert_allclose(split.fun(*split.args), want, rtol=1e-6)
+
+
+# ------------------------------------------------ %%jit writes an nnx module's state back
+
+
+class _Counted(nnx.Module):
+    """A layer that counts its calls in an nnx.Variable, as a user's module might."""
+
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(3, 2, rngs=rngs)
+        self.calls = nnx.Variable(jnp.array(0))
+
+    def __call__(self, x):
+        self.calls[...] = self.calls[...] + 1
+        return self.linear(x)
+
+
+def test_jit_cell_writes_an_nnx_modules_mutated_state_back(ip):
+    """A %%jit cell that updates a BatchNorm's running statistics and a counter
+    Variable leaves the user's modules as plain execution of the same cell does."""
+    x = jax.random.normal(jax.random.key(3), (8, 3)) * 2.0 + 1.0
+    plain = {"bn": nnx.BatchNorm(3, rngs=nnx.Rngs(0)), "counted": _Counted(nnx.Rngs(1))}
+    ip.user_ns.update(bn=nnx.BatchNorm(3, rngs=nnx.Rngs(0)), counted=_Counted(nnx.Rngs(1)), x=x)
+    bn, counted = ip.user_ns["bn"], ip.user_ns["counted"]
+    cell = "y = bn(x)\nz = counted(x)"
+    for step in range(1, 4):  # the first run compiles, the next ones are cache hits
+        ip.run_cell_magic("jit", "", cell)
+        want_y, want_z = plain["bn"](x), plain["counted"](x)
+        np.testing.assert_allclose(ip.user_ns["y"], want_y, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ip.user_ns["z"], want_z, rtol=1e-5, atol=1e-6)
+        assert int(counted.calls[...]) == step
+        np.testing.assert_allclose(bn.mean[...], plain["bn"].mean[...], rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(bn.var[...], plain["bn"].var[...], rtol=1e-5, atol=1e-7)
+    # The modules are the user's own objects, updated in place, not replaced.
+    assert ip.user_ns["bn"] is bn and ip.user_ns["counted"] is counted
+
+
+def test_failing_jit_cell_leaves_an_nnx_module_unchanged(ip):
+    counted = _Counted(nnx.Rngs(1))
+    ip.user_ns.update(counted=counted, x=jnp.ones((2, 3)))
+    with pytest.raises(UsageError):
+        ip.run_cell_magic("jit", "", "z = counted(x)\nw = z[jnp.zeros(3)]")
+    assert int(counted.calls[...]) == 0
+    assert "z" not in ip.user_ns

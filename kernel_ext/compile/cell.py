@@ -4,8 +4,10 @@ The cell's *inputs* are the names it reads before assigning them. Those holding 
 (typed PRNG keys included, or pytrees of arrays and numbers) are traced; Python scalars,
 strings, callables and modules are static, so a new value recompiles. A model mixing
 arrays and other leaves (an equinox module, a flax nnx module) has its arrays traced and
-the rest static (:mod:`jaxlab.compile.cell_inputs`). Its *outputs* are the names it
-assigns; its last expression is its value::
+the rest static (:mod:`jaxlab.compile.cell_inputs`); what the cell changes in a flax
+nnx module (running statistics, counters) is written back into it after the call, as
+plain execution would. Its *outputs* are the names it assigns; its last expression is
+its value::
 
     cells = CellJit()
     value, run = cells.run("y = jnp.sin(x) * n\\ny.sum()", namespace)
@@ -36,7 +38,7 @@ from typing import Any
 from ..program import CellProgram, ProgramError, analyse_cell
 from ..program.guard import OutsideWrite, guarded
 from .cell_check import check_cell, describe_failure
-from .cell_inputs import merge_args, to_split
+from .cell_inputs import Split, merge_args, nnx_state_out, to_split, write_back
 from .cell_keys import STATIC_FAST, input_key, part_kind
 from .cell_run import CellRun as CellRun
 from .cell_run import compile_reason, is_tool, signature
@@ -57,6 +59,7 @@ class _Variant:
     static: tuple[str, ...]
     dynamic: tuple[str, ...]
     split: tuple[int, ...] = ()  # positions of inputs passed split (arrays traced, rest static)
+    nnx: tuple[int, ...] = ()  # positions of the split inputs that are flax nnx modules
     last_key: tuple[Any, ...] | None = None
 
 
@@ -171,8 +174,8 @@ class CellJit:
         if variant is None or record:
             return self._call_slow(cell, values, signature_key, namespace)
         count = self._log.count
-        outs, value = self._invoke(variant, values, signature_key)
-        namespace.update(outs)
+        outs, value, states = self._invoke(variant, values, signature_key)
+        _store(namespace, outs, variant, values, states)
         if self._log.count != count:  # JAX compiled although the signature ran before
             why = self._logged_reason()
             return value, self._run_record(cell, variant, signature_key, value, 0.0, why, outs)
@@ -187,13 +190,18 @@ class CellJit:
         inputs = cell.program.inputs
         program = dataclasses.replace(cell.program, outputs=cell.outputs)
         fun = program.function(inputs, {"__builtins__": builtins}, name=cell.name)
-        split = tuple(i for i, kind in enumerate(pattern) if kind == "split")
+        split = tuple(i for i, kind in enumerate(pattern) if kind in ("split", "nnx"))
+        nnx = tuple(i for i, kind in enumerate(pattern) if kind == "nnx")
         if split:
             cell_fun = fun
 
             @functools.wraps(cell_fun)
             def fun(*args: Any) -> Any:
-                return cell_fun(*merge_args(args))
+                merged = merge_args(args)
+                result = cell_fun(*merged)
+                # The cell ran on copies of the nnx modules (nnx.merge): what it changed
+                # in them (running statistics, counters) is returned, to be written back.
+                return result, [nnx_state_out(merged[i]) for i in nnx]
 
         variant = _Variant(
             jitted=jax.jit(
@@ -202,21 +210,27 @@ class CellJit:
             static=tuple(n for n, k in zip(inputs, pattern, strict=True) if k == "static"),
             dynamic=tuple(n for n, k in zip(inputs, pattern, strict=True) if k != "static"),
             split=split,
+            nnx=nnx,
         )
         cell.variants[pattern] = variant
         return variant
 
     def _invoke(
         self, variant: _Variant, values: list[Any], key: tuple[Any, ...]
-    ) -> tuple[dict[str, Any], Any]:
-        if variant.split:
-            values = [
-                to_split(v, key[i]) if i in variant.split else v for i, v in enumerate(values)
-            ]
+    ) -> tuple[dict[str, Any], Any, list[Split]]:
+        """The compiled call: the outputs, the value, and the nnx states to write back."""
+        if not variant.split:
+            try:
+                outs, value = variant.jitted(*values)
+            except Exception as e:
+                raise describe_failure(e) from e
+            return outs, value, []
+        values = [to_split(v, key[i]) if i in variant.split else v for i, v in enumerate(values)]
         try:
-            return variant.jitted(*values)
+            (outs, value), states = variant.jitted(*values)
         except Exception as e:
             raise describe_failure(e) from e
+        return outs, value, states
 
     def _call_slow(
         self,
@@ -241,9 +255,9 @@ class CellJit:
         with guarded(dict(zip(cell.program.inputs, values, strict=True))):
             if why is not None and why[0] != "first run":
                 with explaining(cell.name, *why):
-                    outs, value = self._invoke(variant, values, key)
+                    outs, value, states = self._invoke(variant, values, key)
             else:
-                outs, value = self._invoke(variant, values, key)
+                outs, value, states = self._invoke(variant, values, key)
         if why is None and self._log.count != count:
             why = self._logged_reason()
         if why is not None:
@@ -253,7 +267,7 @@ class CellJit:
         variant.last_key = key
         if len(cell.seen) > MAX_KEYS:
             cell.seen.popitem(last=False)
-        namespace.update(outs)
+        _store(namespace, outs, variant, values, states)
         return value, self._run_record(cell, variant, key, value, call_s, why, outs)
 
     def _logged_reason(self) -> tuple[str, tuple[ArgChange, ...]]:
@@ -286,6 +300,20 @@ class CellJit:
             call_s=call_s,
             value=value,
         )
+
+
+def _store(
+    namespace: MutableMapping[str, Any],
+    outs: dict[str, Any],
+    variant: _Variant,
+    values: list[Any],
+    states: list[Split],
+) -> None:
+    """After the call returned: the outputs into the namespace, and what the cell changed
+    in each nnx module into the user's module, as running the cell plainly would."""
+    namespace.update(outs)
+    for i, state in zip(variant.nnx, states, strict=True):
+        write_back(values[i], state)
 
 
 def _why(cell: _Cell, variant: _Variant, key: tuple[Any, ...]) -> tuple[str, tuple[ArgChange, ...]]:

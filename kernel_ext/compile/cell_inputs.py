@@ -9,9 +9,12 @@ the compile key, so changing a static leaf compiles again::
     part = split_part(model, leaves, tree)      # the input's signature part
     arg = to_split(model)                       # what the jitted function receives
     model_again = arg.merge()                   # inside the trace: the model rebuilt
+    write_back(model, nnx_state_out(model_again))   # nnx: what the cell changed, kept
 
 Flax nnx modules are not pytrees themselves; ``nnx.split`` turns them into a graph
-definition and a state, and ``nnx.merge`` back (the same way ``nnx.jit`` does).
+definition and a state, and ``nnx.merge`` back (the same way ``nnx.jit`` does). Their
+state is mutable (running statistics, counters): the compiled cell also returns the state
+it left, which is written back into the user's module after the call returned.
 
 This module's job is the cell's side: the input's compile-key part, the object the jitted
 function receives, and what changed between two keys. Which leaves are arrays, and the
@@ -151,6 +154,23 @@ def to_split(value: Any, part: SplitPart) -> Split:
     else:
         leaves = jax.tree_util.tree_leaves(value)
     return Split([leaves[i] for i, _ in part.arrays], part)
+
+
+def nnx_state_out(module: Any) -> Split:
+    """Inside the trace, after the cell ran: ``module``'s state as the jitted cell returns
+    it (its arrays are outputs, the rest rides in the tree), for :func:`write_back`."""
+    return to_split(module, nnx_part(module, type(module).__name__))
+
+
+def write_back(target: Any, out: Split) -> None:
+    """The state a cell left in its copy of an nnx module (:func:`nnx_state_out`), put
+    into the user's ``target`` in place, as plain execution would have changed it: a
+    BatchNorm's running statistics, a counter ``nnx.Variable``, an ``nnx.Rngs`` count."""
+    import jax
+
+    _, tree = out.part.tree
+    state = jax.tree_util.tree_unflatten(tree, combine(out.arrays, out.part.statics))
+    nnx_of(target).update(target, state)
 
 
 def merge_args(args: tuple[Any, ...]) -> list[Any]:

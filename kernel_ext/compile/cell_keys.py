@@ -73,6 +73,11 @@ def input_key(
         if is_array(value):
             return (tuple(np.shape(value)), np.asarray(value).dtype, False)
         if not isinstance(value, _STATIC_TYPES):  # callable too: an equinox model
+            if nnx_of(value) is not None:
+                # A flax nnx module goes through nnx.split and nnx.merge, as nnx.jit takes
+                # it, even where it is a pytree of arrays (flax >= 0.11): its state, which
+                # the cell may change, is then written back after the call.
+                return nnx_part(value, name)
             leaves, tree = jax.tree_util.tree_flatten(value)
             if leaves and any(is_array(v) for v in leaves):
                 if all(jax_accepts(v) for v in leaves):
@@ -82,8 +87,6 @@ def input_key(
                 # An equinox model, a dict of arrays and settings: arrays traced, the
                 # rest (numbers too) static, as eqx.filter_jit and %jit do.
                 return split_part(value, leaves, tree, name)
-            if leaves == [value] and nnx_of(value) is not None:
-                return nnx_part(value, name)
     try:
         hash(value)
     except TypeError:
@@ -99,9 +102,10 @@ def is_static_part(part: Any) -> bool:
 
 
 def part_kind(part: Any) -> str:
-    """How an input reaches the compiled cell: "static", "traced" or "split"."""
+    """How an input reaches the compiled cell: "static", "traced", "split" or "nnx" (split,
+    and its state written back after the call)."""
     if isinstance(part, SplitPart):
-        return "split"
+        return "nnx" if part.nnx else "split"
     return "static" if is_static_part(part) else "traced"
 
 
