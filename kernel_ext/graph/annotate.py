@@ -110,8 +110,9 @@ def _has_primitive(jaxpr: Any, names: frozenset[str]) -> bool:
 
 # Values (taken cond branches, custom calls' insides) and scan bodies per iteration.
 _VALUES = jaxpr_eval.Policy(custom=True, cond=True, scan=True)
-# Adjoints: custom calls and conds bound whole (JAX's own rules), scan bodies run.
-_DERIVATIVES = jaxpr_eval.Policy(custom=False, cond=False, scan=True)
+# Adjoints: custom calls bound whole (JAX's own rules), the cond branch taken and scan
+# bodies run.
+_DERIVATIVES = jaxpr_eval.Policy(custom=False, cond=True, scan=True)
 _SCAN = frozenset({"scan"})
 
 
@@ -332,24 +333,31 @@ def missing_adjoints(
                 return _skipped(skipped[scan])
         return None
 
-    def in_cond(cluster: str | None) -> bool:
+    def in_cond(cluster: str | None) -> tuple[str, str] | None:
+        """Why a node without a value inside a cond branch has none (None: not in one)."""
+        found = None
         while cluster is not None:
-            if kind.get(cluster) == "cond":
-                return True
+            if kind.get(cluster) == "cond" and found is None:
+                found = _COND_NOT_TAKEN
+            if kind.get(cluster) in ("scan", "while") and found is not None:
+                return _COND_IN_LOOP  # (the interpreter follows no branch in a loop body)
             cluster = parent.get(cluster)
-        return False
+        return found
 
     reasons: Counter[tuple[str, str]] = Counter()
     for n in nodes:
         if n.kind != m.EQUATION or n.phase != m.FORWARD or n.adjoint is not None:
             continue
         in_loop = loop_reason(n.cluster)
+        cond = in_cond(n.cluster)
         if n.value is not None and not _is_float(n.value):
             reasons[_DISCRETE] += 1
         elif in_loop is not None:
             reasons[in_loop] += 1
-        elif in_cond(n.cluster):
-            reasons[_COND_TAKEN if n.value is not None else _COND_NOT_TAKEN] += 1
+        elif cond is not None and n.value is None:
+            reasons[cond] += 1
+        elif cond is not None and _placeholder(n):
+            reasons[_PLACEHOLDER] += 1
         elif n.value is not None:
             reasons[_FACTOR] += 1
         else:
@@ -407,13 +415,29 @@ _FACTOR = (
     "derivative factors computed for the backward pass (the output does not depend on them)",
 )
 _NOT_EVALUATED = ("not evaluated", "not evaluated")
-# The adjoint pass takes a cond whole (its branch index is traced there): the branch taken
-# shows values only; the other branch never ran.
-_COND_TAKEN = (
-    "inside the cond branch taken (adjoints are taken through a cond as a whole)",
-    "inside cond branches taken (adjoints are taken through a cond as a whole)",
-)
+# The branch a cond took shows adjoints like any other code; the others never ran. Inside
+# a loop body a cond is taken whole (the branch taken may change from one iteration to
+# the next), so its branches show neither values nor adjoints.
 _COND_NOT_TAKEN = ("in a cond branch not taken", "in cond branches not taken")
+_COND_IN_LOOP = (
+    "inside a cond in a loop body (the branch taken may change from one iteration to the next)",
+    "inside conds in loop bodies (the branch taken may change from one iteration to the next)",
+)
+# The forward cond of a gradient program returns every branch's residuals; a branch fills
+# the others' with empty arrays, which nothing reads.
+_PLACEHOLDER = (
+    "placeholder for another branch's residual (the output does not depend on it)",
+    "placeholders for other branches' residuals (the output does not depend on them)",
+)
+
+
+def _placeholder(n: m.Node) -> bool:
+    """An empty or zero array a gradient program's cond branch returns for another
+    branch's residual (``empty``, or zeros broadcast from a literal)."""
+    if n.primitive.startswith("empty"):
+        return True
+    v = n.value
+    return n.primitive == "broadcast_in_dim" and v is not None and v.min == v.max == 0
 
 
 def _is_float(v: m.ValueSummary) -> bool:

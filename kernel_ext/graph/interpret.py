@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -61,8 +61,9 @@ class Policy:
 
     ``custom``: recurse into custom_jvp/custom_vjp calls (values only: a derivative
     taken through the insides would bypass the custom rule). ``cond``: recurse into the
-    branch a ``cond`` took (needs a concrete index, so values only). ``scan``: run the
-    body of each top-level ``scan`` (values and adjoints stacked over iterations).
+    branch a ``cond`` took (not in a loop body; :func:`adjoints` takes the index from a
+    value pass). ``scan``: run the body of each top-level ``scan`` (values and adjoints
+    stacked over iterations).
     """
 
     custom: bool = True
@@ -113,6 +114,8 @@ class Evaluation:
     # Scans whose bodies a Policy(scan=True) run did not look inside: node id -> why
     # (scan_body.NESTED_LOOP, LOOP_TOO_LARGE, LOOP_NOT_ARRAYS).
     loops_skipped: dict[str, str] = field(default_factory=dict)
+    # Conds whose taken branch the run looked inside: node id -> the branch's index.
+    branches: dict[str, int] = field(default_factory=dict)
 
     def slots_of(self, var: Any) -> list[tuple[str, int]]:
         """Every (block prefix, slot) a Var took (a program called twice has two)."""
@@ -205,13 +208,15 @@ class _Run:
         perturb: dict[int, Any] | None,
         interner: _Interner,
         depth: int = 0,
+        branches: dict[str, int] | None = None,
     ) -> None:
         self.policy = policy
+        self.branches = branches or {}  # cond node id -> the branch to take (if known)
         self.evaluate = evaluate
         self.perturb = perturb or {}  # slot -> what to add to its value where created
         self.sig = interner
         self.depth = depth  # loop bodies this run is inside
-        self.loop_bytes = 0  # held by the scan bodies run so far (bounded by scan_body.LOOP_BYTES)
+        self.loop_bytes = 0  # held by the scan bodies run so far (at most LOOP_BYTES)
         self.ev = Evaluation()
 
     def planner(self, depth: int) -> _Run:
@@ -304,26 +309,26 @@ class _Run:
         else:
             key = (name, _param_key(eqn), tuple(in_sigs))
             out_sigs = [self.sig((key, k)) for k in range(len(eqn.outvars))]
-        step_index = len(self.ev.steps)
-        branch = None
+        invals = None
         if self.evaluate:
             invals = [
                 atom.val if isinstance(atom, jcore.Literal) else self.ev.values[env[atom]]
                 for atom in eqn.invars
             ]
-            branch = self._taken_branch(eqn, invals)
-            if branch is not None:
-                outvals = self._run_branch(eqn, node_id, branch, in_slots)
-            else:
-                outvals = bind_equation(eqn, invals)
+        branch = self._taken_branch(eqn, node_id, invals)
+        if branch is not None:
+            outvals = self._run_branch(eqn, node_id, branch, in_slots)
+        elif invals is not None:
+            outvals = bind_equation(eqn, invals)
         else:
             outvals = [None] * len(eqn.outvars)
+        step_index = len(self.ev.steps)  # (after the branch's own steps)
         outs = [
             self.new_slot(value, var.aval, sig, step_index)
             for var, value, sig in zip(eqn.outvars, outvals, out_sigs, strict=True)
         ]
         self.set_results(eqn, node_id, outs, env, prefix)
-        summarised = _has_programs(eqn) and not (self.evaluate and branch is not None)
+        summarised = _has_programs(eqn) and branch is None
         self.record_step(eqn, node_id, in_slots, outs, summarised)
 
     def record_step(
@@ -344,17 +349,24 @@ class _Run:
             self.ev.node_slots.setdefault(node_id, outs[0])
 
     # ------------------------------------------------------------------ cond
-    def _taken_branch(self, eqn: Any, invals: Sequence[Any]) -> int | None:
+    def _taken_branch(self, eqn: Any, node_id: str, invals: Sequence[Any] | None) -> int | None:
+        """The branch a cond takes: given (an adjoint pass takes its value pass's), else
+        read from the index's value; None where it is not known (traced, laid out)."""
         # Not inside a loop body: a branch taken in one iteration need not be taken in
         # the others (and a layout could not know which).
         if eqn.primitive.name != "cond" or not self.policy.cond or self.depth:
             return None
-        try:
-            index = int(np.asarray(invals[0]))
-        except Exception:  # a tracer: no concrete branch to follow
-            return None
-        n = len(eqn.params["branches"])
-        return min(max(index, 0), n - 1)  # cond clamps its index the same way
+        branch = self.branches.get(node_id)
+        if branch is None and invals is not None:
+            try:
+                index = int(np.asarray(invals[0]))
+            except Exception:  # a tracer: no concrete branch to follow
+                return None
+            n = len(eqn.params["branches"])
+            branch = min(max(index, 0), n - 1)  # cond clamps its index the same way
+        if branch is not None:
+            self.ev.branches[node_id] = branch
+        return branch
 
     def _run_branch(
         self, eqn: Any, node_id: str, branch: int, in_slots: list[int | None]
@@ -366,7 +378,7 @@ class _Run:
             for k, s in enumerate(in_slots[1:])
         ]
         outs = self.block(closed.jaxpr, f"{node_id}/{branch}/", const_slots, args)
-        return [self.ev.values[s] for s in outs]
+        return [self.ev.values[s] for s in outs]  # (None when laying out)
 
 
 def _structural_signatures(
@@ -397,6 +409,7 @@ def evaluate(
     perturb: dict[int, Any] | None = None,
     interner: _Interner | None = None,
     compute: bool = True,
+    branches: dict[str, int] | None = None,
 ) -> Evaluation:
     """Run ``closed`` (a ClosedJaxpr) on ``flat_args``, keeping every value in a slot.
 
@@ -404,8 +417,10 @@ def evaluate(
     pass adds a zero perturbation there; a slot inside a scan body takes one stacked
     over iterations, row t added at iteration t). With ``compute=False`` nothing is
     evaluated: only the slots, their avals and signatures are laid out (values None).
+    ``branches`` (cond node id -> index) fixes the branch each cond takes, where its
+    index is not concrete (a layout, a traced run); ``Evaluation.branches`` records them.
     """
-    run = _Run(policy, compute, perturb, interner or _Interner())
+    run = _Run(policy, compute, perturb, interner or _Interner(), branches=branches)
     jaxpr = closed.jaxpr
     const_slots = run.consts(closed.consts, [v.aval for v in jaxpr.constvars])
     in_slots = []
@@ -418,6 +433,14 @@ def evaluate(
     for k, slot in enumerate(run.ev.outputs):
         run.ev.node_slots[f"out{k}"] = slot
     return run.ev
+
+
+def _has_cond(jaxpr: Any) -> bool:
+    return any(
+        eqn.primitive.name == "cond"
+        or any(_has_cond(j) for j in jcore.jaxprs_in_params(eqn.params))
+        for eqn in jaxpr.eqns
+    )
 
 
 def _differentiable(aval: Any) -> bool:
@@ -466,9 +489,20 @@ def adjoints(
     loops are bound whole, so JAX differentiates them with their own rules; with
     ``Policy(scan=True)`` a scan body's slots get stacked perturbations (an extra
     ``xs`` of the scan), so their adjoints are d output / d v_t for every iteration t.
+    With ``Policy(cond=True)`` the branch each cond took runs inside the reverse pass,
+    its slots perturbed like any other.
     """
     interner = interner or _Interner()
-    plan = evaluate(closed, flat_args, policy=policy, interner=interner, compute=False)
+    branches = None
+    if policy.cond and _has_cond(closed.jaxpr):
+        # The reverse pass traces every value, so a cond's index is not concrete there:
+        # take it from a value pass. Sound, as the index is an integer: a zero
+        # perturbation of the floats it is computed from cannot change it.
+        values_only = replace(policy, scan=False)
+        branches = evaluate(closed, flat_args, policy=values_only, interner=interner).branches
+    plan = evaluate(
+        closed, flat_args, policy=policy, interner=interner, compute=False, branches=branches
+    )
     perturbed = [
         i for i, aval in enumerate(plan.avals) if _differentiable(aval) and i not in plan.literals
     ]
@@ -482,7 +516,9 @@ def adjoints(
 
     def run(perturbations: list[Any]) -> tuple[Any, list[Any]]:
         perturb = dict(zip(perturbed, perturbations, strict=True))
-        ev = evaluate(closed, flat_args, policy=policy, perturb=perturb, interner=interner)
+        ev = evaluate(
+            closed, flat_args, policy=policy, perturb=perturb, interner=interner, branches=branches
+        )
         (out,) = [ev.values[s] for s in ev.outputs]
         return out, ev.values
 
