@@ -607,3 +607,42 @@ def test_python_float_arguments_are_really_checked():
     r = grad_report(_planted_sin(), 0.4, check=True)
     assert r.check.failed and r.check.args[0].directional_fd[0] > 0
     assert grad_report(lambda x: jnp.sin(x), 0.4, check=True).check.passed
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float16, jnp.bfloat16])
+def test_exact_steps_are_representable_in_the_leaf_dtype(dtype):
+    """autodiff.differences: x ± δ are exact in the leaf's dtype, so the difference sees
+    the step it was given, and the shifted arguments are those points in that dtype."""
+    from jaxlab.autodiff import differences as fd
+
+    x = jnp.asarray(np.linspace(-3.0, 3.0, 13), dtype=dtype)
+    direction = np.random.default_rng(0).standard_normal(13)
+    delta = fd.exact_step(x, direction, 0.1)
+    wide = np.asarray(x, dtype=np.float64)
+    for sign in (1.0, -1.0):
+        moved = wide + sign * delta
+        np.testing.assert_array_equal(np.asarray(moved.astype(dtype), np.float64), moved)
+    assert np.count_nonzero(delta) >= 10  # only a rare component left out
+    (up,), (down,) = fd.shifted([[x]], [[delta]], 1.0)[0], fd.shifted([[x]], [[delta]], -1.0)[0]
+    assert up.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(up, np.float64) - wide, delta)
+    np.testing.assert_array_equal(wide - np.asarray(down, np.float64), delta)
+
+
+def test_check_derivative_tells_a_wrong_derivative_from_a_right_one():
+    from jaxlab.autodiff.check import check_derivative
+
+    x = jnp.linspace(-1.0, 2.0, 5)
+
+    def run(factor):
+        return check_derivative(
+            names=("x",),
+            diff=[[x]],
+            fun=lambda xs: jnp.sum(jnp.sin(xs[0][0])),
+            apply=lambda d: factor * jnp.vdot(jnp.cos(x), d[0][0]),
+            dtype=jnp.float32,
+        )
+
+    good, bad = run(1.0), run(1.5)
+    assert good.passed and not good.failed and good.max_error < 1e-3
+    assert bad.failed and 0.2 < bad.max_error < 0.5  # |1.5 - 1| / 1.5

@@ -24,8 +24,12 @@ wrong rule: on a smooth function their gap halves with the step; at a kink it do
 (:attr:`GradCheck.kink`). Second derivatives are checked by second differences of the
 value in :mod:`jaxlab.autodiff.second_order`, with the same machinery.
 
+This module holds the records (:class:`GradCheck`, :class:`ArgCheck`, :class:`Direction`),
+the policy (tolerances, noise floor, step growth, kinks) and the first-order check; the
+arithmetic (exact steps, shifts, norms, directions) is :mod:`jaxlab.autodiff.differences`.
+
 >>> check = check_derivative(  # doctest: +SKIP
-...     names=("x",), diff=[[jnp.ones(3)]], fun=lambda xs: jnp.sum(xs[0] ** 2),
+...     names=("x",), diff=[[jnp.ones(3)]], fun=lambda xs: jnp.sum(xs[0][0] ** 2),
 ...     apply=lambda d: jnp.vdot(2 * jnp.ones(3), d[0][0]), dtype=jnp.float32)
 >>> check.passed, check.dtype                                           # doctest: +SKIP
 (True, 'float32')
@@ -39,9 +43,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
+
+from .differences import (
+    Tree,
+    cast_like,
+    combine,
+    dtype_name,
+    eps_of,
+    exact_step,
+    flat,
+    norm,
+    scaled,
+    shifted,
+    step_for,
+    unit_direction,
+)
 
 # Relative error a correct derivative stays under, by the dtype it was computed in.
 TOLERANCE = {"float64": 1e-6, "float32": 1e-3, "float16": 5e-2, "bfloat16": 5e-2}
@@ -57,8 +74,6 @@ CONCLUSIVE_NOISE = 0.1
 # while the differences at h and h/2 agree to 25% (Richardson cancels that h² term;
 # a longer step can only confirm, never fail, a derivative: see _one_direction).
 GROWTH, GROWTH_STEPS, TRUNCATION = 4.0, 5, 0.25
-
-Tree = list[list[Any]]  # per chosen argument, its float leaves
 
 
 @dataclass(frozen=True)
@@ -210,119 +225,6 @@ def tolerance_for(dtype: Any, order: int = 1) -> float:
     return base if order == 1 else min(1e-1, base * 10)
 
 
-# --------------------------------------------------------------------------- machinery
-
-
-def leaf_dtype(leaf: Any) -> np.dtype:
-    """The dtype a leaf computes in (a Python float as JAX takes it: weak float32)."""
-    return np.dtype(jnp.result_type(leaf))
-
-
-def _wide(dtype: np.dtype) -> Any:
-    return np.complex128 if np.issubdtype(dtype, np.complexfloating) else np.float64
-
-
-def exact_step(leaf: Any, direction: np.ndarray, h: float) -> np.ndarray:
-    """``δ ≈ h · direction`` such that ``leaf ± δ`` are exactly representable in the
-    leaf's dtype (in float64): the difference then sees the step it was given.
-
-    Rounding ``x + hd`` to the dtype and back gives a ``δ`` on the coarser grid; two more
-    round trips make it symmetric. A component still not exact (rare, where the step
-    crosses zero into a coarser binade) is left out of the direction (``δ = 0``).
-    """
-    dtype = leaf_dtype(leaf)
-    wide = _wide(dtype)
-
-    def rounded(v: np.ndarray) -> np.ndarray:
-        return v.astype(dtype).astype(wide)
-
-    x = rounded(np.asarray(leaf, dtype=wide))  # a Python float 0.4 is float32(0.4) to JAX
-
-    delta = rounded(x + h * direction) - x
-    delta = x - rounded(x - delta)
-    delta = rounded(x + delta) - x
-    exact = (rounded(x + delta) == x + delta) & (rounded(x - delta) == x - delta)
-    return np.where(exact & np.isfinite(delta), delta, 0.0)
-
-
-def shifted(
-    diff: Sequence[Sequence[Any]], delta: Sequence[Sequence[np.ndarray]], sign: float
-) -> Tree:
-    """``diff + sign · delta``, leaf by leaf, in each leaf's own dtype."""
-    out: Tree = []
-    for xs, ds in zip(diff, delta, strict=True):
-        row = []
-        for x, d in zip(xs, ds, strict=True):
-            dtype, wide = leaf_dtype(x), _wide(leaf_dtype(x))
-            base = np.asarray(x, dtype=wide).astype(dtype).astype(wide)
-            row.append(jnp.asarray((base + sign * d).astype(dtype)))
-        out.append(row)
-    return out
-
-
-def flat(tree: Any) -> np.ndarray:
-    """Every leaf of an output, as one complex128 vector (for norms and differences)."""
-    leaves = [
-        np.asarray(x, dtype=np.complex128).reshape(-1) for x in jax.tree_util.tree_leaves(tree)
-    ]
-    return np.concatenate(leaves) if leaves else np.zeros(0, np.complex128)
-
-
-def eps_of(tree: Any) -> float:
-    """The machine epsilon of the least precise float leaf of an output."""
-    eps = [
-        float(jnp.finfo(jnp.result_type(x)).eps)
-        for x in jax.tree_util.tree_leaves(tree)
-        if jnp.issubdtype(jnp.result_type(x), jnp.inexact)
-    ]
-    return max(eps, default=float(jnp.finfo(jnp.float32).eps))
-
-
-def norm(v: np.ndarray) -> float:
-    return float(np.linalg.norm(v)) if v.size else 0.0
-
-
-def scale_of(leaves: Sequence[Any]) -> float:
-    """The argument's typical magnitude (RMS, at least 1), which sets the step."""
-    size = sum(int(np.size(x)) for x in leaves) or 1
-    total = sum(float(np.sum(np.abs(np.asarray(x, dtype=np.complex128)) ** 2)) for x in leaves)
-    return max(1.0, math.sqrt(total / size))
-
-
-def step_for(leaves: Sequence[Any], table: dict[str, float]) -> float:
-    """The step for an argument: from its least precise leaf's dtype, times its scale."""
-    rel = max((table.get(leaf_dtype(x).name, table["float32"]) for x in leaves), default=1e-2)
-    return rel * scale_of(leaves)
-
-
-def unit_direction(
-    rng: np.random.Generator, diff: Sequence[Sequence[Any]], i: int
-) -> list[list[np.ndarray]]:
-    """A random unit direction in argument ``i`` (zero in the others)."""
-    d = [rng.standard_normal(np.shape(x)) for x in diff[i]]
-    length = math.sqrt(sum(float(np.sum(x**2)) for x in d)) or 1.0
-    direction = [[np.zeros(np.shape(x)) for x in other] for other in diff]
-    direction[i] = [x / length for x in d]
-    return direction
-
-
-def scaled(direction: Sequence[Sequence[np.ndarray]], h: float) -> Tree:
-    return [[d / h for d in ds] for ds in direction]
-
-
-def combine(a: Tree, b: Tree, wa: float, wb: float) -> Tree:
-    return [
-        [wa * x + wb * y for x, y in zip(xs, ys, strict=True)] for xs, ys in zip(a, b, strict=True)
-    ]
-
-
-def cast_like(direction: Sequence[Sequence[np.ndarray]], diff: Sequence[Sequence[Any]]) -> Tree:
-    return [
-        [jnp.asarray(t, dtype=leaf_dtype(x)) for t, x in zip(ts, xs, strict=True)]
-        for ts, xs in zip(direction, diff, strict=True)
-    ]
-
-
 # --------------------------------------------------------------------------- first order
 
 
@@ -422,8 +324,3 @@ def _at_step(
     ratio = gaps[1] / gaps[0] if gaps[0] > 0 else 0.5
     kink = found.failed and gaps[0] > gap_noise and not 0.3 <= ratio <= 0.7
     return dataclasses.replace(found, kink=kink, step=h, truncation=truncation)
-
-
-def dtype_name(out: Any) -> str:
-    names = sorted({np.dtype(jnp.result_type(x)).name for x in jax.tree_util.tree_leaves(out)})
-    return "/".join(names) or "float32"
