@@ -25,9 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import check as fd
+from . import differences as fd
 from .args import GradError, Selection
-from .check import ArgCheck, Direction, GradCheck
+from .check import NOISE_ULPS, ArgCheck, Direction, GradCheck, tolerance_for
 from .derivative import CUSTOM_VJP_FORWARD, HESSIAN, HVP, Derivative, contract, primary, traced
 
 # Second differences divide by h²: a larger step keeps the function's rounding small.
@@ -144,7 +144,7 @@ def check_second_order(
     out0 = value(diff)
     f0, eps = fd.flat(out0), fd.eps_of(out0)
     leaves = [leaf for per in result.per_arg for leaf in jax.tree_util.tree_leaves(per)]
-    tol = tolerance if tolerance is not None else fd.tolerance_for(jnp.result_type(*leaves), 2)
+    tol = tolerance if tolerance is not None else tolerance_for(jnp.result_type(*leaves), 2)
     v_hat: list[list[np.ndarray]] | None = None
     if result.vector is not None:
         v_np = [[np.asarray(t, dtype=np.float64) for t in ts] for ts in result.vector]
@@ -196,6 +196,6 @@ def _quadratic(
             ads.append(float(np.vdot(fd.flat(unit), hu).real))
     # Richardson: (4 q(h/2) - q(h)) / 3; the noise of q(s) is 4 ε|f| / s².
     q = (4 * qs[1] - qs[0]) / 3
-    noise = (68 / 3) * fd.NOISE_ULPS * eps * max(sizes) / h**2
+    noise = (68 / 3) * NOISE_ULPS * eps * max(sizes) / h**2
     ad = (4 * ads[1] - ads[0]) / 3 if ads else 0.0
     return (q, noise), ad
