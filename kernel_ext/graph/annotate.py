@@ -434,7 +434,7 @@ _PLACEHOLDER = (
 def _placeholder(n: m.Node) -> bool:
     """An empty or zero array a gradient program's cond branch returns for another
     branch's residual (``empty``, or zeros broadcast from a literal)."""
-    if n.primitive.startswith("empty"):
+    if (n.primitive or "").startswith("empty"):
         return True
     v = n.value
     return n.primitive == "broadcast_in_dim" and v is not None and v.min == v.max == 0

@@ -14,10 +14,9 @@ walks the public ``jax.extend.core`` structures and evaluates each equation with
 * equations it does not recurse into (``while``, other ``scan``s, ...) are bound whole:
   their results get slots, their insides get none.
 
-Each slot also gets a structural *signature* (an int): same primitive, same
-parameters, same input signatures. Two programs that compute the same thing from the
-same inputs (a function and the forward half of its gradient program) give equal
-signatures, which is how :mod:`jaxlab.graph.annotate` carries adjoints across.
+Each slot also gets a structural *signature* (:mod:`jaxlab.graph.signatures`): equal
+for the same computation in two programs (a function and the forward half of its
+gradient program), which is how :mod:`jaxlab.graph.annotate` carries adjoints across.
 
 >>> ev = evaluate(jax.make_jaxpr(lambda x: jnp.sin(x) * 2)(1.0), [1.0])  # doctest: +SKIP
 >>> [float(v) for v in ev.values]                                           # doctest: +SKIP
@@ -26,7 +25,6 @@ signatures, which is how :mod:`jaxlab.graph.annotate` carries adjoints across.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,6 +37,7 @@ from jax.extend import core as jcore
 from .._jax_compat import bind_equation
 from ..compile.capture import jaxlab_work
 from . import scan_body
+from .signatures import Interner, const_key, is_jaxpr, literal_key, param_key
 
 # Programs whose insides compute exactly what the call computes: recursing gives the
 # same values (and, for all but the custom rules, the same derivatives).
@@ -50,9 +49,6 @@ CALL_PRIMITIVES = frozenset(
 CUSTOM_PRIMITIVES = frozenset(
     {"custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin"}
 )
-# Whole-equation signatures ignore their nested programs: the gradient program's copy
-# of a loop carries extra residual outputs but computes the same primal results.
-_LOOPS = frozenset({"cond", "scan", "while"})
 
 
 @dataclass(frozen=True)
@@ -122,62 +118,9 @@ class Evaluation:
         return [(p, s) for (p, v), s in self.occurrences.items() if v is var]
 
 
-class _Interner:
-    """Signatures as small ints: structurally equal computations share one."""
-
-    def __init__(self) -> None:
-        self.table: dict[Any, int] = {}
-        # (id of a scan body, input signatures, policy) -> (ScanLayout, the body): a
-        # layout is computed once per interner (the body is kept so its id stays its own).
-        self.layouts: dict[Any, tuple[scan_body.ScanLayout, Any]] = {}
-
-    def __call__(self, key: Any) -> int:
-        return self.table.setdefault(key, len(self.table))
-
-
-def _is_jaxpr(value: Any) -> bool:
-    return isinstance(value, jcore.ClosedJaxpr | jcore.Jaxpr)
-
-
-def _param_text(value: Any) -> str:
-    if _is_jaxpr(value):
-        return "<jaxpr>"
-    if isinstance(value, tuple) and value and all(_is_jaxpr(v) for v in value):
-        return "<jaxprs>"
-    if callable(value) and not isinstance(value, type):
-        return getattr(value, "__name__", type(value).__name__)
-    return repr(value)
-
-
-def _param_key(eqn: Any) -> tuple[tuple[str, str], ...]:
-    params = eqn.params
-    name = eqn.primitive.name
-    keys = sorted(params)
-    if name in _LOOPS:
-        # Keep only what fixes the primal results; the gradient program's loops add
-        # residual outputs (and their bookkeeping parameters) but compute the same.
-        keys = [k for k in keys if k in ("length", "reverse", "num_consts", "num_carry")]
-    return tuple((k, _param_text(params[k])) for k in keys)
-
-
-def _const_key(value: Any) -> Any:
-    try:
-        arr = np.asarray(value)
-    except Exception:
-        return ("obj", id(value))
-    if arr.size > 100_000 or arr.dtype == object:
-        return ("obj", id(value))
-    digest = hashlib.blake2b(arr.tobytes(), digest_size=12).hexdigest()
-    return ("const", str(arr.dtype), arr.shape, digest)
-
-
-def _literal_key(lit: Any) -> Any:
-    return ("lit", str(lit.aval), repr(lit.val))
-
-
 def _sub_program(eqn: Any) -> tuple[Any, Sequence[Any]] | None:
     """The one program a call-like equation runs, as (open jaxpr, consts), if it has one."""
-    found = [v for v in eqn.params.values() if _is_jaxpr(v)]
+    found = [v for v in eqn.params.values() if is_jaxpr(v)]
     if len(found) != 1:
         return None
     program = found[0]
@@ -195,7 +138,7 @@ def _sub_program(eqn: Any) -> tuple[Any, Sequence[Any]] | None:
 
 def _has_programs(eqn: Any) -> bool:
     return any(
-        _is_jaxpr(v) or (isinstance(v, tuple) and bool(v) and _is_jaxpr(v[0]))
+        is_jaxpr(v) or (isinstance(v, tuple) and bool(v) and is_jaxpr(v[0]))
         for v in eqn.params.values()
     )
 
@@ -206,7 +149,7 @@ class _Run:
         policy: Policy,
         evaluate: bool,
         perturb: dict[int, Any] | None,
-        interner: _Interner,
+        interner: Interner,
         depth: int = 0,
         branches: dict[str, int] | None = None,
     ) -> None:
@@ -237,7 +180,7 @@ class _Run:
         return slot
 
     def literal_slot(self, lit: Any) -> int:
-        slot = self.new_slot(lit.val, lit.aval, self.sig(_literal_key(lit)), None)
+        slot = self.new_slot(lit.val, lit.aval, self.sig(literal_key(lit)), None)
         self.ev.literals.add(slot)
         return slot
 
@@ -256,21 +199,20 @@ class _Run:
             self.ev.node_slots.setdefault(f"{prefix}in{k}", slot)
         for i, eqn in enumerate(jaxpr.eqns):
             self.equation(eqn, f"{prefix}e{i}", env, prefix)
-        out: list[int] = []
-        for atom in jaxpr.outvars:
-            if isinstance(atom, jcore.Literal):
-                out.append(self.literal_slot(atom))
-            else:
-                out.append(env[atom])
-        return out
+        return [
+            self.literal_slot(a) if isinstance(a, jcore.Literal) else env[a] for a in jaxpr.outvars
+        ]
 
     def consts(self, consts: Sequence[Any], avals: Sequence[Any]) -> list[int]:
-        slots = []
-        for c, aval in zip(consts, avals, strict=True):
-            slots.append(
-                self.new_slot(c if self.evaluate else None, aval, self.sig(_const_key(c)), None)
-            )
-        return slots
+        return [
+            self.new_slot(c if self.evaluate else None, aval, self.sig(const_key(c)), None)
+            for c, aval in zip(consts, avals, strict=True)
+        ]
+
+    def args(self, atoms: Sequence[Any], in_slots: Sequence[int | None]) -> list[int]:
+        """Slots to pass a nested program: a literal argument gets one of its own."""
+        pairs = zip(atoms, in_slots, strict=True)
+        return [s if s is not None else self.literal_slot(a) for a, s in pairs]
 
     def equation(self, eqn: Any, node_id: str, env: dict[Any, int], prefix: str) -> None:
         in_slots: list[int | None] = []
@@ -278,7 +220,7 @@ class _Run:
         for atom in eqn.invars:
             if isinstance(atom, jcore.Literal):
                 in_slots.append(None)
-                in_sigs.append(self.sig(_literal_key(atom)))
+                in_sigs.append(self.sig(literal_key(atom)))
             else:
                 in_slots.append(env[atom])
                 in_sigs.append(self.ev.signatures[env[atom]])
@@ -293,11 +235,7 @@ class _Run:
         if recurse and sub is not None:
             jaxpr, consts = sub
             const_slots = self.consts(consts, [v.aval for v in jaxpr.constvars])
-            args = [
-                s if s is not None else self.literal_slot(eqn.invars[k])
-                for k, s in enumerate(in_slots)
-            ]
-            outs = self.block(jaxpr, f"{node_id}/", const_slots, args)
+            outs = self.block(jaxpr, f"{node_id}/", const_slots, self.args(eqn.invars, in_slots))
             self.set_results(eqn, node_id, outs, env, prefix)
             return
         # Bound whole. A custom call's results take the signature of its insides, so
@@ -307,7 +245,7 @@ class _Run:
         elif layout is not None:
             out_sigs = list(layout.result_sigs)
         else:
-            key = (name, _param_key(eqn), tuple(in_sigs))
+            key = (name, param_key(eqn), tuple(in_sigs))
             out_sigs = [self.sig((key, k)) for k in range(len(eqn.outvars))]
         invals = None
         if self.evaluate:
@@ -373,31 +311,28 @@ class _Run:
     ) -> list[Any]:
         closed = eqn.params["branches"][branch]
         const_slots = self.consts(closed.consts, [v.aval for v in closed.jaxpr.constvars])
-        args = [
-            s if s is not None else self.literal_slot(eqn.invars[k + 1])
-            for k, s in enumerate(in_slots[1:])
-        ]
+        args = self.args(eqn.invars[1:], in_slots[1:])  # (the index is not passed on)
         outs = self.block(closed.jaxpr, f"{node_id}/{branch}/", const_slots, args)
         return [self.ev.values[s] for s in outs]  # (None when laying out)
 
 
 def _structural_signatures(
-    sub: tuple[Any, Sequence[Any]], in_sigs: Sequence[int], interner: _Interner
+    sub: tuple[Any, Sequence[Any]], in_sigs: Sequence[int], interner: Interner
 ) -> list[int]:
     """Signatures of a nested program's results, without evaluating anything."""
     jaxpr, consts = sub
     run = _Run(VALUES, evaluate=False, perturb=None, interner=interner)
     const_slots = run.consts(consts, [v.aval for v in jaxpr.constvars])
-    in_slots = [
-        run.new_slot(None, v.aval, s, None) for v, s in zip(jaxpr.invars, in_sigs, strict=True)
-    ]
-    out = run.block(jaxpr, "", const_slots, in_slots)
+    params = zip(jaxpr.invars, in_sigs, strict=True)
+    out = run.block(
+        jaxpr, "", const_slots, [run.new_slot(None, v.aval, s, None) for v, s in params]
+    )
     return [run.ev.signatures[s] for s in out]
 
 
-def new_interner() -> _Interner:
+def new_interner() -> Interner:
     """A signature table; share one between evaluations whose signatures you compare."""
-    return _Interner()
+    return Interner()
 
 
 @jaxlab_work()
@@ -407,7 +342,7 @@ def evaluate(
     *,
     policy: Policy = VALUES,
     perturb: dict[int, Any] | None = None,
-    interner: _Interner | None = None,
+    interner: Interner | None = None,
     compute: bool = True,
     branches: dict[str, int] | None = None,
 ) -> Evaluation:
@@ -420,7 +355,7 @@ def evaluate(
     ``branches`` (cond node id -> index) fixes the branch each cond takes, where its
     index is not concrete (a layout, a traced run); ``Evaluation.branches`` records them.
     """
-    run = _Run(policy, compute, perturb, interner or _Interner(), branches=branches)
+    run = _Run(policy, compute, perturb, interner or Interner(), branches=branches)
     jaxpr = closed.jaxpr
     const_slots = run.consts(closed.consts, [v.aval for v in jaxpr.constvars])
     in_slots = []
@@ -477,7 +412,7 @@ def adjoints(
     closed: Any,
     flat_args: Sequence[Any],
     *,
-    interner: _Interner | None = None,
+    interner: Interner | None = None,
     policy: Policy = DERIVATIVES,
     only_from: Sequence[int] | None = None,
 ) -> Adjoints:
@@ -492,7 +427,7 @@ def adjoints(
     With ``Policy(cond=True)`` the branch each cond took runs inside the reverse pass,
     its slots perturbed like any other.
     """
-    interner = interner or _Interner()
+    interner = interner or Interner()
     branches = None
     if policy.cond and _has_cond(closed.jaxpr):
         # The reverse pass traces every value, so a cond's index is not concrete there:

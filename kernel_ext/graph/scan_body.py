@@ -178,7 +178,7 @@ def _scan(
     p = eqn.params
     closed, (nc, nk) = p["jaxpr"], scan_counts(p)
     length, reverse = int(p["length"]), bool(p["reverse"])
-    args = [s if s is not None else run.literal_slot(eqn.invars[k]) for k, s in enumerate(in_slots)]
+    args = run.args(eqn.invars, in_slots)
     body_consts = run.consts(closed.consts, [v.aval for v in closed.jaxpr.constvars])
     base = len(run.ev.values)
     body_prefix = f"{node_id}/"
