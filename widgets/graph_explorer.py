@@ -113,6 +113,8 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         super().__init__(**kwargs)
         self._graph = graph
         self._built: tuple[frozenset[str], m.Graph] | None = None
+        if graph.view_of is not None and graph.rebuild is not None:  # built for a view
+            self._built = (graph.view_of, with_scopes(graph))
         self._drawn = with_scopes(graph)  # what the explorer draws now: scopes as clusters
         self._rep: dict[str, str] = {}
         self._layouts: dict[Any, dict[str, Any]] = {}  # each open box's layout, reused

@@ -31,6 +31,7 @@ LAYOUT_TIMEOUT_S = 20.0
 _LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")
 _DPI = 72.0  # dot's plain output is in inches; the browser draws in points
 HUB_EDGES = 6  # an input or output with more edges than this is a hub (see hubs)
+HUB_REACH, HUB_STUB = 600.0, 18.0  # a hub's edge spanning more is drawn as a stub this long
 FRAME_SIDE, FRAME_HEAD = 8.0, 24.0  # an open box's margin and its title's height
 CACHE_MOST = 512  # per-cluster layouts kept
 
@@ -126,6 +127,17 @@ def _curve(a: list[float], b: list[float]) -> list[list[float]]:
     bend = max(20.0, abs(y1 - y0) / 3) * (1 if y1 >= y0 else -1)
     points = [[x0, y0], [x0, y0 + bend], [x1, y1 - bend], [x1, y1]]
     return [[round(x, 1), round(y, 1)] for x, y in points]
+
+
+def _stub(a: list[float], b: list[float], *, into: bool) -> list[list[float]]:
+    """A short edge into the top of ``b`` (``into``) or out of the bottom of ``a``: a hub's
+    edge to a box far away, which drawn whole would cross the drawing (and cost every
+    frame of a pan its length in dashes)."""
+    if into:
+        x, y = b[0] + b[2] / 2, b[1]
+        return [[x, y - HUB_STUB], [x, y - HUB_STUB / 2], [x, y - HUB_STUB / 2], [x, y]]
+    x, y = a[0] + a[2] / 2, a[1] + a[3]
+    return [[x, y], [x, y + HUB_STUB / 2], [x, y + HUB_STUB / 2], [x, y + HUB_STUB]]
 
 
 def _size(
@@ -258,7 +270,10 @@ def lay_out(
     for (a, b), kind in view["edges"]:
         if (a, b) not in drawn_by_dot and a in pos and b in pos:
             drawn = kind or ("hub" if a in hub or b in hub else "cross")
-            paths.append({"src": a, "dst": b, "points": _curve(pos[a], pos[b]), "kind": drawn})
+            points = _curve(pos[a], pos[b])
+            if drawn == "hub" and abs(points[-1][1] - points[0][1]) > HUB_REACH:
+                points = _stub(pos[a], pos[b], into=b not in hub)
+            paths.append({"src": a, "dst": b, "points": points, "kind": drawn})
     root = placed[None]
     return {
         "width": root["width"],

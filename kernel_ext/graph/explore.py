@@ -186,7 +186,7 @@ class Explorer:
             grad=self.grad,
             notes=tuple(plan.notes),
         )
-        return dataclasses.replace(graph, rebuild=Views(self))
+        return dataclasses.replace(graph, rebuild=Views(self), view_of=opened)
 
     # ------------------------------------------------------------------ finding
     def holders(self, node_id: str) -> list[str]:
@@ -288,7 +288,7 @@ class Views:
         graph = self.explorer.graph(opened)
         for step in self.steps:
             graph = step(graph)
-        return dataclasses.replace(graph, rebuild=self)
+        return dataclasses.replace(graph, rebuild=self, view_of=opened)
 
     def then(self, step: Callable[[m.Graph], m.Graph]) -> Views:
         return Views(self.explorer, (*self.steps, step))

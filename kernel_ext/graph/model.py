@@ -46,6 +46,8 @@ class ValueSummary:
     min: float
     max: float
     scalar: float | None = None  # set when the value has one element
+    # Inside a scan body: the value is one per iteration, stacked (shape[0] iterations).
+    iterations: int | None = None
 
     def text(self) -> str:
         if self.scalar is not None:
@@ -134,6 +136,8 @@ class Graph:
     rebuild: Callable[[frozenset[str]], Graph] | None = field(
         default=None, compare=False, repr=False
     )
+    # The opened set this Graph is the explorer's view for (None: the budgeted drawing).
+    view_of: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     # ---------------------------------------------------------------- queries
     def node(self, node_id: str) -> Node:

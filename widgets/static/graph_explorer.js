@@ -13,6 +13,7 @@
 
 const SVG = "http://www.w3.org/2000/svg";
 const PAD = 16;
+const CULL_ABOVE = 400; // drawn nodes above which only those near the pane are in the page
 
 /** @returns {SVGElement} */
 function s(tag, attrs, text) {
@@ -88,10 +89,23 @@ function draw(model, el, state) {
 
   const width = view.width + 2 * PAD;
   const height = view.height + 2 * PAD;
-  const svg = s("svg", { class: "jaxlab-ge-svg", role: "img", viewBox: `0 0 ${width} ${height}` });
+  const svg = s("svg", { class: "jaxlab-ge-svg", role: "img", width: "100%" });
   svg.setAttribute("aria-label", data.title);
+  const camera = s("g"); // pan and zoom: one transform, applied once per frame
   const g = s("g", { transform: `translate(${PAD},${PAD})` });
-  svg.append(g);
+  camera.append(g);
+  svg.append(camera);
+  // A big view keeps in the page only what is near the pane (the rest is added back as
+  // it comes into view): a frame then paints a few dozen boxes, not thousands.
+  const culling = Object.keys(view.nodes).length > CULL_ABOVE;
+  const layers = [s("g"), s("g"), s("g")]; // frames, edges, nodes
+  g.append(...layers);
+  const parts = []; // [element, layer, x0, y0, x1, y1, attached]
+  const add = (el, layer, x0, y0, x1, y1) => {
+    if (culling) parts.push([el, layers[layer], x0, y0, x1, y1, false]);
+    else layers[layer].append(el);
+  };
+  svg.dataset.drawn = String(Object.keys(view.nodes).length);
 
   // Open clusters: a frame around the visible members, with a header to close it.
   const parentOf = (id) => (id.startsWith("cluster:") ? clusters.get(id.slice(8))?.parent : byId.get(id)?.cluster);
@@ -118,7 +132,7 @@ function draw(model, el, state) {
     const head = s("text", { x: x0 + 6, y: y0 + 16, class: "jaxlab-ge-frame-title" }, `▾ ${c.label}`);
     frame.append(head, s("title", {}, `${c.label}: ${c.n_equations} equations (click to close)`));
     head.addEventListener("click", () => model.send({ type: "toggle", cluster: cid }));
-    g.append(frame);
+    add(frame, 0, x0, y0, x1, y1);
   }
 
   // Edges, and who feeds whom among what is drawn (for the dependency highlight).
@@ -130,7 +144,8 @@ function draw(model, el, state) {
       d += ` C${p[i][0]},${p[i][1]} ${p[i + 1][0]},${p[i + 1][1]} ${p[i + 2][0]},${p[i + 2][1]}`;
     const path = s("path", { d, class: "jaxlab-ge-edge" + (e.kind ? " jaxlab-ge-" + e.kind : "") });
     path.setAttribute("marker-end", "url(#jaxlab-ge-arrow)");
-    g.append(path);
+    const xs = p.map((q) => q[0]), ys = p.map((q) => q[1]);
+    add(path, 1, Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys));
     if (!into.has(e.dst)) into.set(e.dst, []);
     into.get(e.dst).push(e.src);
     if (!from.has(e.src)) from.set(e.src, []);
@@ -173,7 +188,7 @@ function draw(model, el, state) {
       item.addEventListener("mouseenter", () => show(n));
     }
     nodeEls.set(id, item);
-    g.append(item);
+    add(item, 2, x, y, x + w, y + hh);
   }
 
   function show(n) {
@@ -268,8 +283,7 @@ function draw(model, el, state) {
   });
   state.paintFound = paintFound;
 
-  // Pan (drag), zoom (ctrl+wheel), fit to the output's width. The SVG is drawn once at
-  // its zoom and moved by a CSS transform: panning repaints nothing, whatever its size.
+  // Pan (drag), zoom (ctrl+wheel), fit to the output's width.
   const pane = h("div", "jaxlab-ge-pane");
   pane.append(svg);
   const body = h("div", "jaxlab-ge-body");
@@ -277,20 +291,35 @@ function draw(model, el, state) {
   root.append(body);
   el.replaceChildren(root);
 
-  const apply = () => {
+  // The SVG is the pane's size; a transform on its content moves the drawing, so a frame
+  // paints only what is in the pane (the browser culls the rest), however big the view.
+  const place = () => {
     const { x, y, k } = state.at_view;
-    svg.setAttribute("width", String(Math.round(width * k)));
-    svg.setAttribute("height", String(Math.round(height * k)));
-    pane.style.height = `${Math.round(Math.min(height * k, Math.max(window.innerHeight * 0.8, 240)))}px`;
-    svg.style.transform = `translate(${x}px, ${y}px)`;
+    camera.setAttribute("transform", `translate(${x},${y}) scale(${k})`);
+    if (culling) cull();
+  };
+  function cull() {
+    // The pane in drawing coordinates, with a pane's width and height to spare each way.
+    const { x, y, k } = state.at_view;
+    const w = Math.max(pane.clientWidth, 200) / k, hgt = Math.max(pane.clientHeight, 200) / k;
+    const left = -x / k - PAD - w, top = -y / k - PAD - hgt;
+    const right = left + 3 * w, bottom = top + 3 * hgt;
+    for (const part of parts) {
+      const near = part[2] <= right && part[4] >= left && part[3] <= bottom && part[5] >= top;
+      if (near && !part[6]) part[1].append(part[0]);
+      else if (!near && part[6]) part[0].remove();
+      part[6] = near;
+    }
+  }
+  const apply = () => {
+    const tall = Math.round(Math.min(height * state.at_view.k, Math.max(window.innerHeight * 0.8, 240)));
+    svg.setAttribute("height", String(tall));
+    place();
   };
   let frame = 0;
   const move = () => {
     if (frame) return;
-    frame = requestAnimationFrame(() => {
-      frame = 0;
-      svg.style.transform = `translate(${state.at_view.x}px, ${state.at_view.y}px)`;
-    });
+    frame = requestAnimationFrame(() => { frame = 0; place(); });
   };
   function centre([bx, by, bw, bh]) {
     const { k } = state.at_view;
@@ -324,9 +353,11 @@ function draw(model, el, state) {
   pane.addEventListener("pointerdown", (ev) => {
     if (ev.target.closest && ev.target.closest(".jaxlab-ge-node, .jaxlab-ge-frame-title")) return;
     drag = [ev.clientX, ev.clientY, state.at_view.x, state.at_view.y];
-    pane.setPointerCapture(ev.pointerId);
+    ev.preventDefault(); // a drag pans: it must not select the notebook's text
+    try { pane.setPointerCapture(ev.pointerId); } catch { /* a pointer already gone */ }
   });
   pane.addEventListener("pointerup", () => { drag = null; });
+  pane.addEventListener("dragstart", (ev) => ev.preventDefault()); // no native drag of the SVG
   pane.addEventListener("pointermove", (ev) => {
     if (!drag) return;
     state.at_view.x = drag[2] + ev.clientX - drag[0];
