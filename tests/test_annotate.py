@@ -205,6 +205,9 @@ def test_summarise():
     assert summarise(jnp.float32(2.5)).scalar == 2.5
     assert summarise(jax.random.key(0)) is None
     assert summarise("text") is None
+    stacked = summarise(jnp.arange(6.0).reshape(3, 2), iterations=3)
+    assert (stacked.iterations, stacked.shape, stacked.mean) == (3, (3, 2), 2.5)
+    assert s.iterations is None
 
 
 # ---------------------------------------------------------------- adjoints wherever defined

@@ -280,6 +280,25 @@ def test_values_graph_shows_per_iteration_values():
     assert "value is per iteration" in note
 
 
+def test_per_iteration_summaries_say_how_many_iterations():
+    w, xs = PROGRAMS["rnn"][1]
+    g = jaxpr_graph(_rnn, w, xs, grad=True, values=True)
+    (tanh,) = [n for n in g.equations if n.primitive == "tanh" and n.phase == m.FORWARD]
+    assert tanh.value.iterations == T and tanh.adjoint.iterations == T
+    assert tanh.value.shape[0] == T
+    # Outside the body: one value, no iteration count (the stacked ys is an array).
+    assert g.node("in0").value.iterations is None and g.node("in0").adjoint.iterations is None
+    (out,) = [n for n in g.nodes if n.kind == m.OUTPUT]
+    assert out.value.iterations is None
+    dot = g.to_dot()
+    stacked = [n for n in g.nodes if n.value is not None and n.value.iterations]
+    value_rows = dot.count(f'">= {tanh.value.text()} ×{T} iterations</font>')
+    assert value_rows >= 1 and dot.count(f"×{T} iterations") >= len(stacked)
+    assert f"value = {tanh.value.text()} ×{T} iterations" in dot  # the tooltip
+    assert f"adjoint ∂ = {tanh.adjoint.text()} ×{T} iterations" in dot
+    assert f"{g.node('in0').value.text()} ×" not in dot
+
+
 # --------------------------------------------------------------------------- a check that can fail
 
 

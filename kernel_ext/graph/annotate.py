@@ -36,8 +36,9 @@ from . import scan_body
 __all__ = ["annotate", "summarise"]
 
 
-def summarise(value: Any) -> m.ValueSummary | None:
-    """A ValueSummary of a numeric value; None for tokens, keys and other non-numbers."""
+def summarise(value: Any, iterations: int | None = None) -> m.ValueSummary | None:
+    """A ValueSummary of a numeric value; None for tokens, keys and other non-numbers.
+    ``iterations``: the value is stacked over that many scan iterations."""
     if value is None:
         return None
     try:
@@ -51,11 +52,12 @@ def summarise(value: Any) -> m.ValueSummary | None:
     real = np.real(arr).astype(np.float64)
     shape = tuple(int(d) for d in arr.shape)
     if real.size == 0:
-        return m.ValueSummary(shape, arr.dtype.name, float("nan"), float("nan"), float("nan"))
+        nan = float("nan")
+        return m.ValueSummary(shape, arr.dtype.name, nan, nan, nan, iterations=iterations)
     with np.errstate(invalid="ignore", over="ignore"):
         mean, lo, hi = float(np.mean(real)), float(np.min(real)), float(np.max(real))
     scalar = float(real.reshape(-1)[0]) if real.size == 1 else None
-    return m.ValueSummary(shape, arr.dtype.name, mean, lo, hi, scalar)
+    return m.ValueSummary(shape, arr.dtype.name, mean, lo, hi, scalar, iterations)
 
 
 def _node_vars(graph: m.Graph) -> dict[str, list[Any]]:
@@ -255,10 +257,11 @@ def annotate(
     for n in graph.nodes:
         s = slots[n.id]
         changes: dict[str, Any] = {}
+        stacked = ev.iterations.get(s) if s is not None else None
         if s is not None:
-            changes["value"] = summarise(ev.values[s])
-        if n.id in adjoint_of:
-            changes["adjoint"] = summarise(adjoint_of[n.id])
+            changes["value"] = summarise(ev.values[s], stacked)
+        if n.id in adjoint_of:  # (matched on the same stacking: see _key)
+            changes["adjoint"] = summarise(adjoint_of[n.id], stacked)
         if n.id in residual:
             changes["residual"] = True
         nodes.append(dataclasses.replace(n, **changes) if changes else n)

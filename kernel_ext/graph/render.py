@@ -148,10 +148,10 @@ def _node_label(n: m.Node) -> str:
     if n.types:
         rows.append(f'{_ROW} color="{muted}">{_html(" ".join(n.types))}</font>')
     if n.value is not None:
-        rows.append(f"{_ROW}>= {_html(n.value.text())}</font>")
+        rows.append(f"{_ROW}>= {_html(_value_text(n.value))}</font>")
     if n.adjoint is not None and n.role != m.FIXED:  # a fixed argument has no adjoint
         red = _GREY_TEXT if grey else "#b63b3b"  # an unused equation's adjoint, greyed
-        rows.append(f'{_ROW} color="{red}">∂ {_html(n.adjoint.text())}</font>')
+        rows.append(f'{_ROW} color="{red}">∂ {_html(_value_text(n.adjoint))}</font>')
     if n.role == m.FIXED:
         rows.append(f'{_ROW} color="{_GREY_TEXT}"><i>fixed: not differentiated</i></font>')
     if n.unused:
@@ -161,6 +161,11 @@ def _node_label(n: m.Node) -> str:
     if n.tag:
         return f"<{_with_badge(rows, n.tag)}>"
     return "<" + "<br/>".join(rows) + ">"
+
+
+def _value_text(v: m.ValueSummary) -> str:
+    """A value or adjoint row; one stacked over a scan's iterations says how many."""
+    return f"{v.text()} ×{v.iterations} iterations" if v.iterations else v.text()
 
 
 def _with_badge(rows: list[str], tag: str) -> str:
@@ -192,8 +197,8 @@ def _min_width(n: m.Node) -> float:
     if n.tag:  # the badge beside the title, with its padding
         title += (len(_printable(n.tag)) + 2) * _ROW_EM * ROW_PT
     texts = [" ".join(n.types), n.params, _summary(n) if n.summary else ""]
-    texts += [f"= {n.value.text()}"] if n.value is not None else []
-    texts += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
+    texts += [f"= {_value_text(n.value)}"] if n.value is not None else []
+    texts += [f"∂ {_value_text(n.adjoint)}"] if n.adjoint is not None else []
     texts += ["fixed: not differentiated"] if n.role == m.FIXED else []
     texts += ["unused: reaches no output"] if n.unused else []
     texts += ["saved for backward"] if n.residual else []
@@ -215,9 +220,9 @@ def _tooltip(n: m.Node) -> str:
     if n.source:
         lines.append(n.source)
     if n.value is not None:
-        lines.append(f"value = {n.value.text()}")
+        lines.append(f"value = {_value_text(n.value)}")
     if n.adjoint is not None and n.role != m.FIXED:
-        lines.append(f"adjoint ∂ = {n.adjoint.text()}")
+        lines.append(f"adjoint ∂ = {_value_text(n.adjoint)}")
     if n.role == m.FIXED:
         lines.append("fixed: not differentiated, so it has no ∂ row")
     if n.unused:
