@@ -11,10 +11,11 @@ box each; a click opens or closes one. Each view is built for what it shows only
 (``Graph.rebuild``, graph/explore.py: a 10,000-equation program's first view is a few
 dozen nodes) and laid out by Graphviz's ``dot`` in the kernel, so the cost follows the
 view, not the program; only the visible nodes' records reach the browser. The browser
-pans (a CSS transform: the compositor moves the drawing, nothing is repainted), zooms,
-fits to the output's width, shows a node's details on hover or click (types, the raw
-equation, source, value and adjoint) and highlights what a clicked node depends on and
-what depends on it, along the visible edges (a closed box stands for all it holds).
+pans (one transform on the drawing; a big view keeps in the page only what is near the
+pane), zooms, fits to the output's width, shows a node's details on hover or click
+(types, the raw equation, source, value and adjoint) and highlights what a clicked node
+depends on and what depends on it, along the visible edges (a closed box stands for all
+it holds).
 Search runs in the kernel over the whole program (primitive, equation id, parameters,
 source line, argument names): matches are counted, and stepping to one inside a closed
 box opens what holds it. Saved and exported notebooks show the static SVG of the view.
