@@ -119,7 +119,7 @@ def test_opening_everything_reaches_every_equation(big, explorer):
     assert len(every) == len(set(every))
     view = big.rebuild(frozenset(every))
     assert not boxes(view)
-    nested = {c.id for c in view.clusters if c.primitive not in ("run", "scope")}
+    nested = {c.id for c in view.clusters} & explorer.nested  # programs, not branches
     reached = len(view.equations) + len(nested)
     assert reached == big.n_equations == sum(primitives(big.jaxpr.jaxpr).values())
 
@@ -196,3 +196,31 @@ def test_explorer_holders_of_cond_branches_include_the_branch():
     w = GraphExplorer(g)
     w.reveal(cos)
     assert cos in w.view["nodes"] and f"{cond}/0" in w.opened
+
+
+def test_an_equinox_model_with_a_scan_opens_to_every_equation():
+    eqx = pytest.importorskip("equinox")
+
+    model = eqx.nn.MLP(3, 2, width_size=4, depth=3, key=jax.random.key(0))
+
+    def loss(model, xs):
+        def step(c, x):
+            return c + jnp.sum(model(x) ** 2), None
+
+        return jax.lax.scan(step, 0.0, xs)[0]
+
+    g = jaxlab.jaxpr_graph(loss, model, jnp.ones((5, 3)), grad=True, explore=True)
+    explorer = g.rebuild.explorer
+    view = g.rebuild(frozenset(explorer.openable()))
+    # Programs with several bodies count once, as their equation: not each branch.
+    owners = {c.id for c in view.clusters} & explorer.nested
+    assert len(view.equations) + len(owners) == g.n_equations
+    assert any(c.primitive == "scan" for c in view.clusters)
+    dots = explorer.search("dot_general")
+    assert dots and all(d in {n.id for n in view.nodes} for d in dots)
+    inside = [d for d in dots if "/" in d]  # the MLP's matmuls inside the scan's body
+    assert inside
+    w = GraphExplorer(g)
+    w.reveal(inside[-1])
+    assert inside[-1] in w.view["nodes"]
+    assert set(explorer.holders(inside[-1])) <= set(w.opened)
