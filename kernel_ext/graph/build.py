@@ -191,8 +191,10 @@ def assemble(
     title: str,
     grad: bool,
     notes: tuple[str, ...],
+    n_equations: int | None = None,
 ) -> m.Graph:
-    """The Graph of what ``emitter`` emitted: unused equations marked, loop carries added."""
+    """The Graph of what ``emitter`` emitted: unused equations marked, loop carries added
+    (``n_equations``: the program's, when the caller has counted them already)."""
     nodes = mark_unused(tuple(emitter.nodes), edges)
     return m.Graph(
         title=title,
@@ -200,7 +202,7 @@ def assemble(
         edges=edges + carry_edges(tree, {n.id for n in nodes}, emitter.var_node),
         clusters=tuple(emitter.clusters),
         notes=notes,
-        n_equations=tree.n_equations,
+        n_equations=tree.n_equations if n_equations is None else n_equations,
         grad=grad,
         jaxpr=closed_jaxpr,
         var_node=emitter.var_node,

@@ -85,6 +85,7 @@ class Explorer:
         self._backward: dict[str, list[bool]] = {}
         self._haystack: list[tuple[str, str]] | None = None
         self._runs: dict[str, _RunSummary] = {}
+        self.n_equations = tree.n_equations  # counted once: every view says it
 
     def _index(self, block: Block) -> None:
         for k, item in enumerate(block.items):
@@ -185,6 +186,7 @@ class Explorer:
             title=self.title,
             grad=self.grad,
             notes=tuple(plan.notes),
+            n_equations=self.n_equations,
         )
         return dataclasses.replace(graph, rebuild=Views(self), view_of=opened)
 
