@@ -8,7 +8,8 @@ original program's intermediates (one reverse pass with a zero perturbation on e
 carried to the gradient program's forward half by structural signatures (the same
 primitive applied to the same inputs). Inside a ``scan`` body a node's value and
 adjoint are per iteration, stacked (shape ``(length, *shape)``): the adjoint of v at
-iteration t is d output / d v_t. Forward values that backward equations read,
+iteration t is d output / d v_t. Inside the branch a ``cond`` took they are shown as
+anywhere else (the other branches never ran). Forward values that backward equations read,
 the residuals JAX keeps for the backward pass, are marked, as torchviz marks saved
 tensors.
 
