@@ -235,20 +235,12 @@ def _shown(value: Any) -> str:
     return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
-def _is_array_like(leaf: Any) -> bool:
-    import jax
-    import numpy as np
-
-    return isinstance(
-        leaf,
-        jax.Array | np.ndarray | np.generic | bool | int | float | complex | jax.ShapeDtypeStruct,
-    ) or hasattr(leaf, "__jax_array__")
-
-
 def non_array_argument(call: Call) -> tuple[str, str, Any] | None:
     """The first argument leaf JAX cannot trace (a string, an object): its argument's name,
     the leaf's path (``params['w']``) and the leaf itself."""
     import jax
+
+    from ..compile.leaves import is_array_input, jax_accepts
 
     try:
         named = list(inspect.signature(call.fun).bind(*call.args, **call.kwargs).arguments.items())
@@ -256,7 +248,7 @@ def non_array_argument(call: Call) -> tuple[str, str, Any] | None:
         named = [(f"arg{i}", a) for i, a in enumerate(call.args)] + list(call.kwargs.items())
     for arg_name, value in named:
         for path, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:
-            if not _is_array_like(leaf):
+            if not jax_accepts(leaf, is_array_input):
                 return arg_name, arg_name + jax.tree_util.keystr(path), leaf
     return None
 
