@@ -1,5 +1,6 @@
 """Shared fixtures: every test sees 2 CPU devices and may use a real IPython shell."""
 
+import gc
 import os
 
 # Before JAX is imported anywhere: two simulated CPU devices (shard_map, pmap tests).
@@ -44,6 +45,11 @@ def ip(_shell):
     yield _shell
     _shell.run_line_magic("unload_ext", "jaxlab")
     _shell.reset(new_session=False)
+    # IPython's reset runs a full gc.collect(), whose cost grows with everything the
+    # session keeps (JAX's caches): about 1 s a test late in the suite. What survives a
+    # reset is long-lived, so it is moved out of the collector's way (freed objects are
+    # still freed by reference counting; only cycles among the survivors stay).
+    gc.freeze()
 
 
 # Kernels of other environments for nbclient: one folder on JUPYTER_PATH for the session.

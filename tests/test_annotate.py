@@ -294,6 +294,7 @@ def test_custom_jvp_insides_get_adjoints_through_the_insides():
     assert log.adjoint.mean == pytest.approx(float(x.mean()), rel=1e-5)
 
 
+@pytest.mark.slow  # a diffrax solve: 15-20 s; once per `make test` (Python 3.12)
 def test_diffrax_solve_is_annotated():
     diffrax = pytest.importorskip("diffrax")
 

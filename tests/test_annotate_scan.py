@@ -434,6 +434,7 @@ def test_grad_magic_graph_shows_per_iteration_adjoints(ip):
     assert any(s.startswith("inside a scan body (×6 iterations)") for s in r.graph.notes)
 
 
+@pytest.mark.slow  # a diffrax solve: 15-20 s; once per `make test` (Python 3.12)
 def test_grad_magic_graph_on_a_diffrax_solve(ip):
     diffrax = pytest.importorskip("diffrax")
 
