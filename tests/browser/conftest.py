@@ -213,6 +213,25 @@ PANEL_ID = """(name) => {
 }"""
 
 
+SAVE = """async (name) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path === name) { await w.context.save(); return true; }
+  }
+  return false;
+}"""
+# Shut the notebook's kernel down and close its tab (reopened, it has no live models).
+CLOSE = """async (name) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path === name) {
+      await w.sessionContext.shutdown();
+      w.dispose();
+      return true;
+    }
+  }
+  return false;
+}"""
+
+
 class Notebook:
     """A notebook open in the page: ``run(i)`` runs cell ``i`` through JupyterLab itself."""
 
@@ -231,6 +250,14 @@ class Notebook:
         self.page.evaluate(RUN, [self.name, None])
         self.page.wait_for_function(ALL_RUN, arg=self.name)
         self.wait_idle()
+
+    def save(self) -> bool:
+        """Save it through JupyterLab (widget state included where the lab saves it)."""
+        return bool(self.page.evaluate(SAVE, self.name))
+
+    def close(self) -> bool:
+        """Shut its kernel down and close its tab."""
+        return bool(self.page.evaluate(CLOSE, self.name))
 
     def locator(self, css: str) -> Any:
         """Elements matching ``css`` inside this notebook's panel only: JupyterLab restores

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import PANEL_ID
 
 pytestmark = pytest.mark.browser
 
@@ -113,30 +114,11 @@ def test_explorer_follows_the_dark_theme(open_notebook: Any, page: Any) -> None:
     )
 
 
-SAVE = """async (name) => {
-  for (const w of window.jupyterapp.shell.widgets('main')) {
-    if (w.context && w.context.path === name) { await w.context.save(); return true; }
-  }
-  return false;
-}"""
-
-CLOSE = """async (name) => {
-  for (const w of window.jupyterapp.shell.widgets('main')) {
-    if (w.context && w.context.path === name) {
-      await w.sessionContext.shutdown();
-      w.dispose();
-      return true;
-    }
-  }
-  return false;
-}"""
-
-
 def test_saved_notebook_reopened_without_kernel_shows_the_last_view(
     lab: Any, open_notebook: Any, page: Any
 ) -> None:
     name = "explorer_saved.ipynb"
-    _open(open_notebook, page, name)
+    notebook = _open(open_notebook, page, name)
     # Open the inner jit: the twin follows, so the saved view shows tanh inside it.
     before = page.locator(".jaxlab-ge-svg g[data-id]").count()
     page.locator(".jaxlab-ge-closed").first.dispatch_event("click")
@@ -145,10 +127,12 @@ def test_saved_notebook_reopened_without_kernel_shows_the_last_view(
     )
     assert not page.locator(".jaxlab-twin").first.is_visible()  # hidden while live
     page.wait_for_timeout(500)  # the kernel rewrites the twin after the new view
-    assert page.evaluate(SAVE, name)
-    assert page.evaluate(CLOSE, name)
+    assert notebook.save()
+    assert notebook.close()
     page.goto(lab.notebook_url(name))
-    twin = page.locator(".jaxlab-twin").first
+    page.wait_for_function(PANEL_ID, arg=name)
+    # In this notebook's panel only: JupyterLab restores earlier tests' tabs and twins.
+    twin = notebook.locator(".jaxlab-twin").first
     twin.wait_for(state="visible")
     text = twin.inner_text()
     assert "grad(f)" in text and "tanh" in text  # the opened cluster's insides

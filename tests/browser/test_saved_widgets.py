@@ -32,26 +32,6 @@ CELLS = [
 ]
 LATEST = "x: f32[3] → f32[4]"  # only the last cell's recompilation says this
 
-SAVE = """async (name) => {
-  const app = window.jupyterapp;
-  for (const w of app.shell.widgets('main')) {
-    if (w.context && w.context.path === name) { await w.context.save(); return true; }
-  }
-  return false;
-}"""
-
-CLOSE = """async (name) => {
-  const app = window.jupyterapp;
-  for (const w of app.shell.widgets('main')) {
-    if (w.context && w.context.path === name) {
-      await w.sessionContext.shutdown();
-      w.dispose();
-      return true;
-    }
-  }
-  return false;
-}"""
-
 
 def _twin_html(path: Path) -> list[str]:
     nb = json.loads(path.read_text())
@@ -74,12 +54,12 @@ def test_saved_widget_shows_its_latest_state_reopened_and_exported_offline(
     twin = notebook.locator(".jaxlab-twin")
     assert twin.count() == 1 and not twin.is_visible()  # hidden while the widget is live
 
-    assert page.evaluate(SAVE, NAME)
+    assert notebook.save()
     (saved,) = _twin_html(lab.root / NAME)
     assert LATEST in saved  # the twin was rewritten after the display, not frozen at it
 
     # Reopen with the old kernel gone: the widget's model no longer exists anywhere.
-    assert page.evaluate(CLOSE, NAME)
+    assert notebook.close()
     page.goto(lab.notebook_url(NAME))
     page.wait_for_function(PANEL_ID, arg=NAME)
     notebook.locator(".jaxlab-twin").first.wait_for(state="visible")
