@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from planted import planted_sin
 
 from jaxlab import jaxpr_graph
 from jaxlab.graph import interpret
@@ -232,15 +233,6 @@ def test_a_cond_in_a_scan_body_is_counted_with_its_reason():
 # --------------------------------------------------------------------------- a check that can fail
 
 
-def _bad_sin(factor):
-    @jax.custom_vjp
-    def s(a):
-        return jnp.sin(a)
-
-    s.defvjp(lambda a: (jnp.sin(a), jnp.cos(a)), lambda cos, g: (factor * cos * g,))
-    return s
-
-
 def _with_custom_sin(sin):
     def f(x):
         return lax.cond(x > 0, lambda a: sin(a * 0.9) * 3.0, lambda a: a, x)
@@ -257,7 +249,7 @@ def _finite_difference(x, eps=1e-3):
 
 @pytest.mark.parametrize("factor", [1.0, 2.0])
 def test_a_wrong_custom_vjp_in_the_branch_shows_against_finite_differences(factor):
-    f = _with_custom_sin(_bad_sin(factor))
+    f = _with_custom_sin(planted_sin(factor))
     x = 0.7
     adj = interpret.adjoints(jax.make_jaxpr(f)(x), [x], policy=COND)
     ev = adj.evaluation

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from planted import planted_sin
 
 from jaxlab import jaxpr_graph
 from jaxlab.graph import interpret, scan_body
@@ -302,15 +303,6 @@ def test_per_iteration_summaries_say_how_many_iterations():
 # --------------------------------------------------------------------------- a check that can fail
 
 
-def _bad_sin(factor):
-    @jax.custom_vjp
-    def s(a):
-        return jnp.sin(a)
-
-    s.defvjp(lambda a: (jnp.sin(a), jnp.cos(a)), lambda cos, g: (factor * cos * g,))
-    return s
-
-
 def _with_custom_sin(sin):
     def f(x):
         def body(c, xi):
@@ -343,7 +335,7 @@ def _finite_difference(x, t, eps=1e-3):
 
 @pytest.mark.parametrize("factor", [1.0, 2.0])
 def test_a_wrong_custom_vjp_in_the_body_shows_against_finite_differences(factor):
-    f = _with_custom_sin(_bad_sin(factor))
+    f = _with_custom_sin(planted_sin(factor))
     x = 0.3
     adj = interpret.adjoints(jax.make_jaxpr(f)(x), [x], policy=SCAN)
     ev = adj.evaluation
