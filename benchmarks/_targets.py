@@ -1,0 +1,104 @@
+"""Targets a benchmark evaluates, and the CPU time it reports beside wall time.
+
+Every benchmark states its targets and evaluates them in the same run: one line per
+target, ``PASS target: …`` or ``FAIL target: …``, then the figures as one JSON line
+that records each verdict. This machine is shared, so each script also reports its
+process CPU time (``time.process_time()``) beside wall time: CPU time is the steady
+figure when other work competes for the cores. Example::
+
+    from _targets import Targets
+
+    targets = Targets()
+    targets.at_most("%%jit cell / jax.jit, ~1 ms call", ratio, 1.05)
+    targets.at_least("chart reason text, px", px, 12)
+    figures = {"benchmark": "x", **targets.figures()}
+    print(json.dumps(figures))
+    sys.exit(targets.exit_code())
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target's outcome: the figure, the limit, which side of it passes."""
+
+    name: str
+    value: float
+    limit: float
+    kind: str  # "at most" | "at least"
+    passed: bool
+
+    def line(self) -> str:
+        word = "PASS" if self.passed else "FAIL"
+        return f"{word} target: {self.name}: {self.value:.4g} ({self.kind} {self.limit:g})"
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "value": round(self.value, 6),
+            "limit": self.limit,
+            "kind": self.kind,
+            "passed": self.passed,
+        }
+
+
+@dataclass
+class Targets:
+    """The verdicts of one benchmark run, with its wall and process CPU clocks.
+
+    Starts both clocks when made; ``figures()`` reads them, so make it at the top of
+    ``main()`` for the whole run to count.
+    """
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    wall0: float = field(default_factory=time.perf_counter)
+    cpu0: float = field(default_factory=time.process_time)
+
+    def at_most(self, name: str, value: float, limit: float) -> Verdict:
+        """Pass when ``value <= limit``; prints the verdict line."""
+        return self._add(Verdict(name, float(value), limit, "at most", value <= limit))
+
+    def at_least(self, name: str, value: float, limit: float) -> Verdict:
+        """Pass when ``value >= limit``; prints the verdict line."""
+        return self._add(Verdict(name, float(value), limit, "at least", value >= limit))
+
+    def _add(self, verdict: Verdict) -> Verdict:
+        self.verdicts.append(verdict)
+        print(verdict.line(), flush=True)
+        return verdict
+
+    def clocks(self) -> dict[str, float]:
+        """Wall and process CPU seconds since this object was made."""
+        return {
+            "wall_s": round(time.perf_counter() - self.wall0, 3),
+            "cpu_s": round(time.process_time() - self.cpu0, 3),
+        }
+
+    def figures(self) -> dict[str, Any]:
+        """The verdicts and clocks, for the benchmark's JSON line."""
+        return {
+            **self.clocks(),
+            "targets": {v.name: v.record() for v in self.verdicts},
+            "passed": all(v.passed for v in self.verdicts),
+        }
+
+    def exit_code(self) -> int:
+        """0 when every target passed, 1 otherwise (a failing benchmark fails its run)."""
+        return 0 if all(v.passed for v in self.verdicts) else 1
+
+
+def target(name: str, value: float, limit: float, *, at_least: bool = False) -> Verdict:
+    """One verdict without a ``Targets`` record: ``value <= limit`` (or ``>=``)."""
+    passed = value >= limit if at_least else value <= limit
+    verdict = Verdict(name, float(value), limit, "at least" if at_least else "at most", passed)
+    print(verdict.line(), flush=True)
+    return verdict
+
+
+def print_clocks(label: str, wall_s: float, cpu_s: float) -> None:
+    """One line naming a measured span's wall and process CPU seconds side by side."""
+    print(f"{label}: wall {wall_s:.3f} s, process CPU {cpu_s:.3f} s", flush=True)
