@@ -10,11 +10,18 @@ The function is traced with its template on the tracing stack, so the ``jax.rand
 wrappers write what it does with keys into the template instead of compiling a callback
 into it; each call then costs one flatten of its arguments and result (no callback, no
 copy to the host). See :mod:`jaxlab.keys.calls` for the replay.
+
+Lifetime. ``jax.jit(f)`` twice shares one trace cache, as JAX's own does: the compiled
+function (a :class:`_Shared`) is memoised per ``f``, weakly. The memo's value must not
+hold ``f`` (a weak-keyed dict whose values hold their keys keeps every function and its
+compiled code alive for the session), so what JAX traces holds ``f`` by a weak reference
+and only the :class:`TrackedJit` the user holds keeps ``f`` alive.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import weakref
 from collections.abc import Callable
@@ -24,14 +31,52 @@ import jax
 
 from .calls import TRACING, Call, Template, is_key_like, key_leaves
 
-_MEMO: weakref.WeakKeyDictionary[Any, dict[Any, TrackedJit]] = weakref.WeakKeyDictionary()
+# f -> {options: its compiled function}; nothing in a value refers to f strongly
+_MEMO: weakref.WeakKeyDictionary[Any, dict[Any, _Shared]] = weakref.WeakKeyDictionary()
+_ASSIGNED = ("__module__", "__name__", "__qualname__", "__doc__")
 
 
 class _Expecting(threading.local):
-    call: TrackedJit | None = None  # the function a direct call is about to trace
+    call: _Shared | None = None  # the function a direct call is about to trace
 
 
 _EXPECTING = _Expecting()
+
+
+class _Shared:
+    """What every ``jax.jit(f, **options)`` of one ``f`` shares: JAX's compiled function
+    and the template its traces wrote. Holds ``f`` weakly (see the module docstring)."""
+
+    def __init__(self, fun: Callable[..., Any], options: dict[str, Any], original_jit: Any):
+        self.template = Template(getattr(fun, "__name__", type(fun).__name__))
+        self.traces = 0
+        try:
+            ref: Callable[[], Any] = weakref.ref(fun)
+            wrapped: Any = weakref.proxy(fun)
+        except TypeError:  # not weak-referenceable (then not memoised either): held
+            ref, wrapped = functools.partial(_same, fun), fun
+        shared = weakref.ref(self)
+
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
+            return _trace(shared(), ref(), args, kwargs)
+
+        for name in _ASSIGNED:  # JAX names the function (and its arguments) after `fun`
+            try:
+                setattr(traced, name, getattr(fun, name))
+            except (AttributeError, TypeError):
+                pass
+        # JAX reads the user's source line (its errors name it) through __wrapped__
+        traced.__wrapped__ = wrapped  # type: ignore[attr-defined]
+        try:  # argument names for static_argnames, without a reference to `fun`
+            traced.__signature__ = inspect.signature(fun)  # type: ignore[attr-defined]
+        except (TypeError, ValueError):
+            pass
+        self.jitted = original_jit(traced, **options)
+
+
+def _same(fun: Any) -> Any:
+    return fun
 
 
 class TrackedJit:
@@ -40,40 +85,37 @@ class TrackedJit:
     def __init__(
         self,
         fun: Callable[..., Any],
-        options: dict[str, Any],
-        original_jit: Callable[..., Any],
+        shared: _Shared,
         record: Callable[[Call], None],
         is_on: Callable[[], bool],
         site: Callable[[], Any],
     ) -> None:
-        self._fun = fun
+        self._fun = fun  # alive as long as the user holds this
+        self._shared = shared
+        self._jitted = shared.jitted
         self._record, self._is_on, self._site = record, is_on, site
-        self.template = Template(getattr(fun, "__name__", type(fun).__name__))
-        self.traces = 0
-
-        @functools.wraps(fun)  # JAX names the function (and its arguments) after `fun`
-        def traced(*args: Any, **kwargs: Any) -> Any:
-            return _trace(self, fun, *args, **kwargs)
-
-        self._jitted = original_jit(traced, **options)
         functools.update_wrapper(self, fun)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves = jax.tree_util.tree_leaves((args, kwargs))
-        if (
-            not self._is_on()
-            or TRACING.stack
-            or any(isinstance(x, jax.core.Tracer) for x in leaves)
-        ):
+    @property
+    def template(self) -> Template:
+        return self._shared.template
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
+        if not self._is_on() or TRACING.stack:
             return self._jitted(*args, **kwargs)  # inside another trace: that one records
-        _EXPECTING.call = self
-        traces = self.traces
+        leaves = jax.tree_util.tree_leaves((args, kwargs))
+        if any(isinstance(x, jax.core.Tracer) for x in leaves):
+            return self._jitted(*args, **kwargs)
+        shared = self._shared
+        _EXPECTING.call = shared
+        traces = shared.traces
         try:
             out = self._jitted(*args, **kwargs)
         finally:
             _EXPECTING.call = None
-        template = self.template
-        if self.traces != traces:  # traced now: what its jaxpr says about reuse
+        template = shared.template
+        if shared.traces != traces:  # traced now: what its jaxpr says about reuse
             template.reuses = _static_reuses(self._jitted, args, kwargs)
         if template.ops or template.outputs:
             given = tuple((i, x) for i, x in enumerate(leaves) if is_key_like(x, legacy=True))
@@ -91,17 +133,19 @@ class TrackedJit:
         return f"<TrackedJit of {self.template.name}>"
 
 
-def _trace(owner: TrackedJit, fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """The function JAX traces: ``fun``, with its template on the tracing stack."""
-    if _EXPECTING.call is not owner:  # traced for a transformation (vmap of jit, ...)
+def _trace(shared: _Shared | None, fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """What JAX traces: ``fun``, with its template on the tracing stack. Positional
+    parameters only, so no keyword the user's function takes can collide."""
+    __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
+    if shared is None or _EXPECTING.call is not shared:  # traced for vmap of jit, ...
         return fun(*args, **kwargs)
     _EXPECTING.call = None
-    owner.traces += 1
+    shared.traces += 1
     registry: dict[int, tuple[Any, tuple[str, int]]] = {}
     for i, x in enumerate(jax.tree_util.tree_leaves((args, kwargs))):
         if is_key_like(x, legacy=True):
             registry[id(x)] = (x, ("arg", i))
-    TRACING.stack.append((owner.template, registry))
+    TRACING.stack.append((shared.template, registry))
     try:
         out = fun(*args, **kwargs)
     finally:
@@ -109,7 +153,7 @@ def _trace(owner: TrackedJit, fun: Callable[..., Any], *args: Any, **kwargs: Any
     for i, x in enumerate(jax.tree_util.tree_leaves(out)):
         seen = registry.get(id(x))
         if seen is not None and seen[0] is x:
-            owner.template.outputs[i] = seen[1]
+            shared.template.outputs[i] = seen[1]
     return out
 
 
@@ -123,17 +167,20 @@ def make_jit(
 
     @functools.wraps(original_jit)
     def jit(fun: Any = None, /, **options: Any) -> Any:
+        __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
         if fun is None:  # @jax.jit(static_argnums=...)
             return lambda f: jit(f, **options)
+        if not callable(fun):  # JAX's own error, word for word
+            return original_jit(fun, **options)
         try:  # jax.jit(f, ...) again shares one trace cache, as JAX's own does
             per_fun = _MEMO.setdefault(fun, {})
             key = tuple(sorted(options.items()))
-            found = per_fun.get(key)
-            if found is None:
-                found = per_fun[key] = TrackedJit(fun, options, original_jit, record, is_on, site)
-            return found
+            shared = per_fun.get(key)
+            if shared is None:
+                shared = per_fun[key] = _Shared(fun, options, original_jit)
         except TypeError:  # not weak-referenceable, or options that are not hashable
-            return TrackedJit(fun, options, original_jit, record, is_on, site)
+            shared = _Shared(fun, options, original_jit)
+        return TrackedJit(fun, shared, record, is_on, site)
 
     return jit
 
