@@ -110,6 +110,16 @@ def test_graph_option_attaches_annotated_graph(shell):
         ("(lambda a: a.reshape(7).sum())(w)", "reshape"),
         ("--hessian jnp.sin(jnp.ones(2))", "scalar"),
         ("--jacobian R(1.0, 0.2)", "%%grad"),
+        # --split draws reverse mode's three programs; an option it would ignore is refused.
+        ("--split --hessian R(1.0, 0.2)", "--split and --hessian do not go together"),
+        ("--split --check R(1.0, 0.2)", "--split and --check do not go together"),
+        ("--split --hvp 1.0 R(1.0, 0.2)", "--split and --hvp"),
+        ("--split --graph R(1.0, 0.2)", "--split and --graph"),
+        ("--split --mode fwd R(1.0, 0.2)", "--split and --mode"),
+        ("--split --has-aux R(1.0, 0.2)", "--split and --has-aux"),
+        # Nothing returned: %grad and %grad --split refuse alike.
+        ("(lambda a: None)(x)", "returns no array: there is nothing to differentiate"),
+        ("--split (lambda a: None)(x)", "returns no array: there is nothing to differentiate"),
     ],
 )
 def test_bad_line_input_is_a_usage_error_and_changes_nothing(shell, line, needle):

@@ -260,6 +260,13 @@ BAD = [
         r"failed with TypeError.*\n.*line \d+ of `f`: `return jnp\.tanh\(x @ w\)\.sum\(\)`",
     ),
     ("--grad jnp.sin(x)", "failed with TypeError: Gradient only defined for scalar-output"),
+    # No float to differentiate: jaxlab's own message, as a UsageError (it was a raw
+    # ValueError), naming what the argument holds and the fix.
+    ("--grad power(3, 2)", r"holds a float to differentiate \(`x` is the int 3\).*pass floats"),
+    (
+        "--grad (lambda n: jnp.sin(n * 1.0).sum())(jnp.arange(3))",
+        r"\(`n` is int32\[3\]\).*without --grad",
+    ),
     ("--text --stablehlo f(x, w)", "choose one of --text / --stablehlo"),
     ("--depth -1 f(x, w)", "--depth must be 0 or more"),
     ("--budget 0 f(x, w)", "--budget must be 1 or more"),

@@ -288,6 +288,10 @@ def grad_split(
     diff = sel.diff
     primal, out_shape = jax.make_jaxpr(sel.function, return_shape=True)(*diff)
     out_leaves = jax.tree_util.tree_leaves(out_shape)
+    if not out_leaves:  # as %grad says: three programs of nothing would explain nothing
+        raise GradError(
+            f"{sel.function.__name__} returns no array: there is nothing to differentiate"
+        )
     if not all(jnp.issubdtype(s.dtype, jnp.inexact) for s in out_leaves):
         raise GradError(
             f"{sel.function.__name__} returns an integer or boolean result, which has no "

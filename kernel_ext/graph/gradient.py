@@ -29,6 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from ..program.call import ProgramError
 from . import model as m
 
 
@@ -124,7 +125,12 @@ def gradient_graph(
     flat, treedef = jax.tree_util.tree_flatten((split.args, split.kwargs))
     kept_names, diff = _keep(originals, names, diff_all, flat)
     if not any(diff):
-        raise ValueError(f"{name}: none of the arguments chosen holds a float to differentiate")
+        raise NothingToDifferentiate(
+            f"{name}: none of the arguments chosen holds a float to differentiate "
+            f"({_what_was_chosen(fun, args, kwargs, wrt)}); jax.grad differentiates with "
+            "respect to float arrays only: pass floats (e.g. `3.0`, `x.astype(float)`), or "
+            "draw the program without --grad"
+        )
     positions = [k for k, d in enumerate(diff) if d]
 
     def full(leaves: Sequence[Any]) -> Any:
@@ -207,6 +213,42 @@ def gradient_graph(
     from .explore import then
 
     return then(drawn, named)  # the explorer's views named as this drawing is
+
+
+class NothingToDifferentiate(ProgramError):
+    """The arguments chosen hold no float leaf: the user's input, said with the fix."""
+
+
+def _what_was_chosen(
+    fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], wrt: Sequence[int | str]
+) -> str:
+    """``"`n` is int 3"``: each chosen argument, by name, with what it holds."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    said = []
+    for where in wrt:
+        if isinstance(where, int) and where < len(args):
+            name = params[where] if where < len(params) else f"argument {where}"
+            value = args[where]
+        elif isinstance(where, str) and where in kwargs:
+            name, value = where, kwargs[where]
+        else:
+            continue
+        said.append(f"`{name}` is {_kind(value)}")
+    return "; ".join(said) or "nothing chosen"
+
+
+def _kind(value: Any) -> str:
+    """``int32[3]``, ``the int 3``, ``a dict of int32[2], bool[]``: what a value holds."""
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        return f"{value.dtype}{list(value.shape)}"
+    if isinstance(value, bool | int | float | complex):
+        return f"the {type(value).__name__} {value!r}"
+    leaves = jax.tree_util.tree_leaves(value)
+    kinds = sorted({_kind(x) if hasattr(x, "dtype") else type(x).__name__ for x in leaves})
+    return f"a {type(value).__name__} of {', '.join(kinds[:4]) or 'nothing'}"
 
 
 class _NotScalar(Exception):

@@ -128,6 +128,7 @@ def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
     hvp = _evaluate(args.hvp, ns, "--hvp") if args.hvp else None
     choose = {"wrt": args.wrt} if args.wrt else {"argnums": args.argnums or 0}
     if args.split:
+        _refuse_with_split(args)
         return grad_split(call.fun, *call.args, **choose, **_no_clash(call))
     return report_for_call(
         call.fun,
@@ -141,6 +142,27 @@ def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
         hvp=hvp,
         graph=args.graph,
     )
+
+
+# What --split cannot do beside its three programs, and why (each refused, never dropped).
+_NOT_WITH_SPLIT = (
+    ("hessian", "--hessian", "the split shows reverse mode's programs of the first derivative"),
+    ("hvp", "--hvp", "the split shows reverse mode's programs of the first derivative"),
+    ("check", "--check", "the check tests a derivative's numbers, the split shows programs"),
+    ("graph", "--graph", "the split draws its own three graphs"),
+    ("mode", "--mode", "the split is reverse mode by definition"),
+    ("has_aux", "--has-aux", "the split linearizes the whole output"),
+)
+
+
+def _refuse_with_split(args: Any) -> None:
+    """--split beside an option it would ignore: a UsageError that says why and what to run."""
+    for name, option, why in _NOT_WITH_SPLIT:
+        if getattr(args, name):
+            raise UsageError(
+                f"%grad: --split and {option} do not go together ({why}); run "
+                f"`%grad {option} ...` and `%grad --split ...` as two lines"
+            )
 
 
 def _no_clash(call: Call) -> dict[str, Any]:

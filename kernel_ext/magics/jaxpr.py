@@ -94,6 +94,8 @@ class JaxprMagics(Magics):
         with watching("%jaxpr", f"tracing `{call.source}`"):
             try:
                 result = _trace(call, args, views[0] if views else "graph", explore=explore)
+            except ProgramError as e:  # the user's input, already said with its fix
+                raise UsageError(f"%jaxpr: {e}") from e
             except Exception as e:
                 if raised_in_jaxlab(e):
                     raise  # a bug of ours: show it whole rather than blame the user's program
