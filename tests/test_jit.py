@@ -346,3 +346,53 @@ def test_cell_magic_static_option(ip):
     ip.run_cell("import jax.numpy as jnp\nshape = (2, 3)")
     run = ip.run_cell_magic("jit", "--static shape -o", "z = jnp.ones(shape)\nz.sum()")
     assert run.static == ("shape",) and float(run.value) == 6.0
+
+
+# --------------------------------------------------------------------- loops counted whole
+# XLA's cost analysis counts a loop body once; the report multiplies by the jaxpr's trips.
+
+
+def _scan_steps(c, w):
+    return jax.lax.scan(lambda c, _: (c @ w, None), c, None, length=1000)[0]
+
+
+def test_report_counts_a_scan_of_1000_steps_whole():
+    c, w = jnp.ones(8), jnp.ones((8, 8))
+    r = jaxlab.compile_report(_scan_steps, c, w)
+    assert r.flops == pytest.approx(1000 * 2 * 8 * 8, rel=1e-3)  # 128 FLOPs a step
+    assert "1,000 steps" in r.loops_note and "loops" in str(r)
+
+
+def test_report_counts_nested_loops_and_static_fori_bounds():
+    c, w = jnp.ones(8), jnp.ones((8, 8))
+
+    def nested(c, w):
+        def outer(c, _):
+            return jax.lax.scan(lambda c, _: (c @ w, None), c, None, length=10)[0], None
+
+        return jax.lax.scan(outer, c, None, length=100)[0]
+
+    def fori(c, w):
+        return jax.lax.fori_loop(0, 50, lambda i, c: c @ w, c)
+
+    # the counter each loop adds is XLA's one FLOP a step: within 1%
+    assert jaxlab.compile_report(nested, c, w).flops == pytest.approx(100 * 10 * 128, rel=1e-2)
+    assert jaxlab.compile_report(fori, c, w).flops == pytest.approx(50 * 128, rel=1e-2)
+
+
+def test_report_says_a_while_loop_body_was_counted_once():
+    c, w = jnp.ones(8), jnp.ones((8, 8))
+
+    def until(c, w):
+        return jax.lax.while_loop(lambda s: s[0] < 10, lambda s: (s[0] + 1, s[1] @ w), (0, c))[1]
+
+    r = jaxlab.compile_report(until, c, w)
+    assert r.flops < 2 * 128  # XLA's count: the body once
+    assert "while_loop body counted once" in r.loops_note
+
+
+def test_jit_magic_shows_the_scan_counted_whole(ip):
+    ip.user_ns.update(steps=_scan_steps, c=jnp.ones(8), w=jnp.ones((8, 8)))
+    r = ip.run_line_magic("jit", "-o steps(c, w)")
+    assert r.flops == pytest.approx(128_000, rel=1e-3)
+    assert "1,000 steps" in r._repr_mimebundle_()["text/html"]

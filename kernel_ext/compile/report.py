@@ -28,6 +28,7 @@ from typing import Any
 from .._jax_compat import cost_analysis
 from .capture import COMPILE, LOWER, TRACE
 from .log_view import PHASES, seconds
+from .loop_costs import loops_counted_whole
 from .messages import short_type
 
 STEADY_RUNS = (3, 100)  # at least / at most this many steady-state runs ...
@@ -66,6 +67,7 @@ class CompileReport:
     hlo_instructions: int  # HLO instructions after XLA's optimisation (fusions included)
     static_leaves: tuple[str, ...] = ()  # non-array leaves held static ("m.activation")
     notes: tuple[str, ...] = ()  # what jaxlab did to compile the call (eqx.filter_jit...)
+    loops_note: str = ""  # loop bodies multiplied by their trip counts, or counted once
     stablehlo: str = field(repr=False, default="")
     hlo: str = field(repr=False, default="")
     show: tuple[str, ...] = ()  # texts to display with the report: "stablehlo", "hlo"
@@ -108,6 +110,8 @@ class CompileReport:
         ]
         if self.static_leaves:
             rows.append(("held static (not arrays)", _listed(self.static_leaves)))
+        if self.loops_note:
+            rows.append(("loops", self.loops_note))
         rows += [("note", note) for note in self.notes]
         return rows
 
@@ -349,7 +353,9 @@ def compile_report(
     ):
         runs.append(_timed(run)[1])
 
-    costs = cost_analysis(compiled)
+    # XLA counts a loop's body once: the costs are multiplied by the jaxpr's trip counts
+    whole = loops_counted_whole(traced.jaxpr, cost_analysis(compiled))
+    costs = whole.costs
     memory = compiled.memory_analysis()
     hlo = compiled.as_text() or ""
     return CompileReport(
@@ -375,6 +381,7 @@ def compile_report(
         hlo_instructions=count_hlo_instructions(hlo),
         static_leaves=split.static_paths if split is not None else (),
         notes=notes,
+        loops_note=whole.note,
         stablehlo=lowered.as_text(),
         hlo=hlo,
         show=tuple(show),
