@@ -224,3 +224,80 @@ def test_an_equinox_model_with_a_scan_opens_to_every_equation():
     w.reveal(inside[-1])
     assert inside[-1] in w.view["nodes"]
     assert set(explorer.holders(inside[-1])) <= set(w.opened)
+
+
+# A relayout that fails leaves the explorer as it was (issue 22).
+
+
+def _nested_explorer():
+    g = jaxlab.jaxpr_graph(small, jnp.ones((4, 3)), jnp.ones((3, 2)), explore=True)
+    w = GraphExplorer(g)
+    box = next(k[len("cluster:") :] for k in w.view["nodes"] if k.startswith("cluster:"))
+    return w, box
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, RuntimeError, KeyError])
+def test_a_relayout_that_fails_restores_the_last_good_view(monkeypatch, failure):
+    from jaxlab.widgets import graph_explorer
+
+    w, box = _nested_explorer()
+    try:
+        view, opened, drawn = w.view, list(w.opened), w.drawn
+        calls = []
+
+        def interrupted(*args, **kwargs):
+            calls.append(args)
+            raise failure("dot was stopped")
+
+        monkeypatch.setattr(graph_explorer, "lay_out", interrupted)
+        if failure is KeyboardInterrupt:
+            with pytest.raises(KeyboardInterrupt):
+                w.toggle(box)
+        else:
+            w.toggle(box)
+            assert w.error  # said in the widget, not a traceback into the output
+        assert len(calls) == 1  # the restore lays out nothing
+        assert w.opened == opened and w.view == view and w.drawn is drawn
+        monkeypatch.undo()
+        w.toggle(box)  # the next click opens the box, as the drawing says it will
+        assert w.opened == [box] and f"cluster:{box}" not in w.view["nodes"]
+        assert box in w.view["frames"] and w.error == ""
+    finally:
+        w.close()
+
+
+def test_malformed_dot_output_is_a_graphviz_failure():
+    from jaxlab.widgets.graph_dot import parse_plain
+
+    good = "graph 1 2.0 1.0\nnode n0 1.0 0.5 0.8 0.4 x solid box black lightgrey\nstop\n"
+    (laid,) = parse_plain(good, 1)
+    assert laid["width"] == 144.0 and laid["nodes"]["0"] == [43.2, 21.6, 57.6, 28.8]
+    for text in (
+        "graph 1 2.0\nstop\n",  # too few fields
+        "graph 1 2.0 1.0\nnode n0 1.0 nan?\nstop\n",
+        "graph 1 2.0 1.0\nedge n0 n1 4 1 2 3\nstop\n",  # fewer points than it says
+        "node n0 1 1 1 1\nstop\n",  # before any graph
+        "Segmentation fault\n",
+    ):
+        with pytest.raises(RuntimeError, match="dot"):
+            parse_plain(text, 1)
+
+
+def test_an_explorer_holds_the_layouts_of_what_it_shows_not_every_view_it_showed():
+    w = GraphExplorer(big_graph_for_cache())
+    try:
+        boxes = [k[len("cluster:") :] for k in w.view["nodes"] if k.startswith("cluster:")]
+        sizes = []
+        for b in boxes:
+            w.toggle(b)
+            sizes.append(len(w._layouts))
+            w.toggle(b)
+        # The box's own layout, its parent's (open and closed) and the previous view's.
+        assert max(sizes) <= 4, sizes
+    finally:
+        w.close()
+
+
+def big_graph_for_cache():
+    params = params_for(40)
+    return jaxlab.jaxpr_graph(deep, params, jnp.ones((4, 8)), explore=True)

@@ -82,7 +82,7 @@ def test_updates_follow_the_log_throttled(log, monkeypatch):
     monitor = CompileMonitor(log)
     try:
         log.add_cell_time(1.0, 0.0)  # after a cell: always sent at once
-        assert monitor.session["running_s"] == pytest.approx(1.0)
+        assert monitor.session["other_s"] == pytest.approx(1.0)
         throttle = monitor._throttle
         monkeypatch.setattr(throttle, "_interval", 60.0)
         throttle._last = 0.0  # long ago: the next event goes out at once
@@ -163,3 +163,178 @@ def test_every_widget_ships_its_assets_and_loads_nothing_from_the_network():
             assert not re.search(r"^\s*import\s", text, re.M), path.name  # no bare imports
     for cls in widgets:
         assert cls._esm.strip() and cls._css.strip()
+
+
+# What the page may write (issue 22): the kernel's state is the kernel's.
+
+
+def _from_page(widget, state):
+    """A state update as the front end sends it: through the comm, not a Python setattr."""
+    msg = {"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}}
+    widget._handle_msg({**msg, "buffers": []})
+
+
+def _small_explorer():
+    import jax
+    import jax.numpy as jnp
+
+    import jaxlab
+    from jaxlab.widgets import GraphExplorer
+
+    def f(x):
+        return jnp.sin(jax.jit(lambda a: a * 2)(x)).sum()
+
+    return GraphExplorer(jaxlab.jaxpr_graph(f, jnp.ones(3), explore=True))
+
+
+def test_a_view_forged_by_the_page_leaves_the_twin_and_the_view_unchanged(monkeypatch):
+    w = _small_explorer()
+    try:
+        sent = []
+        monkeypatch.setattr(w, "_send", lambda msg, buffers=None: sent.append(msg))
+        view, model, twin = dict(w.view), dict(w.model), w.static_bundle()["text/html"]
+        node = next(iter(w.view["nodes"]))
+        forged = {
+            **w.view,
+            "width": '1"><script>alert(1)</script>',
+            "nodes": {
+                node: ['0)"><script>alert(2)</script><g x="', 0, 10, 10],
+                "e999": [0, 0, 1, 1],
+            },
+            "edges": [{"points": [["<script>", 1]] * 4, "kind": ""}],
+        }
+        _from_page(w, {"view": forged, "model": {"nodes": []}, "found": {"query": "<x>"}})
+        assert w.view == view and w.model == model and w.found == {}
+        assert w.static_bundle()["text/html"] == twin and "<script>" not in twin
+        # The page is sent the kernel's values back, so it shows what the kernel computed.
+        (back,) = sent
+        assert back["method"] == "update"
+        assert set(back["state"]) == {"view", "model", "found"}
+        assert back["state"]["view"] == view
+        # A click still works after the forgery: the page asks, the kernel lays out.
+        w._message(None, {"type": "toggle", "cluster": "e999"})
+        w._message(None, {"type": "reveal", "id": "e999"})
+        assert w.view == view and w.error == ""
+    finally:
+        w.close()
+
+
+def test_the_page_sets_only_the_controls_it_owns(log):
+    monitor = CompileMonitor(log)
+    try:
+        functions = list(monitor.functions)
+        _from_page(monitor, {"mine_only": False, "functions": [{"name": "<script>"}]})
+        assert monitor.mine_only is False  # the "my functions only" box is the page's
+        assert monitor.functions == functions
+    finally:
+        monitor.close()
+    from jaxlab import widgets
+
+    for cls in (widgets.CompileMonitor, widgets.GraphExplorer, widgets.KeyLineage):
+        assert cls.class_trait_names(front_end=True) == (
+            ["mine_only"] if cls is widgets.CompileMonitor else []
+        )
+    assert widgets.ProfileTimeline.class_trait_names(front_end=True) == []
+
+
+def test_static_svg_writes_numbers_only():
+    from jaxlab.widgets.graph_explorer import static_svg
+
+    w = _small_explorer()
+    try:
+        bad = {**w.view, "width": "1e3<script>"}
+        with pytest.raises(ValueError):
+            static_svg(w.drawn, bad)
+        odd = {**w.view, "nodes": {**w.view["nodes"], "nowhere": [1, 2, 3, 4]}}
+        assert static_svg(w.drawn, odd) == static_svg(w.drawn, w.view)  # unknown: skipped
+    finally:
+        w.close()
+
+
+# Long sessions (issue 22): a cell's widgets are released when it runs again.
+
+
+@pytest.fixture
+def live_ip(ip, monkeypatch):
+    """The shell as a notebook's kernel: %jaxpr shows the GraphExplorer."""
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)
+    ip.run_cell("import jax, jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x).sum()")
+    ip.run_cell("x = jnp.ones(3)")
+    return ip
+
+
+def _live_explorers():
+    import gc
+
+    from jaxlab.widgets import GraphExplorer
+
+    gc.collect()
+    return [o for o in gc.get_objects() if isinstance(o, GraphExplorer) and o.comm is not None]
+
+
+@pytest.mark.slow
+def test_a_thousand_jaxpr_cells_leave_a_bounded_number_of_live_explorers(live_ip, capsys):
+    from jaxlab.magics import _cell_widgets
+
+    before = len(_live_explorers())
+    for k in range(1000):
+        # A notebook of 7 cells run over and over, as one is while a model is worked on.
+        result = live_ip.run_cell("%jaxpr f(x)", cell_id=f"cell-{k % 7}")
+        assert result.success, result.error_in_exec
+        if k % 100 == 0:
+            capsys.readouterr()  # the terminal prints every display; keep it short
+    assert _cell_widgets._session.live() == 7
+    assert len(_live_explorers()) - before == 7  # the others closed and freed
+
+
+def test_a_cell_run_again_releases_its_widgets_but_not_the_users(live_ip, capsys):
+    from jaxlab.magics import _cell_widgets
+    from jaxlab.widgets import GraphExplorer
+
+    live_ip.run_cell("%jaxpr f(x)", cell_id="a")
+    (first,) = _cell_widgets._session._shown["a"]
+    live_ip.user_ns.update(GraphExplorer=GraphExplorer, jaxlab=__import__("jaxlab"))
+    live_ip.run_cell("kept = GraphExplorer(jaxlab.jaxpr_graph(f, x))\nkept", cell_id="b")
+    kept = live_ip.user_ns["kept"]
+    assert _cell_widgets._session._shown["b"] == [kept] and kept.comm is not None
+    live_ip.run_cell("%jaxpr f(x)", cell_id="a")  # cell a again: its explorer goes
+    assert first.comm is None and _cell_widgets._session._shown["a"][0] is not first
+    live_ip.run_cell("1", cell_id="b")  # cell b again: the user's explorer stays
+    assert kept.comm is not None
+    kept.close()
+    capsys.readouterr()
+
+
+def test_cells_without_an_id_keep_the_newest_widgets_live(live_ip, monkeypatch, capsys):
+    from jaxlab.magics import _cell_widgets
+
+    monkeypatch.setattr(_cell_widgets, "MAX_UNNAMED", 3)
+    shown = []
+    for _ in range(6):
+        live_ip.run_cell("%jaxpr f(x)")
+        shown.append(list(_cell_widgets._session._unnamed.values())[-1])
+    assert len({id(w) for w in shown}) == 6
+    assert [w.comm is not None for w in shown] == [False] * 3 + [True] * 3
+    assert _cell_widgets._session.live() == 3
+    live_ip.run_line_magic("unload_ext", "jaxlab")  # unloading forgets, closes nothing
+    assert _cell_widgets._session is None
+    assert [w.comm is not None for w in shown][3:] == [True] * 3
+    live_ip.run_line_magic("load_ext", "jaxlab")
+    for w in shown:
+        w.close()
+    capsys.readouterr()
+
+
+def test_a_released_widget_leaves_its_twin_showing(monkeypatch):
+    updated = []
+    monkeypatch.setattr(
+        "IPython.display.update_display", lambda obj, **kw: updated.append((obj, kw))
+    )
+    w = _small_explorer()
+    w._twin_ids = ["d1"]
+    w.release()
+    ((bundle, kw),) = updated
+    assert kw["display_id"] == "d1" and w.comm is None
+    assert 'class="jaxlab-twin jaxlab-twin-released"' in bundle["text/html"]
+    assert "jaxlab-twin-graph-explorer" not in bundle["text/html"]  # not hidden by the CSS
+    assert "<svg" in bundle["text/html"]

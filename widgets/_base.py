@@ -19,6 +19,18 @@ of its class; where it cannot (reopened without a kernel or saved widget state, 
 to HTML, offline, GitHub), the twin shows that latest state, and a rule in the twin hides
 ipywidgets' "model not found" note above it. nbconvert renders the widget mime type only
 when the notebook carries the widget's saved state, and the twin otherwise.
+
+What the page may write. The kernel computes a widget's state; a page (or any script in
+it) can send any state through the widget's comm. :meth:`JaxlabWidget.set_state` accepts
+only traits tagged ``front_end=True`` (a control the user works: the CompileMonitor's "my
+functions only" box, ``traitlets.Bool(True).tag(sync=True, front_end=True)``) and sends
+the kernel's value of any other back, so a forged ``view`` never reaches the twin a
+shared notebook saves.
+
+Long sessions. A widget displayed while the extension is loaded belongs to the cell that
+showed it (``jaxlab.magics._cell_widgets``): running that cell again releases it
+(:meth:`JaxlabWidget.release`: its twins become plain HTML that stays visible, then it is
+closed), so a notebook's re-run cells do not pile up live widgets.
 """
 
 from __future__ import annotations
@@ -123,6 +135,34 @@ class JaxlabWidget(anywidget.AnyWidget):
         self._twin_ids: list[str] = []
         self.observe(self._synced_change, names=traitlets.All)
 
+    def set_state(self, sync_data: dict[str, Any]) -> None:
+        """State sent by the page: only traits tagged ``front_end=True`` are taken; the
+        kernel's value of anything else is sent back, so the page shows what the kernel
+        computed."""
+        writable = self.class_trait_names(front_end=True)
+        refused = [k for k in sync_data if k not in writable]
+        taken = {k: v for k, v in sync_data.items() if k in writable}
+        if taken:
+            super().set_state(taken)
+        kept = [k for k in refused if k in self.keys]
+        if kept and self.comm is not None:
+            self.send_state(kept)
+
+    def release(self) -> None:
+        """Close the widget, leaving its twins as plain HTML that stays visible (the class
+        CSS hides a live widget's twins; a closed widget draws nothing)."""
+        if self._twin_ids:
+            from IPython.display import update_display
+
+            bundle = self.static_bundle()
+            bundle["text/html"] = bundle["text/html"].replace(
+                f"jaxlab-twin {self._twin_class}", "jaxlab-twin jaxlab-twin-released", 1
+            )
+            for display_id in self._twin_ids:
+                update_display(bundle, raw=True, display_id=display_id)
+            self._twin_ids = []
+        self.close()
+
     def _static_html(self) -> str:
         raise NotImplementedError
 
@@ -169,6 +209,9 @@ class JaxlabWidget(anywidget.AnyWidget):
         display(self.static_bundle(), raw=True, display_id=display_id)
         if _front_end_updates_displays():
             self._twin_ids = [*self._twin_ids, display_id][-MAX_TWINS:]
+        from jaxlab.magics._cell_widgets import hold
+
+        hold(self)  # released when its cell runs again
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The live view plus ``text/html`` and ``text/plain`` (for front ends that ask an

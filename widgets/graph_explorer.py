@@ -118,7 +118,12 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
             self._built = (graph.view_of, with_scopes(graph))
         self._drawn = with_scopes(graph)  # what the explorer draws now: scopes as clusters
         self._rep: dict[str, str] = {}
-        self._layouts: dict[Any, dict[str, Any]] = {}  # each open box's layout, reused
+        # Each open box's layout, reused: those of the view shown and of the one before it
+        # (closing what was just opened lays out nothing), so what an explorer holds
+        # follows what it shows, not every view it ever showed.
+        self._layouts: dict[Any, dict[str, Any]] = {}
+        self._shown_layouts: dict[Any, dict[str, Any]] = {}
+        self._restoring = False
         self._query = ""
         self.observe(self._relayout, names=["opened"])
         self.on_msg(self._message)
@@ -227,13 +232,27 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
             self.reveal(str(content.get("id", "")))
 
     def _relayout(self, change: Any = None) -> None:
+        """Lay out the view of ``opened``. Any failure (Graphviz, a timeout, an interrupt,
+        a bug) puts ``opened`` back to the last view laid out, so the drawing and what
+        the next click toggles stay in step; an interrupt is then raised again."""
+        if self._restoring:
+            return
         try:
             drawn = self._draw(frozenset(self.opened))
             chosen = visible(drawn, self.opened)
-            laid = lay_out(drawn, chosen, self._layouts)
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
-            self.error = str(e)
+            used: dict[Any, dict[str, Any]] = {}
+            laid = lay_out(drawn, chosen, self._layouts, used)
+        except BaseException as e:
+            self._restore(change)
+            if not isinstance(e, Exception):
+                raise  # KeyboardInterrupt, SystemExit: the user's, after the restore
+            if isinstance(e, (RuntimeError, subprocess.TimeoutExpired)):
+                self.error = str(e)
+            else:
+                self.error = f"jaxlab could not lay out this view ({type(e).__name__}: {e})"
             return
+        self._layouts = {**self._shown_layouts, **used}
+        self._shown_layouts = used
         self._drawn, self._rep = drawn, chosen["rep"]
         # The records first: the browser redraws when the view changes.
         self.model = view_model(drawn, laid)
@@ -241,6 +260,16 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         self.error = ""
         if self._query:
             self.found = self._found()
+
+    def _restore(self, change: Any) -> None:
+        """``opened`` as it was for the view shown (a change's old value)."""
+        if not isinstance(change, dict) or "old" not in change:
+            return
+        self._restoring = True
+        try:
+            self.opened = list(change["old"])
+        finally:
+            self._restoring = False
 
     # ------------------------------------------------------------------ static twin
     def _synced_change(self, change: dict[str, Any]) -> None:
@@ -281,35 +310,43 @@ def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
     by_id = {n.id: n for n in graph.nodes}
     clusters = box_clusters(graph)
     pad = 16
-    width, height = view["width"] + 2 * pad, view["height"] + 2 * pad
+    width, height = _num(view["width"]) + 2 * pad, _num(view["height"]) + 2 * pad
     out = [
         f'<svg class="jaxlab-ge-static" xmlns="http://www.w3.org/2000/svg" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" style="{_STATIC_STYLE}">',
         f'<g transform="translate({pad},{pad})" fill="none" stroke="currentColor">',
     ]
     for e in view["edges"]:
-        p = e["points"]
-        d = f"M{p[0][0]},{p[0][1]}" + "".join(
-            f" C{p[i][0]},{p[i][1]} {p[i + 1][0]},{p[i + 1][1]} {p[i + 2][0]},{p[i + 2][1]}"
+        p = [(_num(px), _num(py)) for px, py in e["points"]]
+        if not p:
+            continue
+        d = f"M{p[0][0]:.1f},{p[0][1]:.1f}" + "".join(
+            f" C{p[i][0]:.1f},{p[i][1]:.1f} {p[i + 1][0]:.1f},{p[i + 1][1]:.1f} "
+            f"{p[i + 2][0]:.1f},{p[i + 2][1]:.1f}"
             for i in range(1, len(p) - 2, 3)
         )
         dash = ' stroke-dasharray="6 3"' if e.get("kind") == m.CARRY else ""
         out.append(f'<path d="{d}" stroke-opacity="0.55"{dash}/>')
-    for node_id, (x, y, w, h) in view["nodes"].items():
+    for node_id, box in view["nodes"].items():
+        x, y, w, h = (_num(v) for v in box)
         if node_id.startswith("cluster:"):
-            c = clusters[node_id[len("cluster:") :]]
+            c = clusters.get(node_id[len("cluster:") :])
+            if c is None:
+                continue
             title, rows, tip = f"▸ {c.label}", [f"{c.n_equations} equations"], c.label
             dash = ' stroke-dasharray="4 2"'
         else:
-            n = by_id[node_id]
+            n = by_id.get(node_id)
+            if n is None:
+                continue
             title, tip = n.label, " · ".join(x for x in (n.label, n.raw, n.source or "") if x)
             rows = [" ".join(n.types)] if n.types else []
             rows += [f"= {n.value.text()}"] if n.value is not None else []
             rows += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
             faded = n.unused or n.role == m.FIXED
             dash = ' stroke-dasharray="2 2" opacity="0.5"' if faded else ""
-        out.append(f'<g transform="translate({x},{y})"{dash}><title>{esc(tip)}</title>')
-        out.append(f'<rect width="{w}" height="{h}" rx="4"/>')
+        out.append(f'<g transform="translate({x:.1f},{y:.1f})"{dash}><title>{esc(tip)}</title>')
+        out.append(f'<rect width="{w:.1f}" height="{h:.1f}" rx="4"/>')
         out.append(
             f'<text x="8" y="19" fill="currentColor" stroke="none" font-size="14" '
             f'font-weight="600">{esc(_clip(title, w, 8.5))}</text>'
@@ -323,6 +360,15 @@ def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
     out.append("</g></svg>")
     notes = "".join(f"<div>{esc(note)}</div>" for note in graph.notes)
     return f"<div><b>{esc(graph.title)}</b>{notes}{''.join(out)}</div>"
+
+
+def _num(value: Any) -> float:
+    """A coordinate as a finite number: whatever the view holds, only a number is
+    written into the SVG."""
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"not a finite coordinate: {value!r}")
+    return number
 
 
 def _clip(text: str, width: float, px: float) -> str:

@@ -18,18 +18,13 @@ other. No user text reaches dot: its nodes are numbered.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from jaxlab.graph import model as m
 
-LAYOUT_TIMEOUT_S = 20.0
-# As the static view: bounded network-simplex and mincross work, so a wide view lays out
-# in about a second rather than minutes.
-_LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")
-_DPI = 72.0  # dot's plain output is in inches; the browser draws in points
+from .graph_dot import dot_text, run_dot
+
 HUB_EDGES = 6  # an input or output with more edges than this is a hub (see hubs)
 HUB_REACH, HUB_STUB = 600.0, 18.0  # a hub's edge spanning more is drawn as a stub this long
 FRAME_SIDE, FRAME_HEAD = 8.0, 24.0  # an open box's margin and its title's height
@@ -167,9 +162,11 @@ def lay_out(
     graph: m.Graph,
     view: dict[str, Any],
     cache: MutableMapping[Any, dict[str, Any]] | None = None,
+    used: MutableMapping[Any, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Lay out a view chosen by :func:`visible`, one open box at a time (see the module
-    docstring); ``cache`` keeps each box's layout for the next view."""
+    docstring); ``cache`` keeps each box's layout for the next view, and ``used`` is given
+    the layouts this view is made of (what a caller keeps to hold no more than it shows)."""
     cache = {} if cache is None else cache
     by_id = {n.id: n for n in graph.nodes}
     clusters = box_clusters(graph)
@@ -215,6 +212,7 @@ def lay_out(
 
     depth = {u: depth_of(u) for u in members}
     placed: dict[str | None, dict[str, Any]] = {}
+    signatures: dict[str | None, Any] = {}
     for level in sorted(set(depth.values()), reverse=True):  # innermost first
         todo: list[tuple[str | None, Any, str]] = []
         for unit in (u for u in depth if depth[u] == level):
@@ -231,15 +229,22 @@ def lay_out(
             edges = list(dict.fromkeys(unit_edges[unit]))
             ends = sorted((k, by_id[k].kind) for k in members[unit] if k in hub and k in by_id)
             signature = (unit, tuple(sorted(sizes.items())), tuple(edges), tuple(ends))
+            signatures[unit] = signature
             if signature in cache:
                 placed[unit] = cache[signature]
             else:
-                todo.append((unit, signature, _dot_text(members[unit], sizes, edges, ends)))
-        for (unit, signature, _), laid in zip(todo, _run_dot([t for _, _, t in todo]), strict=True):
+                todo.append((unit, signature, dot_text(members[unit], sizes, edges, ends)))
+        for (unit, signature, _), laid in zip(todo, run_dot([t for _, _, t in todo]), strict=True):
             names = members[unit]
-            laid["nodes"] = {names[int(k)]: v for k, v in laid["nodes"].items()}
-            laid["edges"] = [(names[int(a)], names[int(b)], p) for a, b, p in laid["edges"]]
+            try:
+                laid["nodes"] = {names[int(k)]: v for k, v in laid["nodes"].items()}
+                laid["edges"] = [(names[int(a)], names[int(b)], p) for a, b, p in laid["edges"]]
+            except (IndexError, ValueError) as e:
+                raise RuntimeError(f"dot named a node it was not given ({e})") from e
             cache[signature] = placed[unit] = laid
+        for unit in (u for u in depth if depth[u] == level):
+            if used is not None:
+                used[signatures[unit]] = placed[unit]
         while len(cache) > CACHE_MOST:
             cache.pop(next(iter(cache)))
 
@@ -283,84 +288,3 @@ def lay_out(
         "frames": view["frames"],
         "frame_boxes": frame_boxes,
     }
-
-
-def _dot_text(
-    names: list[str],
-    sizes: dict[str, tuple[float, float]],
-    edges: list[tuple[str, str, str]],
-    ends: list[tuple[str, str]],
-) -> str:
-    """One box's members as a DOT graph; hub inputs and constants first, outputs last."""
-    index = {v: k for k, v in enumerate(names)}
-    lines = [
-        "digraph g {",
-        "graph [rankdir=TB nodesep=0.25 ranksep=0.4];",
-        "node [shape=box fixedsize=true];",
-    ]
-    for k, v in enumerate(names):
-        w, h = sizes[v]
-        lines.append(f"n{k} [width={w / _DPI:.3f} height={h / _DPI:.3f}];")
-    for end, rank in ((m.INPUT, "min"), (m.CONST, "min"), (m.OUTPUT, "max")):
-        chosen = " ".join(f"n{index[v]};" for v, kind in ends if kind == end)
-        if chosen:
-            lines.append(f"{{rank={rank}; {chosen}}}")
-    for a, b, kind in edges:
-        if kind == m.CARRY:  # a loop-back edge must not pull its body apart
-            lines.append(f"n{index[a]} -> n{index[b]} [constraint=false];")
-        else:
-            lines.append(f"n{index[a]} -> n{index[b]};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def _run_dot(texts: list[str]) -> list[dict[str, Any]]:
-    """Lay out several DOT graphs with one ``dot`` process: [{width, height, nodes: {k:
-    [x, y, w, h]}, edges: [(k, k, points)]}], points in points, y down, from the top left."""
-    if not texts:
-        return []
-    dot = shutil.which("dot")
-    if dot is None:
-        raise RuntimeError("Graphviz's `dot` is not installed: `sudo apt-get install graphviz`")
-    done = subprocess.run(
-        [dot, "-Tplain", *_LAYOUT_ARGS],
-        input="".join(texts).encode(),
-        capture_output=True,
-        timeout=LAYOUT_TIMEOUT_S,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"dot could not lay out the graph: {done.stderr.decode()[:300]}")
-    found: list[dict[str, Any]] = []
-    height = 0.0
-    laid: dict[str, Any] = {}
-    for line in done.stdout.decode().splitlines():
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "graph":
-            height = float(parts[3])
-            laid = {"width": round(float(parts[2]) * _DPI, 1), "height": round(height * _DPI, 1)}
-            laid.update(nodes={}, edges=[])
-        elif parts[0] == "node":
-            x, y, w, h = (float(p) for p in parts[2:6])
-            laid["nodes"][parts[1][1:]] = [
-                round((x - w / 2) * _DPI, 1),
-                round((height - y - h / 2) * _DPI, 1),
-                round(w * _DPI, 1),
-                round(h * _DPI, 1),
-            ]
-        elif parts[0] == "edge":
-            n = int(parts[3])
-            points = [
-                [
-                    round(float(parts[4 + 2 * i]) * _DPI, 1),
-                    round((height - float(parts[5 + 2 * i])) * _DPI, 1),
-                ]
-                for i in range(n)
-            ]
-            laid["edges"].append((parts[1][1:], parts[2][1:], points))
-        elif parts[0] == "stop":
-            found.append(laid)
-    if len(found) != len(texts):
-        raise RuntimeError(f"dot laid out {len(found)} of {len(texts)} boxes")
-    return found

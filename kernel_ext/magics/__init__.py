@@ -19,7 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-FAMILIES = ("jaxpr", "devices", "grad", "jit", "compile_log", "errors", "timing", "keys")
+FAMILIES = (
+    "jaxpr",
+    "devices",
+    "grad",
+    "jit",
+    "compile_log",
+    "errors",
+    "timing",
+    "keys",
+    "_cell_widgets",
+)
 
 
 @dataclass

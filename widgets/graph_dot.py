@@ -1,0 +1,132 @@
+"""Graphviz's ``dot`` for the GraphExplorer: one open box as DOT text in, its ``-Tplain``
+positions out (in points, y down). Several boxes share one ``dot`` process; output that is
+not what ``-Tplain`` prints is a RuntimeError like any other Graphviz failure::
+
+    run_dot([dot_text(names, sizes, edges, ends)])[0]["nodes"]["0"]   # [x, y, w, h]
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Any
+
+from jaxlab.graph import model as m
+
+LAYOUT_TIMEOUT_S = 20.0
+# As the static view: bounded network-simplex and mincross work, so a wide view lays out
+# in about a second rather than minutes.
+_LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")
+_DPI = 72.0  # dot's plain output is in inches; the browser draws in points
+
+
+def dot_text(
+    names: list[str],
+    sizes: dict[str, tuple[float, float]],
+    edges: list[tuple[str, str, str]],
+    ends: list[tuple[str, str]],
+) -> str:
+    """One box's members as a DOT graph; hub inputs and constants first, outputs last."""
+    index = {v: k for k, v in enumerate(names)}
+    lines = [
+        "digraph g {",
+        "graph [rankdir=TB nodesep=0.25 ranksep=0.4];",
+        "node [shape=box fixedsize=true];",
+    ]
+    for k, v in enumerate(names):
+        w, h = sizes[v]
+        lines.append(f"n{k} [width={w / _DPI:.3f} height={h / _DPI:.3f}];")
+    for end, rank in ((m.INPUT, "min"), (m.CONST, "min"), (m.OUTPUT, "max")):
+        chosen = " ".join(f"n{index[v]};" for v, kind in ends if kind == end)
+        if chosen:
+            lines.append(f"{{rank={rank}; {chosen}}}")
+    for a, b, kind in edges:
+        if kind == m.CARRY:  # a loop-back edge must not pull its body apart
+            lines.append(f"n{index[a]} -> n{index[b]} [constraint=false];")
+        else:
+            lines.append(f"n{index[a]} -> n{index[b]};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def run_dot(texts: list[str]) -> list[dict[str, Any]]:
+    """Lay out several DOT graphs with one ``dot`` process: [{width, height, nodes: {k:
+    [x, y, w, h]}, edges: [(k, k, points)]}], points in points, y down, from the top left."""
+    if not texts:
+        return []
+    dot = shutil.which("dot")
+    if dot is None:
+        raise RuntimeError("Graphviz's `dot` is not installed: `sudo apt-get install graphviz`")
+    done = subprocess.run(
+        [dot, "-Tplain", *_LAYOUT_ARGS],
+        input="".join(texts).encode(),
+        capture_output=True,
+        timeout=LAYOUT_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"dot could not lay out the graph: {done.stderr.decode()[:300]}")
+    return parse_plain(done.stdout.decode(errors="replace"), len(texts))
+
+
+def parse_plain(text: str, count: int) -> list[dict[str, Any]]:
+    """``dot -Tplain`` output of ``count`` graphs -> their layouts (see :func:`run_dot`).
+    Output that is not what ``-Tplain`` prints (a broken or mismatched Graphviz) is a
+    RuntimeError, as any other Graphviz failure: the explorer keeps its last view."""
+    try:
+        found = _parse_plain(text)
+    except (IndexError, ValueError, KeyError, TypeError) as e:
+        lines = text.strip().splitlines()
+        seen = lines[0][:80] if lines else "nothing"
+        raise RuntimeError(
+            f"dot printed a layout jaxlab could not read ({type(e).__name__}: {e}; "
+            f"it began {seen!r}): check the Graphviz installation (`dot -V`)"
+        ) from e
+    if len(found) != count:
+        raise RuntimeError(f"dot laid out {len(found)} of {count} boxes")
+    return found
+
+
+def _parse_plain(text: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    height = 0.0
+    laid: dict[str, Any] | None = None
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "graph":
+            height = float(parts[3])
+            laid = {"width": round(float(parts[2]) * _DPI, 1), "height": round(height * _DPI, 1)}
+            laid.update(nodes={}, edges=[])
+        elif parts[0] == "node":
+            x, y, w, h = (float(p) for p in parts[2:6])
+            _open(laid)["nodes"][parts[1][1:]] = [
+                round((x - w / 2) * _DPI, 1),
+                round((height - y - h / 2) * _DPI, 1),
+                round(w * _DPI, 1),
+                round(h * _DPI, 1),
+            ]
+        elif parts[0] == "edge":
+            n = int(parts[3])
+            if len(parts) < 4 + 2 * n:
+                raise IndexError(f"an edge of {n} points has {len(parts) - 4} numbers")
+            points = [
+                [
+                    round(float(parts[4 + 2 * i]) * _DPI, 1),
+                    round((height - float(parts[5 + 2 * i])) * _DPI, 1),
+                ]
+                for i in range(n)
+            ]
+            _open(laid)["edges"].append((parts[1][1:], parts[2][1:], points))
+        elif parts[0] == "stop":
+            found.append(_open(laid))
+            laid = None
+    return found
+
+
+def _open(laid: dict[str, Any] | None) -> dict[str, Any]:
+    """The graph being read (a node, edge or stop line before any ``graph`` line is
+    malformed output)."""
+    if laid is None:
+        raise ValueError("a line outside any graph")
+    return laid
