@@ -46,7 +46,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
     functions = traitlets.List(traitlets.Dict()).tag(sync=True)
     session = traitlets.Dict().tag(sync=True)
     max_functions = traitlets.Int(50).tag(sync=True)
-    mine_only = traitlets.Bool(True).tag(sync=True)  # the "my functions only" box
+    mine_only = traitlets.Bool(True).tag(sync=True, front_end=True)  # "my functions only"
 
     def __init__(self, log: CompileLog | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
