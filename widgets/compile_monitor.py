@@ -8,21 +8,36 @@
 Functions are grouped, newest first, with their compile count, a recompile count that
 leads to the reasons (``x: f32[3] → f32[4]``), total and last compile time and a stacked
 bar per compilation (trace, lower, compile); above them the session's time compiling
-versus running in the same colours, and the legend. "My functions only" (on by default)
-hides JAX's eager operations and libraries' internals; the view scrolls inside a capped
-height.
+versus the rest of the cells in the same colours, and the legend. JAX's eager operations
+(``jnp`` run outside jit, compiled once per shape) are one line of their own, never
+recompilations; "My functions only" (on by default) hides them and libraries' internals
+from the table; the view scrolls inside a capped height.
+
+A push that fails (on the throttle's timer thread, or with the kernel's channel gone) is
+logged once and retried; ``%unload_ext`` detaches every view of the session log.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import weakref
 from typing import Any
 
 import traitlets
 
 from jaxlab.compile.log import CompileEvent, CompileLog, compile_log
-from jaxlab.compile.log_view import log_html, log_text
+from jaxlab.compile.log_view import eager_summary_text, log_html, log_text
+from jaxlab.compile.messages import EAGER_HINT, weak_note
 
 from ._base import JaxlabWidget, Throttle
+
+_logger = logging.getLogger(__name__)
+
+RETRY_S = 0.5  # a failed push is tried again after this long ...
+MAX_RETRIES = 3  # ... this many times in a row, then at the log's next change
+
+_live: weakref.WeakSet[CompileMonitor] = weakref.WeakSet()  # every subscribed monitor
 
 
 def _event_state(e: CompileEvent) -> dict[str, Any]:
@@ -37,7 +52,16 @@ def _event_state(e: CompileEvent) -> dict[str, Any]:
         "signature": list(e.signature),
         "cache": e.persistent_cache,
         "defined_at": e.defined_at,
+        "eager": e.eager,
     }
+
+
+def detach_all(of: CompileLog) -> int:
+    """Detach every live monitor of ``of`` (``%unload_ext``); returns how many."""
+    found = [m for m in list(_live) if m.log is of]
+    for monitor in found:
+        monitor.detach()
+    return len(found)
 
 
 class CompileMonitor(JaxlabWidget, static="compile_monitor"):
@@ -51,14 +75,29 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
     def __init__(self, log: CompileLog | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._log = log if log is not None else compile_log()
+        self._failures = 0  # pushes failed in a row
+        self._logged = False  # the first failure is logged, the rest only counted
+        self._retry: threading.Timer | None = None
+        self._retry_lock = threading.Lock()
         # a loop that compiles often sends at most four updates a second
-        self._throttle = Throttle(self.refresh)
+        self._throttle = Throttle(self._push)
         self.refresh()
-        self._unsubscribe = self._log.subscribe(self._changed)
+        self._unsubscribe: Any = self._log.subscribe(self._changed)
+        _live.add(self)
 
     @property
     def log(self) -> CompileLog:
         return self._log
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether the view still follows its log (``detach`` or ``close`` end it)."""
+        return self._unsubscribe is not None
+
+    @property
+    def failed_pushes(self) -> int:
+        """Pushes that failed in a row (0 once one succeeds)."""
+        return self._failures
 
     def state(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """What the view draws: one entry per function (the user's first, then newest
@@ -73,19 +112,29 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
                 "recompiles": r.recompiles,
                 "user_code": r.user_code,
                 "last_index": r.last_index,
+                "eager": r.eager,
+                "shapes": list(r.shapes),
                 "compiles": [_event_state(e) for e in reversed(r.recent)],
             }
             for r in rows[: self.max_functions]
         ]
+        eager = self._log.eager_operations()
+        texts = [c["explanation"] for f in functions for c in f["compiles"]]
+        texts += [t for f in functions for c in f["compiles"] for t in c["signature"]]
         session = {
             "count": self._log.count,
             "dropped": self._log.dropped,
             "compile_s": self._log.compile_s,
-            "running_s": self._log.running_s,
-            "functions": len(rows),
+            "other_s": self._log.other_s,
+            "jaxlab_work_s": self._log.jaxlab_work_s,
+            "functions": sum(not r.eager for r in rows),
             "mine": sum(r.user_code for r in rows),
             "phase_s": list(self._log.phase_s),
             "jaxlab_count": self._log.jaxlab_count,
+            "eager_count": eager.count,
+            "eager_text": eager_summary_text(eager) if eager.count else "",
+            "eager_hint": EAGER_HINT,
+            "weak_note": weak_note(texts) or "",
         }
         return functions, session
 
@@ -96,14 +145,58 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
             self.functions = functions
             self.session = session
 
+    def _push(self) -> None:
+        # The throttle calls this on the cell's thread or on its timer thread, where an
+        # exception would end the thread and leave the view stale for good: a failure is
+        # logged once and the push retried.
+        try:
+            self.refresh()
+        except Exception:
+            self._failures += 1
+            if not self._logged:
+                self._logged = True
+                _logger.warning("CompileMonitor: a view update failed; retrying", exc_info=True)
+            if self._failures <= MAX_RETRIES:
+                self._schedule_retry()
+        else:
+            self._failures = 0
+
+    def _schedule_retry(self) -> None:
+        with self._retry_lock:
+            if self._retry is not None or not self.subscribed:
+                return
+            self._retry = threading.Timer(RETRY_S, self._retried)
+            self._retry.daemon = True
+            self._retry.start()
+
+    def _retried(self) -> None:
+        with self._retry_lock:
+            self._retry = None
+        if self.subscribed:
+            self._push()
+
+    def _cancel_retry(self) -> None:
+        with self._retry_lock:
+            if self._retry is not None:
+                self._retry.cancel()
+                self._retry = None
+
     def _changed(self, kind: str) -> None:
         # Called by the log after each compilation (during a cell) and after each cell; the
         # end of a cell is shown at once.
         self._throttle.changed(now=kind != "event")
 
-    def close(self) -> None:
-        self._unsubscribe()
+    def detach(self) -> None:
+        """Stop following the log; the view keeps the state it shows (``%unload_ext``)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         self._throttle.cancel()
+        self._cancel_retry()
+        _live.discard(self)
+
+    def close(self) -> None:
+        self.detach()
         super().close()
 
     def _static_html(self) -> str:

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compile.capture import jaxlab_work
 from . import derivative as compute
 from . import extras as extras
 from .args import GradError, Selection, describe_leaf, leaked_tracer, select_arguments
@@ -94,6 +95,9 @@ def grad_report(
     )
 
 
+# %grad's own evaluation of the value and derivative (and its checks) compiles on its
+# own behalf: counted as jaxlab's work, never logged as the user's compilations.
+@jaxlab_work()
 def report_for_call(
     fun: Callable[..., Any],
     args: Sequence[Any],

@@ -29,6 +29,7 @@ import os
 import sys
 import sysconfig
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -60,6 +61,7 @@ class _Where:
     def __init__(self) -> None:
         self.cell_namer: Callable[[str], str | None] | None = None
         self._skip: tuple[str, ...] | None = None
+        self._jax: tuple[str, ...] | None = None
 
     def _skip_dirs(self) -> tuple[str, ...]:
         if self._skip is None:
@@ -100,6 +102,13 @@ class _Where:
             return not os.path.abspath(filename).startswith(self._skip_dirs())
         return True  # "<ipython-input-3-…>", "<jaxlab cell>", "<string>": typed by the user
 
+    def is_jax_file(self, filename: str) -> bool:
+        """Whether code in ``filename`` is JAX's own (``jax/``, ``jaxlib/``)."""
+        if self._jax is None:
+            dirs = (os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__))
+            self._jax = tuple(os.path.abspath(d) + os.sep for d in dirs)
+        return filename.startswith(os.sep) and os.path.abspath(filename).startswith(self._jax)
+
     def defined_at(self, src_info: str) -> tuple[str, bool]:
         """JAX's ``"f at /path/a.py:12"`` → ``("a.py:12", user_code)``; cells as In[3]."""
         _, _, place = src_info.rpartition(" at ")
@@ -136,10 +145,15 @@ def jaxlab_work() -> Iterator[None]:
     ...     jax.jit(jnp.sin)(x)   # not in jaxlab.compile_log().events
     """
     _TOLD.jaxlab_depth += 1
+    started = time.perf_counter() if _TOLD.jaxlab_depth == 1 else None
     try:
         yield
     finally:
         _TOLD.jaxlab_depth -= 1
+        if started is not None:  # the outermost block: its whole time is jaxlab's
+            session = _session
+            for log in session.listener.logs if session is not None else ():
+                log.record_jaxlab_time(time.perf_counter() - started)
 
 
 @contextlib.contextmanager
@@ -180,9 +194,21 @@ def _wrapped_user_function(call: _jax_compat.JitCall) -> Any:
     return None
 
 
+def _is_eager(call: _jax_compat.JitCall) -> bool:
+    """Whether the compilation is one of JAX's own operations run outside jit
+    (``jnp.tanh``, a primitive bound eagerly), not a function the user jitted.
+
+    JAX jits its ``jnp`` functions and binds a lone primitive through a jit of its own;
+    a user's ``jax.jit(jnp.sin)`` traces the jitted ``jnp.sin`` itself (it has ``lower``).
+    """
+    filename = call.defined_at.rpartition(" at ")[2].rpartition(":")[0]
+    return WHERE.is_jax_file(filename) and not hasattr(call.fun, "lower")
+
+
 def call_signature(call: _jax_compat.JitCall) -> CallSignature:
     """What the compile log compares: the function, argument types, static values, config."""
     defined_at, user_code = WHERE.defined_at(call.defined_at)
+    eager = not user_code and _is_eager(call)
     fun = call.fun
     if not user_code and call.fun is not None and call.static_argnums:
         inner = _wrapped_user_function(call)
@@ -209,6 +235,7 @@ def call_signature(call: _jax_compat.JitCall) -> CallSignature:
         args=tuple(zip(_unique(call.arg_names), map(short_type, call.avals), strict=True)),
         statics=tuple(statics.items()),
         config=config,
+        eager=eager and not user_code,
     )
 
 

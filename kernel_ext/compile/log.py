@@ -10,89 +10,52 @@ argument signature, whether the persistent cache answered, and why it (re)compil
         jax.jit(f)(x)
     log.events[-1].fun_name, log.events[-1].compile_s, log.events[-1].explanation
 
-The listeners that feed it live in :mod:`jaxlab.compile.capture`; the views (HTML table,
-matplotlib chart) in :mod:`jaxlab.compile.log_view`.
+The listeners that feed it live in :mod:`jaxlab.compile.capture`, its records in
+:mod:`jaxlab.compile.records`, the views (HTML table, matplotlib chart) in
+:mod:`jaxlab.compile.log_view`. JAX's eager operations (``jnp.tanh`` run outside jit)
+are recorded apart from recompilations and grouped by :meth:`CompileLog.eager_operations`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from .messages import FIRST, UNKNOWN, ArgChange, CallSignature, explain
+from .messages import FIRST, UNKNOWN, ArgChange, CallSignature, eager_reason, explain
+from .records import CompileEvent, EagerOperations, FunctionStats
 
-__all__ = ["ArgChange", "CompileEvent", "CompileLog", "FunctionStats", "compile_log"]
+__all__ = [
+    "ArgChange",
+    "CompileEvent",
+    "CompileLog",
+    "EagerOperations",
+    "FunctionStats",
+    "compile_log",
+]
 
 MAX_EVENTS = 10_000  # events kept; older ones are counted in `dropped`
 MAX_FUNCTIONS = 2_000  # functions with their own totals; the rest share one row
 RECENT_PER_FUNCTION = 20  # compilations kept per function for the live view
 HISTORY_PER_FUNCTION = 8  # earlier signatures a new compilation is compared with
+SHAPES_PER_OPERATION = 12  # distinct argument types kept per eager operation
 OTHER = "(other functions)"
-
-
-@dataclass(frozen=True)
-class CompileEvent:
-    """One compilation: its phases, where it was asked for, and why it happened.
-
-    >>> e = jaxlab.compile_log().events[-1]
-    >>> e.fun_name, e.total_s, e.explanation
-    ('f', 0.031, 'x: f32[3] → f32[4]')
-    """
-
-    index: int  # position in the session (0, 1, ...), stable when older events drop
-    fun_name: str  # "f", "<lambda>", "broadcast_in_dim" (JAX's own eager ops too)
-    where: str  # "In[3], line 2", "train.py:41", or "" when unknown
-    filename: str
-    lineno: int
-    trace_s: float  # 0.0 when the trace came from JAX's tracing cache
-    lower_s: float
-    compile_s: float
-    persistent_cache: str  # "hit", "miss" or "off"
-    signature: tuple[str, ...]  # argument types, e.g. ("f32[3,3]", "i32[]")
-    explanation: str  # why it compiled: "first compilation", "x: f32[3] → f32[4]", ...
-    changes: tuple[ArgChange, ...] = ()
-    recompile: bool = False  # the same function compiled before in this session
-    timestamp: float = 0.0  # time.time() when the compilation finished
-    user_code: bool = True  # the function is the user's, not JAX's or a library's
-    defined_at: str = ""  # where the function was defined: "In[3], line 1", "a.py:4"
-
-    @property
-    def total_s(self) -> float:
-        return self.trace_s + self.lower_s + self.compile_s
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "total_s": self.total_s}
-
-
-@dataclass(frozen=True)
-class FunctionStats:
-    """The compilations of one function name, summed over the whole session."""
-
-    name: str
-    count: int
-    total_s: float
-    last_s: float
-    recompiles: int
-    recent: tuple[CompileEvent, ...]  # the last few, oldest first
-    user_code: bool = True  # one of the user's functions ("my functions only")
-    last_index: int = 0  # the index of its newest compilation
 
 
 class _Totals:
     __slots__ = (
         "count",
+        "eager",
         "history",
         "last_index",
         "last_s",
         "recent",
         "recompiles",
+        "shapes",
         "signature",
         "total_s",
         "user_code",
@@ -105,6 +68,8 @@ class _Totals:
         self.last_index = 0
         self.recompiles = 0
         self.user_code = False
+        self.eager = False  # every compilation of this name was an eager operation
+        self.shapes: dict[str, None] = {}  # an eager operation's argument types, ordered
         self.signature: tuple[str, ...] | None = None
         self.recent: deque[CompileEvent] = deque(maxlen=RECENT_PER_FUNCTION)
         self.history: deque[CallSignature] = deque(maxlen=HISTORY_PER_FUNCTION)
@@ -125,8 +90,12 @@ class CompileLog:
         self._compile_s = 0.0
         self._cell_s = 0.0
         self._cell_compile_s = 0.0
+        self._cell_jaxlab_s = 0.0
         self._jaxlab_count = 0
         self._jaxlab_s = 0.0
+        self._jaxlab_work_s = 0.0
+        self._eager_count = 0
+        self._eager_s = 0.0
         self._phase_s = [0.0, 0.0, 0.0]  # trace, lower, compile over the session
         self._subscribers: dict[int, Callable[[str], None]] = {}
         self._next_subscriber = 0
@@ -176,9 +145,27 @@ class CompileLog:
         return self._jaxlab_s
 
     @property
-    def running_s(self) -> float:
-        """Seconds of cell execution not spent compiling (cells timed by the extension)."""
-        return max(0.0, self._cell_s - self._cell_compile_s)
+    def jaxlab_work_s(self) -> float:
+        """Seconds spent inside jaxlab's own work (``jaxlab_work`` blocks: a check, a
+        drawing, ``%grad``'s evaluation, ``%bench``'s runs), its compilations included."""
+        return self._jaxlab_work_s
+
+    @property
+    def cell_s(self) -> float:
+        """Wall seconds of the cells timed by the extension."""
+        return self._cell_s
+
+    @property
+    def other_s(self) -> float:
+        """Seconds of the timed cells spent neither compiling the user's functions nor in
+        jaxlab's own work: the user's code running (dispatch, device work, waiting on
+        results), Python and printing. Not a device time: no view calls it "running"."""
+        return max(0.0, self._cell_s - self._cell_compile_s - self._cell_jaxlab_s)
+
+    @property
+    def eager_count(self) -> int:
+        """Compilations of JAX's eager operations (kept or dropped)."""
+        return self._eager_count
 
     def for_function(self, name: str) -> tuple[CompileEvent, ...]:
         """The kept events of one function, oldest first."""
@@ -201,11 +188,20 @@ class CompileLog:
                     tuple(t.recent),
                     t.user_code,
                     t.last_index,
+                    t.eager,
+                    tuple(t.shapes),
                 )
                 for n, t in self._functions.items()
                 if t.user_code or not mine_only
             ]
         return tuple(sorted(rows, key=lambda r: (not r.user_code, -r.last_index)))
+
+    def eager_operations(self) -> EagerOperations:
+        """JAX's operations that ran outside jit, grouped: how many compilations, which
+        operations, which shapes (see :class:`EagerOperations`)."""
+        rows = tuple(r for r in self.functions() if r.eager)
+        with self._lock:
+            return EagerOperations(self._eager_count, self._eager_s, rows)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return [e.to_dict() for e in self.events]
@@ -237,14 +233,19 @@ class CompileLog:
 
         The reason compares ``call`` (what the compilation was asked for) with the same
         function name's last few signatures; without it, with the last argument types.
-        ``explanation`` overrides it where the caller knows better (``%%jit``).
+        ``explanation`` overrides it where the caller knows better (``%%jit``). An eager
+        operation (``call.eager``) is never a recompilation: its reason says it ran
+        outside jit, and it is grouped by :meth:`eager_operations`.
         """
+        eager = call is not None and call.eager
         with self._lock:
             totals = self._functions.get(fun_name)
             if totals is None and len(self._functions) >= MAX_FUNCTIONS:
                 totals = self._functions.setdefault(OTHER, _Totals())
-            recompile = totals is not None and totals.count > 0
-            if explanation is None:
+            recompile = totals is not None and totals.count > 0 and not eager
+            if eager:
+                explanation, changes = eager_reason(fun_name, signature), ()
+            elif explanation is None:
                 if call is not None or totals is None:
                     explanation, changes = explain(totals.history if totals else (), call)
                 else:
@@ -267,9 +268,17 @@ class CompileLog:
                 timestamp=time.time(),
                 user_code=user_code,
                 defined_at=call.defined_at if call is not None else "",
+                eager=eager,
             )
             if totals is None:
                 totals = self._functions[fun_name] = _Totals()
+                totals.eager = eager
+            totals.eager = totals.eager and eager
+            if eager:
+                self._eager_count += 1
+                self._eager_s += event.total_s
+                if len(totals.shapes) < SHAPES_PER_OPERATION:
+                    totals.shapes[", ".join(signature)] = None
             totals.count += 1
             totals.total_s += event.total_s
             totals.last_s = event.total_s
@@ -295,11 +304,19 @@ class CompileLog:
             self._jaxlab_count += 1
             self._jaxlab_s += total_s
 
-    def add_cell_time(self, wall_s: float, compile_s: float) -> None:
-        """Count one cell: ``wall_s`` seconds, of which ``compile_s`` were compiling."""
+    def record_jaxlab_time(self, seconds: float) -> None:
+        """Count ``seconds`` of jaxlab's own work (an outermost ``jaxlab_work`` block)."""
+        with self._lock:
+            self._jaxlab_work_s += seconds
+
+    def add_cell_time(self, wall_s: float, compile_s: float, jaxlab_s: float = 0.0) -> None:
+        """Count one cell: ``wall_s`` seconds, of which ``compile_s`` were compiling the
+        user's functions and ``jaxlab_s`` were jaxlab's own work."""
         with self._lock:
             self._cell_s += wall_s
-            self._cell_compile_s += min(compile_s, wall_s)
+            compile_s = min(compile_s, wall_s)
+            self._cell_compile_s += compile_s
+            self._cell_jaxlab_s += min(jaxlab_s, wall_s - compile_s)
         self._notify("cell")
 
     def note_capture_error(self, text: str) -> None:
@@ -312,8 +329,9 @@ class CompileLog:
         with self._lock:
             self._events.clear()
             self._functions.clear()
-            self._count = self._jaxlab_count = 0
+            self._count = self._jaxlab_count = self._eager_count = 0
             self._compile_s = self._cell_s = self._cell_compile_s = self._jaxlab_s = 0.0
+            self._cell_jaxlab_s = self._jaxlab_work_s = self._eager_s = 0.0
             self._phase_s = [0.0, 0.0, 0.0]
         self._notify("clear")
 
@@ -330,9 +348,19 @@ class CompileLog:
             self._subscribers[key] = callback
         return lambda: self._subscribers.pop(key, None) and None
 
+    @property
+    def subscribers(self) -> int:
+        """How many live views are subscribed (``%unload_ext`` leaves none)."""
+        return len(self._subscribers)
+
     def _notify(self, kind: str) -> None:
+        # Called from JAX's monitoring listener, inside the user's compilation: a view that
+        # fails must not fail the user's code. The failure is kept in capture_errors.
         for callback in list(self._subscribers.values()):
-            callback(kind)
+            try:
+                callback(kind)
+            except Exception as e:
+                self.note_capture_error(f"a subscriber failed after {kind!r}: {e!r}")
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[CompileLog]:

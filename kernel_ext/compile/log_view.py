@@ -2,8 +2,11 @@
 
 These render without a live kernel (exported HTML, GitHub, the docs) and are the
 fallback of the live ``CompileMonitor`` widget. One colour language everywhere (widget,
-table, chart): each phase has its colour (trace, lower, compile), running time is grey,
-and a red stripe marks a recompilation; every view carries that legend::
+table, chart): each phase has its colour (trace, lower, compile), the rest of the cells'
+time is grey ("other cell time": the user's code running, Python, printing; never
+called "running", which it is not only), and a red stripe marks a recompilation; every
+view carries that legend. JAX's eager operations are grouped apart, never as
+recompilations, and ``{weak}`` is explained in words wherever it is shown::
 
     from jaxlab.compile.log_view import log_html
     html = log_html(jaxlab.compile_log())
@@ -13,14 +16,24 @@ from __future__ import annotations
 
 import html
 import itertools
+import textwrap
 from typing import Any
 
-from .log import CompileEvent, CompileLog, FunctionStats
+from .log import SHAPES_PER_OPERATION, CompileEvent, CompileLog, EagerOperations, FunctionStats
+from .messages import EAGER_HINT, weak_note
 
 PHASES = (("trace", "#4e79a7"), ("lower", "#f28e2b"), ("compile", "#59a14f"))
-RUNNING = "#bab0ac"
+OTHER = "#bab0ac"
+OTHER_NAME = "other cell time"
+OTHER_MEANING = (
+    "cell time not spent compiling or in jaxlab's views: your code running, Python, printing"
+)
 RECOMPILED = "#e15759"  # only ever a stripe beside a recompilation, never a phase
 MAX_ROWS = 50
+MAX_EAGER_NAMED = 6  # eager operations named in a summary line
+CHART_TEXT_PT = 9  # 12 px at the 96 dpi the chart is saved at: readable on a projector
+REASON_CHARS = 60  # a chart reason wraps at this width ...
+REASON_LINES = 2  # ... onto at most this many lines
 _ids = itertools.count()  # anchors unique within a notebook page
 
 
@@ -41,23 +54,45 @@ def count(n: int, noun: str) -> str:
 
 
 def summary_text(log: CompileLog, functions: int) -> str:
-    """``"3 compilations of 2 functions · compiling 1.2 s, running 4 s (23% compiling)"``."""
-    total = log.compile_s + log.running_s
+    """``"3 compilations of 2 functions · compiling 1.2 s, other cell time 4 s (23%
+    compiling)"``: other cell time is the rest of the cells (see ``CompileLog.other_s``).
+    ``functions`` counts functions, not eager operations; their compilations are apart."""
+    total = log.compile_s + log.other_s
     share = f" ({100 * log.compile_s / total:.0f}% compiling)" if total > 0 else ""
     text = (
-        f"{count(log.count, 'compilation')} of {count(functions, 'function')} · "
-        f"compiling {seconds(log.compile_s)}, running {seconds(log.running_s)}{share}"
+        f"{count(log.count - log.eager_count, 'compilation')} of "
+        f"{count(functions, 'function')} · "
+        f"compiling {seconds(log.compile_s)}, {OTHER_NAME} {seconds(log.other_s)}{share}"
     )
+    if log.eager_count:
+        text += f" · {count(log.eager_count, 'compilation')} of JAX's eager operations"
     if log.dropped:
         text += f" · {log.dropped} oldest not kept"
-    if log.jaxlab_count:
-        text += f" · {count(log.jaxlab_count, 'compilation')} by jaxlab's own views not shown"
+    if log.jaxlab_count or log.jaxlab_work_s:
+        text += f" · jaxlab's own work {seconds(log.jaxlab_work_s)} not counted"
+        if log.jaxlab_count:
+            text += f" ({count(log.jaxlab_count, 'compilation')} not shown)"
     return text
+
+
+def eager_summary_text(ops: EagerOperations) -> str:
+    """``"16 compilations of 6 eager operations: matmul ×4 (f32[2,4], f32[4,8]; …), …"``,
+    then what they are and the hint that ``jax.jit`` compiles a function once."""
+    named = ", ".join(
+        f"{r.name} ×{r.count} ({'; '.join(r.shapes[:2])}{'; …' if len(r.shapes) > 2 else ''})"
+        for r in ops.rows[:MAX_EAGER_NAMED]
+    )
+    more = f", {len(ops.rows) - MAX_EAGER_NAMED} more" if len(ops.rows) > MAX_EAGER_NAMED else ""
+    return (
+        f"{count(ops.count, 'compilation')} of "
+        f"{count(len(ops.rows), 'eager operation')} in {seconds(ops.total_s)}: "
+        f"{named}{more}. {EAGER_HINT}."
+    )
 
 
 def event_text(e: CompileEvent) -> str:
     where = f" at {e.where}" if e.where else ""
-    kind = "recompiled" if e.recompile else "compiled"
+    kind = "recompiled" if e.recompile else "compiled (eager)" if e.eager else "compiled"
     return (
         f"#{e.index} {e.fun_name} {kind}{where} in {seconds(e.total_s)} "
         f"(trace {seconds(e.trace_s)}, lower {seconds(e.lower_s)}, compile {seconds(e.compile_s)}"
@@ -71,8 +106,13 @@ def _last_reason(r: FunctionStats) -> CompileEvent | None:
 
 def log_text(log: CompileLog, last: int = 10) -> str:
     rows = log.functions()
-    lines = [f"CompileLog: {summary_text(log, len(rows))}"]
+    lines = [f"CompileLog: {summary_text(log, sum(not r.eager for r in rows))}"]
+    eager = log.eager_operations()
+    if eager.count:
+        lines.append(f"  eager operations: {eager_summary_text(eager)}")
     for r in rows[:MAX_ROWS]:
+        if r.eager:
+            continue
         why = _last_reason(r)
         lines.append(
             f"  {r.name}: {r.count}× total {seconds(r.total_s)}, last {seconds(r.last_s)}"
@@ -85,6 +125,9 @@ def log_text(log: CompileLog, last: int = 10) -> str:
     if events:
         lines.append("last compilations, newest first:")
         lines.extend("  " + event_text(e) for e in reversed(events))
+    note = weak_note(lines)
+    if note:
+        lines.append(note)
     return "\n".join(lines)
 
 
@@ -100,16 +143,19 @@ def _key(colour: str, name: str, stripe: bool = False) -> str:
 def legend_html() -> str:
     """The one legend: the phases' colours, running, and the recompilation stripe."""
     keys = [_key(c, n) for n, c in PHASES]
-    keys += [_key(RUNNING, "running"), _key(RECOMPILED, "recompiled", stripe=True)]
+    keys += [
+        f'<span title="{html.escape(OTHER_MEANING)}">{_key(OTHER, OTHER_NAME)}</span>',
+        _key(RECOMPILED, "recompiled", stripe=True),
+    ]
     return '<span class="jaxlab-cl-legend">' + " ".join(keys) + "</span>"
 
 
 def _share_bar(log: CompileLog) -> str:
-    """The session's time: its three compile phases, then running, in the same colours."""
-    parts = [*log.phase_s, log.running_s]
+    """The session's time: its three compile phases, then the rest of the cells."""
+    parts = [*log.phase_s, log.other_s]
     total = sum(parts)
-    colours = [c for _, c in PHASES] + [RUNNING]
-    names = [n for n, _ in PHASES] + ["running"]
+    colours = [c for _, c in PHASES] + [OTHER]
+    names = [n for n, _ in PHASES] + [OTHER_NAME]
     spans = "".join(
         f'<span title="{n} {html.escape(seconds(v))}" style="display:inline-block;height:10px;'
         f'width:{120 * v / total:.1f}px;background:{c}"></span>'
@@ -195,18 +241,48 @@ def log_html(log: CompileLog) -> str:
     mine = tuple(r for r in rows if r.user_code)
     theirs = tuple(r for r in rows if not r.user_code)
     prefix = f"jaxlab-cl-{next(_ids)}"
+    eager = log.eager_operations()
     summary = (
-        f"<p>{html.escape(summary_text(log, len(rows)))} {_share_bar(log)}<br>{legend_html()}</p>"
+        f"<p>{html.escape(summary_text(log, len(mine) + len(theirs) - len(eager.rows)))} "
+        f"{_share_bar(log)}<br>{legend_html()}</p>"
     )
     body = _table(mine, f"{prefix}-m") if mine else "<p>None of your functions compiled yet.</p>"
-    if theirs:
-        n = sum(r.count for r in theirs)
+    if eager.count:
+        body += _eager_html(eager)
+    libraries = tuple(r for r in theirs if not r.eager)
+    if libraries:
+        n = sum(r.count for r in libraries)
         body += (
             f"<details><summary>{count(n, 'compilation')} of "
-            f"{count(len(theirs), 'function')} from JAX and libraries (eager operations, "
-            f"library internals)</summary>{_table(theirs, f'{prefix}-t')}</details>"
+            f"{count(len(libraries), 'function')} from JAX and libraries (library "
+            f"internals)</summary>{_table(libraries, f'{prefix}-t')}</details>"
         )
+    shown = [e.explanation for r in mine + libraries for e in r.recent]
+    shown += [t for r in mine + libraries for e in r.recent for t in e.signature]
+    note = weak_note(shown + [s for r in eager.rows for s in r.shapes])
+    if note:
+        body += f"<p><small>{html.escape(note)}</small></p>"
     return '<div class="jaxlab-compile-log">' + _STYLE + summary + body + "</div>"
+
+
+def _eager_html(ops: EagerOperations) -> str:
+    """JAX's eager operations, folded: one row per operation with its shapes, and the
+    hint; no reasons and no red, since none of them is a recompilation."""
+    rows = "".join(
+        f"<tr><td><code>{html.escape(r.name)}</code></td>"
+        f'<td class="num">{r.count}</td><td class="num">{html.escape(seconds(r.total_s))}</td>'
+        f"<td>{'<br>'.join(html.escape(s or '(no arguments)') for s in r.shapes)}"
+        f"{'<br>…' if len(r.shapes) >= SHAPES_PER_OPERATION else ''}</td></tr>"
+        for r in ops.rows[:MAX_ROWS]
+    )
+    return (
+        f'<details class="jaxlab-cl-eager"><summary>{count(ops.count, "compilation")} of '
+        f"{count(len(ops.rows), 'eager operation')} of JAX (run outside jax.jit), "
+        f"{html.escape(seconds(ops.total_s))}</summary><p>{html.escape(EAGER_HINT)}.</p>"
+        '<table class="jaxlab-cl"><thead><tr><th>operation</th><th class="num">compiles</th>'
+        '<th class="num">total</th><th>argument types</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></details>"
+    )
 
 
 # --------------------------------------------------------------------------- chart
@@ -216,6 +292,16 @@ def _clip(text: str, width: int) -> str:
         return text
     cut = text[: width - 1].rsplit(" ", 1)[0]
     return cut.rstrip(",;: ") + "…"
+
+
+def wrap_reason(text: str) -> str:
+    """A chart reason on at most :data:`REASON_LINES` lines of :data:`REASON_CHARS`:
+    narrow enough that the chart fits a 1280-px screen unscaled, so its 12 px stay 12."""
+    lines = textwrap.wrap(text, REASON_CHARS, break_long_words=True) or [""]
+    if len(lines) > REASON_LINES:
+        rest = " ".join(lines[REASON_LINES - 1 :])
+        lines = [*lines[: REASON_LINES - 1], _clip(rest, REASON_CHARS)]
+    return "\n".join(lines)
 
 
 def _literal(text: str) -> str:
@@ -236,7 +322,11 @@ def log_figure(log: CompileLog, last: int = 50, mine_only: bool = True) -> Any:
 
     kept = [e for e in log.events if e.user_code or not mine_only]
     events = kept[-last:][::-1]
-    fig = Figure(figsize=(4.5, 1.3 + 0.24 * max(len(events), 1)))
+    reasons = {i: wrap_reason(e.explanation) for i, e in enumerate(events) if e.recompile}
+    two_lines = any("\n" in r for r in reasons.values())
+    row_in = 0.36 if two_lines else 0.26  # a row holds its reason's lines at 12 px
+    notes = weak_note([e.explanation for e in events if e.recompile])
+    fig = Figure(figsize=(4.5, 1.4 + (0.25 if notes else 0) + row_in * max(len(events), 1)))
     ax = fig.add_subplot()
     ys = list(range(len(events)))
     left = [0.0] * len(events)
@@ -244,7 +334,12 @@ def log_figure(log: CompileLog, last: int = 50, mine_only: bool = True) -> Any:
         values = [getattr(e, key) * 1e3 for e in events]
         ax.barh(ys, values, left=left, color=colour, label=name)
         left = [a + b for a, b in zip(left, values, strict=True)]
-    ax.set_yticks(ys, [_literal(f"#{e.index} {e.fun_name}") for e in events])
+    ax.set_yticks(
+        ys,
+        [_literal(f"#{e.index} {e.fun_name}{' (eager)' if e.eager else ''}") for e in events],
+        fontsize=CHART_TEXT_PT,
+    )
+    ax.tick_params(axis="x", labelsize=CHART_TEXT_PT)
     right = max(left, default=0.0) or 1.0
     ax.set_xlim(0, right * 1.02)
     for i, e in enumerate(events):
@@ -261,24 +356,31 @@ def log_figure(log: CompileLog, last: int = 50, mine_only: bool = True) -> Any:
             )
             ax.get_yticklabels()[i].set_color(RECOMPILED)
             ax.annotate(
-                _clip(e.explanation, 110),
+                reasons[i],
                 (right * 1.02, i),
                 xytext=(6, 0),
                 textcoords="offset points",
                 va="center",
-                fontsize=7,
+                fontsize=CHART_TEXT_PT,
+                linespacing=1.0,
                 color="#333333",
                 annotation_clip=False,
                 parse_math=False,
             )
+        elif e.eager:
+            ax.get_yticklabels()[i].set_color("#666666")
     ax.set_ylim(len(events) - 0.5, -0.5)  # newest at the top
-    ax.set_xlabel("milliseconds")
+    ax.set_xlabel("milliseconds", fontsize=CHART_TEXT_PT)
     hidden = len(log.events) - len(kept)
+    eager = sum(e.eager for e in log.events)
     drawn = f"the last {len(events)} drawn" if len(events) < len(kept) else "all drawn"
     title = f"{count(len(kept), 'compilation')}{' of yours' if mine_only else ''}, {drawn}"
     if mine_only and hidden:
-        title += f" ({hidden} of JAX and libraries not drawn)"
-    ax.set_title(_literal(title), fontsize=9, loc="left", pad=20)
+        what = f"{eager} eager operations and " if eager else ""
+        title += f" ({what}{hidden - eager} of JAX and libraries not drawn)"
+    ax.set_title(_literal(title), fontsize=CHART_TEXT_PT, loc="left", pad=24)
+    if notes:
+        fig.text(0.01, 0.01, notes, fontsize=CHART_TEXT_PT, color="#333333", parse_math=False)
     handles = [Patch(color=c, label=n) for n, c in PHASES]
     handles.append(Patch(color=RECOMPILED, label="recompiled"))
     ax.legend(
@@ -286,13 +388,17 @@ def log_figure(log: CompileLog, last: int = 50, mine_only: bool = True) -> Any:
         loc="lower left",
         bbox_to_anchor=(0, 1.0),
         ncols=4,
-        fontsize=7,
+        fontsize=CHART_TEXT_PT,
         frameon=False,
         borderaxespad=0.2,
     )
     # No tight_layout: it would squeeze the bars to make room for the reasons. Saved
     # with bbox_inches="tight" (IPython's inline display does), the figure grows to them.
+    bottom = 0.5 + (0.25 if notes else 0)
     fig.subplots_adjust(
-        left=0.25, right=0.98, top=1 - 0.7 / fig.get_figheight(), bottom=0.45 / fig.get_figheight()
+        left=0.25,
+        right=0.98,
+        top=1 - 0.75 / fig.get_figheight(),
+        bottom=bottom / fig.get_figheight(),
     )
     return fig

@@ -42,6 +42,17 @@ SAME = (
     "same function, argument types and static values as before: JAX does not say why "
     "(a closed-over value changed, or its caches were cleared)"
 )
+# What an eager operation's compilation means, and what to do about it (issue 18):
+# JAX compiles each operation run outside jit on its own, once per shape and dtype.
+EAGER_HINT = (
+    "JAX ran these operations one at a time, outside jax.jit, and compiled each on its "
+    "own, once per shape and dtype; jax.jit(f) compiles a whole function once"
+)
+WEAK = "{weak}"
+WEAK_NOTE = (
+    "{weak}: a weakly typed value, from a Python scalar (2.0, 3): it takes the dtype "
+    "of the array it meets"
+)
 
 
 def base_name(fun_name: str) -> str:
@@ -65,6 +76,23 @@ def short_type(aval: Any) -> str:
         return f"{dtype}[{shape}]{weak}"
     except (AttributeError, TypeError):
         return str(aval)
+
+
+def eager_reason(name: str, types: Sequence[str]) -> str:
+    """Why an eager operation compiled: it ran outside ``jax.jit`` on these types.
+
+    >>> eager_reason("tanh", ["f32[2,8]"])
+    'eager operation: tanh ran outside jax.jit on (f32[2,8]), compiled on its own'
+    """
+    return (
+        f"eager operation: {name} ran outside jax.jit on ({', '.join(types)}), compiled on its own"
+    )
+
+
+def weak_note(texts: Sequence[str]) -> str | None:
+    """:data:`WEAK_NOTE` when any of ``texts`` shows ``{weak}``, else None: the words
+    go where the notation appears."""
+    return WEAK_NOTE if any(WEAK in t for t in texts) else None
 
 
 def short_value(value: Any) -> str:
@@ -100,6 +128,9 @@ class CallSignature:
     args: tuple[tuple[str, str], ...] = ()  # (name, type) per traced argument
     statics: tuple[tuple[str, str], ...] = ()  # (name, value) per static argument
     config: tuple[tuple[str, str], ...] = field(default=())
+    # one of JAX's own operations (``jnp.tanh``, a primitive) compiled because it ran
+    # outside jit: an eager operation, never a recompilation of the user's function
+    eager: bool = False
 
     @staticmethod
     def of(
@@ -110,14 +141,15 @@ class CallSignature:
         args: tuple[tuple[str, str], ...] = (),
         statics: tuple[tuple[str, str], ...] = (),
         config: tuple[tuple[str, str], ...] = (),
+        eager: bool = False,
     ) -> CallSignature:
         if fun is None:  # read from the lowering: the function object is not known
-            return CallSignature(None, 0, defined_at, user_code, args, statics, config)
+            return CallSignature(None, 0, defined_at, user_code, args, statics, config, eager)
         try:
             ref: Any = weakref.ref(fun)
         except TypeError:  # builtins and some callables take no weak references
             ref = None
-        return CallSignature(ref, id(fun), defined_at, user_code, args, statics, config)
+        return CallSignature(ref, id(fun), defined_at, user_code, args, statics, config, eager)
 
     def same_function(self, other: CallSignature) -> bool:
         """The same function object (assumed when either side does not know it)."""

@@ -10,13 +10,15 @@
 
 While the extension is loaded, :func:`install` keeps jaxlab's ``jax.monitoring``
 listeners on (JAX's config and logging stay the user's) and times each cell so the log
-can tell compiling from running. Its plain-Python twin is
+can tell compiling from the rest of the cell; ``%unload_ext`` takes the listeners and
+the cell clock off and detaches every live view of the log. Its plain-Python twin is
 ``jaxlab.compile_log()``.
 """
 
 from __future__ import annotations
 
 import io
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -78,8 +80,13 @@ def _monitor(log: CompileLog) -> Any:
     from jaxlab.widgets import CompileMonitor
 
     global _MONITOR
-    # made anew when never made, closed by the user, or watching another log
-    if _MONITOR is None or _MONITOR.comm is None or _MONITOR.log is not log:
+    # made anew when never made, closed by the user or by an unload, or watching another log
+    if (
+        _MONITOR is None
+        or _MONITOR.comm is None
+        or _MONITOR.log is not log
+        or not _MONITOR.subscribed
+    ):
         _MONITOR = CompileMonitor(log)
     return _MONITOR
 
@@ -92,21 +99,33 @@ def _png(figure: Any) -> bytes:
 
 
 class _CellClock:
-    """Times each cell and tells the log, so it can split compiling from running."""
+    """Times each cell and tells the log, so it can split the user's compiling and
+    jaxlab's own work from the rest of the cell."""
 
     def __init__(self, log: CompileLog) -> None:
         self.log = log
-        self.started: tuple[float, float] | None = None
+        self.started: tuple[float, float, float] | None = None
 
     def pre_run_cell(self, *args: Any) -> None:
-        self.started = (time.perf_counter(), self.log.compile_s)
+        self.started = (time.perf_counter(), self.log.compile_s, self.log.jaxlab_work_s)
 
     def post_run_cell(self, *args: Any) -> None:
         if self.started is None:
             return
-        t0, compiled_before = self.started
+        t0, compiled_before, jaxlab_before = self.started
         self.started = None
-        self.log.add_cell_time(time.perf_counter() - t0, self.log.compile_s - compiled_before)
+        self.log.add_cell_time(
+            time.perf_counter() - t0,
+            self.log.compile_s - compiled_before,
+            self.log.jaxlab_work_s - jaxlab_before,
+        )
+
+
+def _detach_views(log: CompileLog) -> None:
+    # Only when a view was ever made: unloading imports no widget code.
+    monitors = sys.modules.get("jaxlab.widgets.compile_monitor")
+    if monitors is not None:
+        monitors.detach_all(log)
 
 
 def _cell_namer(ip: Any) -> Callable[[str], str | None] | None:
@@ -137,6 +156,7 @@ def install(ip: Any) -> Callable[[], None]:
         ip.events.unregister("pre_run_cell", clock.pre_run_cell)
         ip.events.unregister("post_run_cell", clock.post_run_cell)
         WHERE.cell_namer = previous_namer
+        _detach_views(log)
         stop()
 
     return undo

@@ -1,17 +1,21 @@
 // CompileMonitor: the session's compilations, live. No imports, no network.
 // State (synced from Python, see widgets/compile_monitor.py):
-//   functions: [{name, count, total_s, last_s, recompiles, user_code, last_index,
-//                compiles: [{index, trace_s, lower_s, compile_s, recompile,
-//                            explanation, where, signature, cache, defined_at}]}]
+//   functions: [{name, count, total_s, last_s, recompiles, user_code, last_index, eager,
+//                shapes, compiles: [{index, trace_s, lower_s, compile_s, recompile,
+//                            explanation, where, signature, cache, defined_at, eager}]}]
 //                (the user's functions first, then newest first; compiles newest first)
-//   session:   {count, dropped, compile_s, running_s, functions, mine, phase_s,
-//               jaxlab_count}
+//   session:   {count, dropped, compile_s, other_s, jaxlab_work_s, functions, mine,
+//               phase_s, jaxlab_count, eager_count, eager_text, eager_hint, weak_note}
 //   mine_only: the "my functions only" box (on by default)
 // Colours (one language with the static table and chart): trace, lower and compile
-// have one colour each wherever they appear, running is grey, and a red stripe marks a
-// recompilation and nothing else.
+// have one colour each wherever they appear, the rest of the cells' time ("other cell
+// time", never called running) is grey, and a red stripe marks a recompilation and
+// nothing else. JAX's eager operations are one line of their own, never recompilations.
 
 const PHASES = ["trace", "lower", "compile"];
+const OTHER = "other cell time";
+const OTHER_MEANING =
+  "cell time not spent compiling or in jaxlab's views: your code running, Python, printing";
 
 /** @param {number} s seconds @returns {string} */
 function seconds(s) {
@@ -46,30 +50,36 @@ function total(c) {
 function legendView() {
   const legend = h("span", "jaxlab-cm-legend");
   for (const p of PHASES) legend.append(h("span", `jaxlab-cm-key jaxlab-cm-${p}`), h("span", "", ` ${p} `));
-  legend.append(h("span", "jaxlab-cm-key jaxlab-cm-running"), h("span", "", " running "));
+  const other = h("span", "", ` ${OTHER} `);
+  other.title = OTHER_MEANING;
+  legend.append(h("span", "jaxlab-cm-key jaxlab-cm-running"), other);
   legend.append(h("span", "jaxlab-cm-key-recompile"), h("span", "", " recompiled"));
   return legend;
 }
 
 function sessionView(session, shown) {
   const box = h("div", "jaxlab-cm-session");
-  const all = session.compile_s + session.running_s;
+  const otherS = session.other_s || 0;
+  const all = session.compile_s + otherS;
   const share = all > 0 ? ` (${((100 * session.compile_s) / all).toFixed(0)}% compiling)` : "";
+  const eager = session.eager_count || 0;
   const text =
-    `${count(session.count || 0, "compilation")} of ${count(shown, "function")} · ` +
-    `compiling ${seconds(session.compile_s)}, running ${seconds(session.running_s)}${share}` +
+    `${count((session.count || 0) - eager, "compilation")} of ${count(shown, "function")} · ` +
+    `compiling ${seconds(session.compile_s)}, ${OTHER} ${seconds(otherS)}${share}` +
+    (eager ? ` · ${count(eager, "compilation")} of JAX's eager operations` : "") +
     (session.dropped ? ` · ${session.dropped} oldest not kept` : "") +
-    (session.jaxlab_count
-      ? ` · ${count(session.jaxlab_count, "compilation")} by jaxlab's own views not shown`
+    (session.jaxlab_count || session.jaxlab_work_s
+      ? ` · jaxlab's own work ${seconds(session.jaxlab_work_s || 0)} not counted` +
+        (session.jaxlab_count ? ` (${count(session.jaxlab_count, "compilation")} not shown)` : "")
       : "");
-  // the session's time in the phases' own colours, then running in grey
+  // the session's time in the phases' own colours, then the rest of the cells in grey
   const bar = h("span", "jaxlab-cm-split");
-  const parts = [...(session.phase_s || [0, 0, 0]), session.running_s || 0];
+  const parts = [...(session.phase_s || [0, 0, 0]), otherS];
   const sum = parts.reduce((a, b) => a + b, 0);
   ["trace", "lower", "compile", "running"].forEach((name, i) => {
     const part = h("span", `jaxlab-cm-${name}`);
     part.style.width = sum > 0 ? `${((100 * parts[i]) / sum).toFixed(1)}%` : "0";
-    part.title = `${name} ${seconds(parts[i])}`;
+    part.title = `${i < 3 ? name : OTHER} ${seconds(parts[i])}`;
     bar.append(part);
   });
   box.append(h("span", "jaxlab-cm-summary", text), bar, legendView());
@@ -80,7 +90,8 @@ function barView(c, scale) {
   const bar = h("div", "jaxlab-cm-bar" + (c.recompile ? " jaxlab-cm-recompile" : ""));
   bar.dataset.index = String(c.index);
   bar.title =
-    `#${c.index} ${c.recompile ? "recompiled" : "compiled"} in ${seconds(total(c))}` +
+    `#${c.index} ${c.recompile ? "recompiled" : c.eager ? "compiled (eager)" : "compiled"}` +
+    ` in ${seconds(total(c))}` +
     ` (trace ${seconds(c.trace_s)}, lower ${seconds(c.lower_s)}, compile ${seconds(c.compile_s)}` +
     `, persistent cache ${c.cache})` +
     (c.where ? ` at ${c.where}` : "") +
@@ -104,6 +115,8 @@ function rowView(f, scale) {
   for (const c of f.compiles) bars.append(barView(c, scale));
   const reasons = h("td", "jaxlab-cm-reasons");
   const list = h("ul");
+  // an eager operation has no reasons to give: its argument types instead
+  if (f.eager) for (const s of f.shapes || []) list.append(h("li", "jaxlab-cm-shape", s || "(no arguments)"));
   for (const c of f.compiles) {
     if (!c.recompile) continue;
     const item = h("li", "jaxlab-cm-reason", `#${c.index}: ${c.explanation}`);
@@ -191,6 +204,13 @@ function draw(model, el) {
     );
   } else scroller.append(table);
   root.append(scroller);
+  if (session.eager_text) {
+    // JAX's eager operations: how many, which shapes, and what to do about them
+    const eagerLine = h("p", "jaxlab-cm-eager", `Eager operations: ${session.eager_text}`);
+    eagerLine.title = session.eager_hint || "";
+    root.append(eagerLine);
+  }
+  if (session.weak_note) root.append(h("p", "jaxlab-cm-note", session.weak_note));
   // keep the reader's place when the view redraws
   const previous = el.querySelector(".jaxlab-cm-scroll");
   const top = previous ? previous.scrollTop : 0;
