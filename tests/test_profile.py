@@ -194,3 +194,231 @@ def test_a_trace_already_running_is_a_profile_error_and_leaves_nothing(tmp_path)
     finally:
         jax.profiler.stop_trace()
     assert type(jnp.ones(())).__dict__["__float__"] is original  # arrays not left hooked
+
+
+# ------------------------------------------------------- complete counts, named compiles
+
+
+def test_every_call_is_counted_and_a_long_loop_is_drawn_from_a_bounded_sample():
+    from jaxlab.timing.profile_spans import MAX_DRAWN
+
+    x = jnp.ones((4, 4))
+    loss(x).block_until_ready()
+    with jaxlab.profile() as p:
+        for _ in range(200):
+            y = loss(x)
+        y.block_until_ready()
+    r = p.result
+    assert r.called["loss"] == 200 and r.calls == 200
+    assert {c.name: c.calls for c in r.modules}["jit_loss"] == 200
+    assert r.dropped_spans == 0 and "200 jitted calls" in str(r)
+
+    with jaxlab.profile() as p:
+        for _ in range(6000):
+            y = loss(x)
+        y.block_until_ready()
+    r = p.result
+    assert r.called == {"loss": 6000} and r.counts["dispatch"] == 6000
+    assert {c.name: c.calls for c in r.modules}["jit_loss"] == 6000  # costs over all runs
+    assert len(r.spans) == MAX_DRAWN and r.dropped_spans == sum(r.counts.values()) - MAX_DRAWN
+    drawn = [s for s in r.spans if s.kind == "module"]
+    longest = max(
+        (s.duration_s for s in r.spans if s.kind == "op"), default=0.0
+    )  # the longest op of all is drawn: the drawn ops include the trace's maximum
+    assert longest > 0 and r.longest_drawn == MAX_DRAWN // 2
+    # the even sample reaches across the loop, not only its start
+    assert max(s.start_s for s in drawn) > 0.8 * max(s.end_s for s in r.spans)
+    assert "6,000 jitted calls" in str(r) and "drawn: 5,000 of 18,000 spans" in str(r)
+
+
+def test_the_longest_spans_of_all_are_among_those_drawn():
+    from jaxlab.timing.profile_spans import keep_for_drawing
+    from jaxlab.timing.trace import Span
+
+    spans = [Span("device", "op", f"op{i}", i * 1.0, 0.5 + (i % 97) / 100) for i in range(9000)]
+    spans.append(Span("jax", "compile", "f", 3.0, 0.1))
+    kept = keep_for_drawing(spans, limit=1000)
+    assert len(kept.spans) == 1000 and kept.longest == 499
+    assert any(s.kind == "compile" for s in kept.spans)  # compile steps are always kept
+    longest = sorted(spans[:-1], key=lambda s: -s.duration_s)[:499]
+    assert set(longest) <= set(kept.spans)
+    assert [s.start_s for s in kept.spans] == sorted(s.start_s for s in kept.spans)
+
+
+def test_a_first_call_compile_is_named_for_its_function_and_agrees_with_jax_monitoring():
+    durations: list[float] = []
+
+    def listen(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            durations.append(duration)
+
+    @jax.jit
+    def fresh_step(x):  # compiled inside the block: a first call
+        return jnp.tanh(x @ x) + jnp.sin(x)
+
+    x = jnp.ones((32, 32))
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        with jaxlab.profile() as p:
+            fresh_step(x).block_until_ready()
+            fresh_step(x).block_until_ready()  # cached: no second compile
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    r = p.result
+    (c,) = r.compilations
+    assert c.function == "fresh_step"
+    assert c.trace_s > 0 and c.lower_s > 0 and c.compile_s > 0
+    # XLA's compile as JAX's own monitoring timed it (an independent clock and event)
+    (reference,) = durations
+    assert c.compile_s == pytest.approx(reference, rel=0.2, abs=2e-3)
+    phases = {s.kind: s for s in r.spans if s.lane == "jax"}
+    assert set(phases) == {"trace", "lower", "compile"}
+    assert {s.name for s in phases.values()} == {"fresh_step"}
+    (first, _) = [s for s in r.spans if s.kind == "dispatch"]
+    assert first.start_s <= phases["trace"].start_s < phases["compile"].end_s <= first.end_s
+    # jnp calls made while tracing (matmul, tanh, sin) are not host dispatches
+    assert r.functions() == ["fresh_step"] and r.called == {"fresh_step": 2}
+    assert "1 compile (" in str(r) and "fresh_step" in str(r)
+
+
+def test_syncs_are_marked_on_the_timeline_at_their_line():
+    x = jnp.ones((16, 16))
+    step(x).block_until_ready()
+    with jaxlab.profile() as p:
+        for _ in range(4):
+            float(step(x).sum())  # planted mark
+        jax.device_get(step(x))  # asked for: no mark
+    marks = [s for s in p.result.spans if s.kind == "sync"]
+    line = _line_of("# planted mark")
+    assert len(marks) == 4
+    assert {m.name for m in marks} == {
+        f"test_profile.py, line {line}: float(step(x).sum())  # planted mark"
+    }
+    calls = [s for s in p.result.spans if s.kind == "dispatch" and s.name == "step"]
+    # each mark lies after the step call whose result it waits for
+    for call, mark in zip(calls, marks, strict=False):
+        assert mark.start_s >= call.start_s
+
+
+# ------------------------------------------------------------------------------ the views
+
+
+def test_static_view_has_one_axis_unit_a_key_no_empty_columns_and_12px_text():
+    from jaxlab.timing.profile_svg import KEY, axis_ticks
+    from jaxlab.timing.profile_view import profile_html
+
+    unit, factor, ticks = axis_ticks(0.0324)
+    assert unit == "ms" and factor == 1e3
+    assert ticks[0] == 0 and ticks[-1] <= 0.0324 and len(ticks) >= 4
+    assert axis_ticks(2.5)[0] == "s" and axis_ticks(4e-4)[0] == "µs"
+
+    x = jnp.ones((16, 16))
+    with jaxlab.profile() as p:
+        float(step(x).sum())
+    page = profile_html(p.result)
+    assert "font:12px" in page and "11px" not in page
+    for _, words in KEY:
+        assert html_escape(words) in page
+    modules_table = page.split("XLA modules, costliest first")[1].split("</table>")[0]
+    assert "<th>module</th>" not in modules_table  # a module's module is itself
+    assert "<th></th>" not in page
+    units = {t.rsplit(" ", 1)[-1] for t in _tick_texts(page)}
+    assert len(units) == 1
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def _tick_texts(page: str) -> list[str]:
+    import re
+
+    return re.findall(r'text-anchor="middle" fill="currentColor">([^<]+)</text>', page)
+
+
+# ------------------------------------------------------------------- the magic's bad input
+
+
+def test_the_sync_table_names_the_cell_as_it_ran(ip):
+    ip.user_ns.update(step=step, x=jnp.ones((8, 8)))
+    first = ip.run_cell("1 + 1", store_history=True)
+    result = ip.run_cell(CELL, store_history=True)
+    assert result.execution_count == first.execution_count + 1
+    (site,) = result.result.syncs
+    assert site.where == f"In[{result.execution_count}], line 5"
+
+
+@pytest.mark.parametrize(
+    ("cell", "words"),
+    [
+        ("y = 1\nreturn y", "line 4: `return` outside a function"),
+        ("yield 1", "line 3: `yield` outside a function"),
+        ("for i in range(2):\n    yield from range(i)", "line 4: `yield from`"),
+        ("import asyncio\nawait asyncio.sleep(0)", "line 4: `await` at the top of the cell"),
+        ("nonlocal y", "line 3: `nonlocal` at the top of the cell"),
+    ],
+)
+def test_statements_only_a_function_may_hold_are_usage_errors(ip, cell, words):
+    before = dict(ip.user_ns)
+    with pytest.raises(UsageError, match="%%profile") as caught:
+        ip.run_cell_magic("profile", "", "z = 1\n" + cell)
+    assert words in str(caught.value)
+    assert "z" not in ip.user_ns and ip.user_ns.keys() == before.keys()
+
+
+def test_a_def_in_the_cell_may_return_yield_and_await(ip):
+    cell = (
+        "def gen():\n    yield 1\n    return 2\n"
+        "async def co():\n    await co2()\n"
+        "total = sum(gen())"
+    )
+    ip.run_cell_magic("profile", "-o", cell)
+    assert ip.user_ns["total"] == 1
+
+
+def test_an_unwritable_temporary_directory_is_a_usage_error(ip, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", "/sys")  # not writable, even for root
+    try:
+        tempfile.mkdtemp()
+    except PermissionError:
+        pass
+    else:
+        pytest.skip("/sys is writable here")
+    with pytest.raises(UsageError, match=r"temporary directory '/sys'.*TMPDIR") as caught:
+        ip.run_cell_magic("profile", "", "z = 1")
+    assert isinstance(caught.value.__cause__.__cause__, PermissionError)
+    assert "z" not in ip.user_ns
+
+
+def test_a_cell_that_starts_the_profiler_is_told_that_profile_holds_it(ip, tmp_path):
+    ip.user_ns["folder"] = str(tmp_path)
+    for cell in (
+        "import jax\nwith jax.profiler.trace(folder):\n    z = 1",
+        "from jax import profiler\nprofiler.start_trace(folder)",
+    ):
+        with pytest.raises(UsageError, match=r"line 3 starts jax\.profiler, which %%profile holds"):
+            ip.run_cell_magic("profile", "", cell)
+    assert "z" not in ip.user_ns
+    # called from a function, it cannot be seen in the cell: JAX's error says who holds it
+    ip.user_ns["start"] = lambda: jax.profiler.start_trace(str(tmp_path))
+    result = ip.run_cell("%%profile\nstart()")
+    assert isinstance(result.error_in_exec, RuntimeError)
+    assert any("%%profile" in note for note in result.error_in_exec.__notes__)
+    with jaxlab.profile() as p:  # the profiler was released
+        pass
+    assert p.result is not None
+
+
+def test_a_profile_inside_a_profile_says_which_holds_the_profiler():
+    from jaxlab.timing.profile import ProfileError
+
+    with (
+        jaxlab.profile(),
+        pytest.raises(ProfileError, match="already running: %%profile"),
+        jaxlab.profile(),
+    ):
+        pass

@@ -19,6 +19,7 @@ The plain-Python twins are ``jaxlab.bench`` and ``jaxlab.profile``.
 from __future__ import annotations
 
 import ast
+import sys
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -142,8 +143,9 @@ class TimingMagics(Magics):
     )
     @cell_magic
     def profile(self, line: str, cell: str) -> Any:
-        """Run the cell under ``jax.profiler.trace``: host and device timeline, the costliest
-        XLA modules and ops, and the implicit device-to-host syncs with their lines."""
+        """Run the cell under ``jax.profiler.trace``: host and device timeline, JAX's
+        compilations, the costliest XLA modules and ops, and the implicit device-to-host
+        syncs with their lines."""
         from ..timing.profile import ProfileError, profile
 
         __tracebackhide__ = True  # IPython leaves this frame out of the cell's traceback
@@ -176,25 +178,105 @@ class TimingMagics(Magics):
         return value
 
 
+# Statements a cell run by exec() cannot hold at its top level, and what to write instead.
+_NOT_AT_TOP = {
+    ast.Return: "`return` outside a function: the cell's last expression is its value",
+    ast.Yield: "`yield` outside a function: put the generator in a def and profile a loop over it",
+    ast.YieldFrom: "`yield from` outside a function: put it in a def and profile a loop over it",
+    ast.Await: "`await` at the top of the cell: %%profile runs the cell synchronously; "
+    "call asyncio.run(main()) in the cell instead",
+    ast.AsyncFor: "`async for` at the top of the cell: %%profile runs the cell "
+    "synchronously; put it in an async def and call asyncio.run(...) in the cell",
+    ast.AsyncWith: "`async with` at the top of the cell: %%profile runs the cell "
+    "synchronously; put it in an async def and call asyncio.run(...) in the cell",
+    ast.Nonlocal: "`nonlocal` at the top of the cell: there is no enclosing function; "
+    "use `global` or drop it",
+}
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _refuse_top_level(tree: ast.Module) -> None:
+    """A UsageError for the first statement only a function body may hold (``return``,
+    ``yield``, ``await``, ``nonlocal``), with its line as the user sees it."""
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, _SCOPES):
+            continue  # a def's body may hold them (its decorators and defaults may not)
+        for kind, why in _NOT_AT_TOP.items():
+            if isinstance(node, kind):
+                raise UsageError(f"%%profile: line {getattr(node, 'lineno', 0)}: {why}")
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _starts_a_trace(tree: ast.Module) -> int | None:
+    """The line of a call of ``jax.profiler.trace`` / ``start_trace`` in the cell."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name, owner = node.func.attr, node.func.value
+            profiler = (isinstance(owner, ast.Attribute) and owner.attr == "profiler") or (
+                isinstance(owner, ast.Name) and owner.id == "profiler"
+            )
+            if name == "start_trace" or (name == "trace" and profiler):
+                return node.lineno
+    return None
+
+
+def _cell_number(shell: Any) -> int:
+    """The number IPython gave the running cell: the ``In[N]`` of the cell that called this
+    magic (IPython has already moved ``execution_count`` on to the next cell)."""
+    from ..explain.source import _cell_number as number_of
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            number = number_of(frame.f_code.co_filename)
+            if number is not None:
+                return number
+        frame = frame.f_back  # type: ignore[assignment]
+    return int(shell.execution_count)
+
+
+def _peak_text(peak: Any) -> str:
+    from ..timing.bench_view import rate
+
+    return (
+        f"%bench --peak: {rate(peak.flops_s, 'FLOP/s')} (a {peak.matmul_n}² matmul), "
+        f"{rate(peak.bytes_s, 'B/s')} (a streaming kernel of {peak.stream_bytes >> 20} MiB) "
+        f"on {peak.platform}, {peak.conditions}"
+    )
+
+
 def _compile_cell(shell: Any, line: str, cell: str) -> tuple[Any, Any]:
     """The cell as (statements, last expression or None), compiled under IPython's name for
     the cell with the ``%%profile`` line counted as line 1, so syncs and tracebacks read
     ``In[5], line 3`` for the third line the user sees."""
     source = shell.transform_cell(cell)
-    shown = f"%%profile {line}".rstrip() + "\n" + source
-    filename = shell.compile.cache(shown, shell.execution_count, raw_code=shown)
     try:
-        tree = ast.parse(source, filename)
+        tree = ast.parse(source)
     except SyntaxError as e:
         raise UsageError(
             f"%%profile: the cell is not valid Python: {e.msg} (line {(e.lineno or 0) + 1})"
         ) from e
     ast.increment_lineno(tree, 1)  # below the %%profile line
+    _refuse_top_level(tree)
+    started = _starts_a_trace(tree)
+    if started is not None:
+        raise UsageError(
+            f"%%profile: line {started} starts jax.profiler, which %%profile holds while the "
+            "cell runs (JAX runs one trace at a time): run the cell without %%profile, or "
+            "drop its own trace"
+        )
+    shown = f"%%profile {line}".rstrip() + "\n" + source
+    filename = shell.compile.cache(shown, _cell_number(shell), raw_code=shown)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         expr = ast.Expression(tree.body.pop().value)
         last = compile(expr, filename, "eval")
-    return compile(tree, filename, "exec"), last
+    try:
+        return compile(tree, filename, "exec"), last
+    except SyntaxError as e:  # what the checks above did not foresee
+        raise UsageError(f"%%profile: line {e.lineno}: {e.msg}") from e
 
 
 def _block_on(value: Any, namespace: dict[str, Any], cell: str) -> None:

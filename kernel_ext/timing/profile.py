@@ -12,33 +12,40 @@
 
 The trace goes to a temporary folder that is removed when the block ends, whether or
 not it raised. The block's own exception propagates unchanged (and ``p.result`` stays
-None).
+None). Only what the views read is captured: JAX's Python tracer (every Python call in
+the block, which no view uses and which slowed a traced loop the most) is off.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import os
 import shutil
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import jax
 
 from .profile_result import Cost, ProfileResult
+from .profile_spans import compilations, count_kinds, keep_for_drawing
 from .syncs import SyncRecorder
 from .trace import Span, read_spans
 
-MAX_SPANS = 5000  # kept for the timeline; the costs are totalled over all
 TOP = 10  # modules and ops in the tables
+HOLDS_PROFILER = (
+    "%%profile (or jaxlab.profile()) holds jax.profiler while its cell runs, and JAX runs "
+    "one trace at a time"
+)
 
 
 class ProfileError(RuntimeError):
-    """The trace could not be taken (another trace is running); the message says why."""
+    """The trace could not be taken (another trace is running, no writable temporary
+    folder); the message says why and what to do."""
 
 
 @dataclass
@@ -47,7 +54,19 @@ class Profile:
 
     result: ProfileResult | None = None
     folder: str = ""  # the temporary trace folder (gone after the block)
-    _recorder: SyncRecorder = field(default_factory=SyncRecorder)
+    _recorder: SyncRecorder = field(default_factory=lambda: SyncRecorder(annotate=True))
+
+
+_active: list[Profile] = []  # the profile running now (one per process, as JAX's trace)
+
+
+def trace_options() -> jax.profiler.ProfileOptions:
+    """What the trace captures: host events (calls, JAX's compile steps, XLA ops) and the
+    device's, without JAX's Python tracer (an event per Python call, which no view reads)."""
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0
+    options.enable_hlo_proto = False  # the HLO of each module: no view reads it
+    return options
 
 
 def _costs(spans: list[Span], kind: str, total_s: float) -> tuple[Cost, ...]:
@@ -64,22 +83,64 @@ def _costs(spans: list[Span], kind: str, total_s: float) -> tuple[Cost, ...]:
     return tuple(sorted(costs, key=lambda c: -c.total_s)[:TOP])
 
 
+def _named_syncs(spans: list[Span], recorder: SyncRecorder) -> list[Span]:
+    """Sync marks named for their line (``In[4], line 3: float(loss)``); the conversions
+    the recorder did not count (an explicit ``device_get``) are dropped."""
+    named: list[Span] = []
+    for s in spans:
+        if s.kind == "sync":
+            site = recorder.mark_site(int(s.name)) if s.name.isdigit() else None
+            if site is None:
+                continue
+            s = dataclasses.replace(s, name=f"{site.where}: {site.code}")
+        named.append(s)
+    return named
+
+
 def _result(folder: str, duration_s: float, recorder: SyncRecorder) -> ProfileResult:
     files = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
-    spans = read_spans(files[0]) if files else []
+    spans = _named_syncs(read_spans(files[0]) if files else [], recorder)
     # The cell's span is its wall time or the trace's extent, whichever is longer.
     total = max([duration_s] + [s.end_s for s in spans])
+    kept = keep_for_drawing(spans)
     return ProfileResult(
         platform=jax.default_backend(),
         duration_s=total,
-        spans=tuple(spans[:MAX_SPANS]),
-        dropped_spans=max(0, len(spans) - MAX_SPANS),
+        spans=kept.spans,
+        dropped_spans=len(spans) - len(kept.spans),
         modules=_costs(spans, "module", total),
         ops=_costs(spans, "op", total),
         syncs=recorder.sites(),
         dropped_syncs=recorder.dropped,
         syncs_observed=recorder.supported,
+        counts=count_kinds(spans),
+        called=dict(Counter(s.name for s in spans if s.kind == "dispatch")),
+        compilations=compilations(spans),
+        longest_drawn=kept.longest,
     )
+
+
+def _make_folder() -> str:
+    try:
+        return tempfile.mkdtemp(prefix="jaxlab-profile-")
+    except OSError as e:
+        raise ProfileError(
+            f"no folder for the trace could be made in the temporary directory "
+            f"{tempfile.gettempdir()!r} ({e.strerror or e}); set TMPDIR to a writable "
+            "folder before starting the kernel, or set tempfile.tempdir = '/a/writable/folder'"
+        ) from e
+
+
+def _start(folder: str) -> None:
+    if _active:
+        raise ProfileError(f"a profile is already running: {HOLDS_PROFILER}")
+    try:
+        jax.profiler.start_trace(folder, profiler_options=trace_options())
+    except RuntimeError as e:  # one trace at a time, per process
+        raise ProfileError(
+            f"jax.profiler could not start a trace ({e}); stop the other trace first "
+            "(jax.profiler.stop_trace())"
+        ) from e
 
 
 @contextlib.contextmanager
@@ -92,22 +153,22 @@ def profile() -> Iterator[Profile]:
     ['f']
     """
     __tracebackhide__ = True  # IPython leaves this frame out of the block's errors
-    folder = tempfile.mkdtemp(prefix="jaxlab-profile-")
+    folder = _make_folder()
     session = Profile(folder=folder)
     try:
-        try:
-            jax.profiler.start_trace(folder)
-        except RuntimeError as e:  # one trace at a time, per process
-            raise ProfileError(
-                f"jax.profiler could not start a trace ({e}); stop the other trace first "
-                "(jax.profiler.stop_trace())"
-            ) from e
+        _start(folder)
+        _active.append(session)
         t0 = time.perf_counter()
         try:
             with session._recorder.recording():
                 yield session
+        except RuntimeError as e:
+            if "already been started" in str(e):  # the block started jax.profiler itself
+                e.add_note(f"jaxlab: {HOLDS_PROFILER}; run this code without it.")
+            raise
         finally:
             duration = time.perf_counter() - t0
+            _active.remove(session)
             jax.profiler.stop_trace()
         session.result = _result(folder, duration, session._recorder)
     finally:

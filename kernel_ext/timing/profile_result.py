@@ -5,6 +5,9 @@
     r = p.result                        # from jaxlab.profile() or %%profile -o
     r.duration_s                        # the cell's wall time
     r.functions()                       # jitted functions dispatched from Python, in order
+    r.counts["dispatch"]                # calls from Python, every one counted (200 for 200)
+    r.called["step"]                    # 200: the calls of one function
+    r.compilations[0].function          # "step": traced, lowered and compiled in the cell
     r.modules[0]                        # Cost("jit_step", "jit_step", 10, 0.41, 0.83)
     r.syncs[0].where, r.syncs[0].kind   # "In[4], line 3", "float(x)"
     r.to_dict()                         # JSON-ready
@@ -13,9 +16,10 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from .profile_spans import Compilation
 from .syncs import SyncSite
 from .trace import Span
 
@@ -33,8 +37,12 @@ class Cost:
 
 @dataclass(frozen=True)
 class ProfileResult:
-    """A cell's trace: host dispatch and device spans, the costliest modules and ops, and
-    the lines that made implicit device-to-host transfers."""
+    """A cell's trace: host dispatch and device spans, JAX's compilations, the costliest
+    modules and ops, and the lines that made implicit device-to-host transfers.
+
+    ``counts``, ``functions()``, ``compilations`` and the costs are over the whole trace;
+    ``spans`` is the bounded set drawn (``dropped_spans`` not drawn; of those drawn,
+    ``longest_drawn`` were chosen as the longest and the rest as an even sample)."""
 
     platform: str
     duration_s: float
@@ -45,11 +53,19 @@ class ProfileResult:
     syncs: tuple[SyncSite, ...]
     dropped_syncs: int = 0
     syncs_observed: bool = True  # False: this JAX's arrays could not be watched
+    counts: dict[str, int] = field(default_factory=dict)  # spans of each kind, all of them
+    called: dict[str, int] = field(default_factory=dict)  # function → calls, in call order
+    compilations: tuple[Compilation, ...] = ()
+    longest_drawn: int = 0
+
+    @property
+    def calls(self) -> int:
+        """Jitted calls made from Python, every one counted (drawn or not)."""
+        return self.counts.get("dispatch", 0)
 
     def functions(self) -> list[str]:
         """The jitted functions the cell called, each once, in the order first called."""
-        names = [s.name for s in self.spans if s.kind == "dispatch"]
-        return list(dict.fromkeys(names))
+        return list(self.called)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,5 +1,6 @@
-"""Text and HTML views of a ``ProfileResult``: a static timeline, the costliest modules and
-ops, and the hidden syncs with their lines (what exported notebooks and ``--static`` show).
+"""Text and HTML views of a ``ProfileResult``: the title, JAX's compilations, the static
+timeline (``profile_svg``), the costliest modules and ops, and the hidden syncs with their
+lines (what exported notebooks and ``--static`` show).
 """
 
 from __future__ import annotations
@@ -8,20 +9,57 @@ import html
 
 from ..compile.log_view import seconds
 from .profile_result import Cost, ProfileResult
+from .profile_svg import timeline_svg
 from .syncs import SyncSite
 
-_WIDTH = 640
-_LANES = (("host", "dispatch"), ("device", "module"), ("device", "op"))
-_COLOURS = {"dispatch": "#4c78a8", "module": "#f58518", "op": "#54a24b"}
-_MAX_DRAWN = 1500  # rects in the static SVG; the widget draws them all
 
-
-def _title(r: ProfileResult) -> str:
-    calls = sum(1 for s in r.spans if s.kind == "dispatch")
+def kept_text(r: ProfileResult) -> str:
+    """What the drawing holds when the trace had more spans than it draws; "" otherwise."""
+    if not r.dropped_spans:
+        return ""
+    total = len(r.spans) + r.dropped_spans
     return (
-        f"%%profile: {seconds(r.duration_s)} on {r.platform}, {calls} jitted "
-        f"call{'' if calls == 1 else 's'}, {sum(s.count for s in r.syncs)} implicit syncs"
+        f"drawn: {len(r.spans):,} of {total:,} spans (JAX's compile steps and the syncs, the "
+        f"{r.longest_drawn:,} longest, and an even sample of the rest); every count and "
+        "total is over all of them"
     )
+
+
+def compile_summary(r: ProfileResult) -> str:
+    """``1 compile (35.2 ms: step)`` or ``""``."""
+    if not r.compilations:
+        return ""
+    total = sum(c.total_s for c in r.compilations)
+    names = list(dict.fromkeys(c.function or "a function" for c in r.compilations))
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    n = len(r.compilations)
+    return f"{n} compile{'' if n == 1 else 's'} ({seconds(total)}: {shown})"
+
+
+def title(r: ProfileResult) -> str:
+    calls = r.calls
+    parts = [
+        f"%%profile: {seconds(r.duration_s)} on {r.platform}",
+        f"{calls:,} jitted call{'' if calls == 1 else 's'}",
+    ]
+    if r.compilations:
+        parts.append(compile_summary(r))
+    n = sum(s.count for s in r.syncs)
+    parts.append(f"{n:,} implicit sync{'' if n == 1 else 's'}")
+    return ", ".join(parts)
+
+
+def _compile_lines(r: ProfileResult) -> list[str]:
+    if not r.compilations:
+        return []
+    lines = ["JAX compiled during the cell (a first call, or new argument types):"]
+    for c in r.compilations:
+        lines.append(
+            f"  {c.function or 'a function (no call: .lower/.compile)'}: {seconds(c.total_s)} "
+            f"= tracing {seconds(c.trace_s)} + lowering {seconds(c.lower_s)} + XLA compile "
+            f"{seconds(c.compile_s)}, at {seconds(c.start_s)}"
+        )
+    return lines
 
 
 def _cost_lines(title: str, costs: tuple[Cost, ...]) -> list[str]:
@@ -31,7 +69,7 @@ def _cost_lines(title: str, costs: tuple[Cost, ...]) -> list[str]:
     for c in costs:
         where = f" ({c.module})" if c.module and c.module != c.name else ""
         lines.append(
-            f"  {c.name}{where}: {seconds(c.total_s)} over {c.calls} run(s), "
+            f"  {c.name}{where}: {seconds(c.total_s)} over {c.calls:,} run(s), "
             f"{100 * c.share:.0f}% of the cell"
         )
     return lines
@@ -47,7 +85,8 @@ def sync_advice(site: SyncSite) -> str:
 
 
 def profile_text(r: ProfileResult) -> str:
-    lines = [_title(r)]
+    lines = [title(r)]
+    lines += _compile_lines(r)
     lines += _cost_lines("XLA modules, costliest first:", r.modules)
     lines += _cost_lines("XLA ops, costliest first:", r.ops)
     if r.syncs:
@@ -62,52 +101,59 @@ def profile_text(r: ProfileResult) -> str:
     else:
         lines.append("no implicit device-to-host transfers")
     if r.dropped_spans:
-        lines.append(f"({r.dropped_spans:,} more spans not kept for the timeline)")
+        lines.append(f"({kept_text(r)})")
     return "\n".join(lines)
 
 
-def timeline_svg(r: ProfileResult) -> str:
-    """Host dispatch, device modules and device ops on three lanes (the static view)."""
-    end = r.duration_s or 1.0
-    scale = (_WIDTH - 90) / end
-    parts = [
-        f'<svg width="{_WIDTH}" height="{24 * len(_LANES) + 18}" role="img" '
-        'aria-label="profile timeline" style="font:11px var(--jp-ui-font-family,sans-serif)">'
-    ]
-    for i, (lane, kind) in enumerate(_LANES):
-        y = 4 + 24 * i
-        parts.append(f'<text x="0" y="{y + 12}" fill="currentColor">{lane} {kind}s</text>')
-        drawn = [s for s in r.spans if s.lane == lane and s.kind == kind][:_MAX_DRAWN]
-        for s in drawn:
-            tip = html.escape(f"{s.name}: {seconds(s.duration_s)}")
-            parts.append(
-                f'<rect x="{90 + s.start_s * scale:.1f}" y="{y}" '
-                f'width="{max(1.0, s.duration_s * scale):.1f}" height="16" '
-                f'fill="{_COLOURS[kind]}"><title>{tip}</title></rect>'
-            )
-    y = 24 * len(_LANES) + 14
-    parts.append(
-        f'<text x="90" y="{y}" fill="currentColor">0</text><text x="{_WIDTH - 2}" y="{y}" '
-        f'text-anchor="end" fill="currentColor">{html.escape(seconds(end))}</text></svg>'
-    )
-    return "".join(parts)
+def cost_columns(costs: tuple[Cost, ...]) -> tuple[str, ...]:
+    """The columns a cost table needs: ``module`` only when some row names another one."""
+    head = ("name", "module", "runs", "total", "share of the cell")
+    if not any(c.module and c.module != c.name for c in costs):
+        return tuple(h for h in head if h != "module")
+    return head
 
 
-def _cost_table(title: str, costs: tuple[Cost, ...]) -> str:
+def _cost_table(caption: str, costs: tuple[Cost, ...]) -> str:
     if not costs:
         return ""
+    head = cost_columns(costs)
     rows = "".join(
-        f"<tr><td style='text-align:left'>{html.escape(c.name)}</td>"
-        f"<td style='text-align:left'>{html.escape(c.module if c.module != c.name else '')}</td>"
-        f"<td style='text-align:right'>{c.calls}</td>"
+        "<tr>"
+        + f"<td style='text-align:left'>{html.escape(c.name)}</td>"
+        + (
+            f"<td style='text-align:left'>{html.escape(c.module if c.module != c.name else '')}"
+            "</td>"
+            if "module" in head
+            else ""
+        )
+        + f"<td style='text-align:right'>{c.calls:,}</td>"
         f"<td style='text-align:right'>{html.escape(seconds(c.total_s))}</td>"
         f"<td style='text-align:right'>{100 * c.share:.0f}%</td></tr>"
         for c in costs
     )
+    header = "".join(f"<th>{h}</th>" for h in head)
     return (
-        f"<table><caption style='text-align:left'>{html.escape(title)}</caption>"
-        "<tr><th>name</th><th>module</th><th>runs</th><th>total</th><th>share</th></tr>"
-        f"{rows}</table>"
+        f"<table><caption style='text-align:left'>{html.escape(caption)}</caption>"
+        f"<tr>{header}</tr>{rows}</table>"
+    )
+
+
+def _compile_table(r: ProfileResult) -> str:
+    if not r.compilations:
+        return ""
+    rows = "".join(
+        f"<tr><td style='text-align:left'>{html.escape(c.function or 'a function')}</td>"
+        + "".join(
+            f"<td style='text-align:right'>{html.escape(seconds(t))}</td>"
+            for t in (c.total_s, c.trace_s, c.lower_s, c.compile_s, c.start_s)
+        )
+        + "</tr>"
+        for c in r.compilations
+    )
+    return (
+        "<table><caption style='text-align:left'>JAX compiled during the cell (a first call, "
+        "or new argument types)</caption><tr><th>function</th><th>total</th><th>tracing</th>"
+        f"<th>lowering</th><th>XLA compile</th><th>at</th></tr>{rows}</table>"
     )
 
 
@@ -123,7 +169,7 @@ def syncs_html(r: ProfileResult) -> str:
         f"<tr><td style='text-align:left'>{html.escape(s.where)}</td>"
         f"<td style='text-align:left'><code>{html.escape(s.code)}</code></td>"
         f"<td style='text-align:left'>{html.escape(s.kind)}</td>"
-        f"<td style='text-align:right'>{s.count}</td>"
+        f"<td style='text-align:right'>{s.count:,}</td>"
         f"<td style='text-align:right'>{html.escape(seconds(s.seconds))}</td>"
         f"<td style='text-align:left'>{html.escape(sync_advice(s))}</td></tr>"
         for s in r.syncs
@@ -131,14 +177,17 @@ def syncs_html(r: ProfileResult) -> str:
     return (
         "<table><caption style='text-align:left'>implicit device-to-host transfers: each "
         "waits for the device</caption><tr><th>where</th><th>code</th><th>what</th>"
-        f"<th>times</th><th>time</th><th></th></tr>{rows}</table>"
+        f"<th>times</th><th>time</th><th>what to do</th></tr>{rows}</table>"
     )
 
 
 def profile_html(r: ProfileResult) -> str:
+    kept = f"<p>{html.escape(kept_text(r))}</p>" if r.dropped_spans else ""
     return (
-        f"<div class='jaxlab-profile'><p><b>{html.escape(_title(r))}</b></p>"
+        f"<div class='jaxlab-profile' style='font-size:13px'><p><b>{html.escape(title(r))}</b></p>"
         + timeline_svg(r)
+        + kept
+        + _compile_table(r)
         + _cost_table("XLA modules, costliest first", r.modules)
         + _cost_table("XLA ops, costliest first", r.ops)
         + syncs_html(r)

@@ -30,11 +30,15 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from jax.profiler import TraceAnnotation
+
 from .._jax_compat import hook_array_conversions
 from ..compile.messages import short_type
 from ..explain.source import is_user_file, user_line
+from .trace import SYNC_PREFIX
 
 MAX_SITES = 100  # distinct lines kept; further ones are counted
+MAX_MARKS = 20_000  # syncs remembered for the timeline's marks; further ones are counted
 
 # What each conversion is, in the words a user would recognise.
 KINDS = {
@@ -85,12 +89,20 @@ def _user_frame(frame: FrameType | None) -> FrameType | None:
 
 
 class SyncRecorder:
-    """Counts implicit transfers per user line while ``recording()`` is active."""
+    """Counts implicit transfers per user line while ``recording()`` is active.
 
-    def __init__(self) -> None:
+    With ``annotate=True`` each conversion also runs inside a
+    ``jax.profiler.TraceAnnotation`` named ``jaxlab-sync#<n>``, so a running trace holds
+    when it began and how long it waited; ``mark_site(n)`` names its line.
+    """
+
+    def __init__(self, annotate: bool = False) -> None:
         self._sites: dict[tuple[str, int, str], list[Any]] = {}
         self.dropped = 0  # transfers at lines beyond MAX_SITES
         self.supported = True  # False when this JAX's arrays could not be observed
+        self.annotate = annotate
+        self._marks: dict[int, tuple[str, int, str]] = {}  # sync number → its site's key
+        self._count = 0  # syncs seen, numbered from 0
         self._depth = _Depth()
         self._lock = threading.Lock()
 
@@ -107,19 +119,28 @@ class SyncRecorder:
                     pending = not array.is_ready()
                 except Exception:  # a deleted or donated array: the conversion will say so
                     pending = False
+                with recorder._lock:
+                    number = recorder._count
+                    recorder._count += 1
                 t0 = time.perf_counter()
-                result = method(array, *args, **kwargs)
+                if recorder.annotate:
+                    with TraceAnnotation(f"{SYNC_PREFIX}{number}"):
+                        result = method(array, *args, **kwargs)
+                else:
+                    result = method(array, *args, **kwargs)
                 elapsed = time.perf_counter() - t0
             finally:
                 depth.value -= 1
-            recorder._note(name, array, pending, elapsed, sys._getframe(1))
+            recorder._note(name, array, pending, elapsed, sys._getframe(1), number)
             return result
 
         hooked.__name__ = getattr(method, "__name__", name)
         hooked.__doc__ = getattr(method, "__doc__", None)
         return hooked
 
-    def _note(self, name: str, array: Any, pending: bool, elapsed: float, frame: Any) -> None:
+    def _note(
+        self, name: str, array: Any, pending: bool, elapsed: float, frame: Any, number: int
+    ) -> None:
         user = _user_frame(frame)
         if user is None:
             return
@@ -132,6 +153,8 @@ class SyncRecorder:
                     self.dropped += 1
                     return
                 entry = self._sites[key] = [line, "", 0, 0, 0.0]
+            if self.annotate and len(self._marks) < MAX_MARKS:
+                self._marks[number] = key
             entry[1] = short_type(array)
             entry[2] += 1
             entry[3] += int(pending)
@@ -147,12 +170,31 @@ class SyncRecorder:
             if undo is not None:
                 undo()
 
+    def mark_site(self, number: int) -> SyncSite | None:
+        """The site of the sync numbered ``number`` (from its trace annotation), or None
+        for one not kept (an explicit ``device_get``, a line past the caps)."""
+        with self._lock:
+            key = self._marks.get(number)
+            entry = self._sites.get(key) if key is not None else None
+        return None if entry is None or key is None else _site(key[2], *entry)
+
     def sites(self) -> tuple[SyncSite, ...]:
         """The lines that synced, the most frequent first."""
         with self._lock:
             entries = list(self._sites.items())
-        sites = [
-            SyncSite(line.label, line.filename, line.lineno, line.text, KINDS[name], array, n, w, s)
-            for (_, _, name), (line, array, n, w, s) in entries
-        ]
+        sites = [_site(name, *entry) for (_, _, name), entry in entries]
         return tuple(sorted(sites, key=lambda s: (-s.count, -s.seconds, s.lineno)))
+
+
+def _site(name: str, line: Any, array: str, count: int, waited: int, seconds: float) -> SyncSite:
+    return SyncSite(
+        line.label,
+        line.filename,
+        line.lineno,
+        line.text,
+        KINDS[name],
+        array,
+        count,
+        waited,
+        seconds,
+    )

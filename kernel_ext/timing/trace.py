@@ -3,7 +3,15 @@
 ``jax.profiler.ProfileData`` reads the file JAX wrote; the spans kept are
 
 * host ``dispatch``: a jitted function called from Python (``PjitFunction(f)`` on the
-  ``python`` thread), from the call until it returned;
+  ``python`` thread), from the call until it returned. A ``PjitFunction`` event inside
+  another is a call made while the outer one was being traced (``jnp.tanh`` inside
+  ``f``): part of tracing, not a dispatch;
+* JAX's own work on a first call, named for the function called (``f``): ``trace``
+  (from the call until lowering began: tracing to a jaxpr and JAX's checks), ``lower``
+  (``lower_sharding_computation``: jaxpr → StableHLO) and ``compile``
+  (``backend_compile_and_load``: XLA's compile);
+* host ``sync``: an implicit device-to-host transfer the sync recorder annotated
+  (``jaxlab-sync#7``), named by its sequence number;
 * device ``module``: one run of a compiled XLA program (``jit_f``); on a CPU, where XLA
   emits no module events, the span from its first to its last op of one run;
 * device ``op``: one XLA operation (a fusion, a dot, ``wrapped_tanh``) of a module.
@@ -12,6 +20,7 @@
 
     spans = read_spans(path)
     [s.name for s in spans if s.kind == "dispatch"]     # ["f", "f", "g"]
+    [(s.kind, s.name) for s in spans if s.lane == "jax"]  # [("trace", "f"), ("lower", "f"), ...]
 """
 
 from __future__ import annotations
@@ -24,14 +33,45 @@ from typing import Any
 
 _DISPATCH = re.compile(r"^(?:PjitFunction|PmapFunction)\((.*)\)$")
 _MODULE_RUN = re.compile(r"^(.*?)(?:\(\d+\))?$")  # GPU modules read "jit_f(12)"
+SYNC_PREFIX = "jaxlab-sync#"  # the sync recorder's TraceAnnotation names
+
+# JAX's own annotated steps of a first call (jax.profiler.annotate_function in jax/_src),
+# by the names JAX 0.10 and 0.12 give them. Tracing has no event of its own there: it is
+# read as the call's time before lowering began.
+_PHASES = {
+    "lower_sharding_computation": "lower",
+    "lower_mesh_computation": "lower",
+    "backend_compile": "compile",
+    "backend_compile_and_load": "compile",
+}
+PHASE_KINDS = ("trace", "lower", "compile")
+# The python thread's own bookkeeping (JAX's and XLA's host steps, the compiler's passes):
+# skipped without reading their stats, the slow part of reading an event.
+_HOST_WORK = (
+    "ParseArguments",
+    "PythonRefManager",
+    "shard_args",
+    "Handle ",
+    "Wait for",
+    "Common",
+    "Cpu",
+    "ThreadpoolListener",
+    "ThunkExecutor",
+    "AllocateOutput",
+    "ExecuteReplicated",
+    "batched_copy",
+    "end: ",
+    "HLO passes",
+    "np.asarray",
+)
 
 
 @dataclass(frozen=True)
 class Span:
     """One interval of the timeline, in seconds from the start of the trace."""
 
-    lane: str  # "host" or "device"
-    kind: str  # "dispatch", "module" or "op"
+    lane: str  # "host", "jax" (tracing, lowering, compiling) or "device"
+    kind: str  # "dispatch", "sync", "trace", "lower", "compile", "module" or "op"
     name: str
     start_s: float
     duration_s: float
@@ -52,9 +92,15 @@ def _stats(event: Any) -> dict[str, Any]:
             return {}
 
 
-def _raw_spans(data: Any) -> list[tuple[str, str, str, float, float, str, Any]]:
-    """(lane, kind, name, start_ns, duration_ns, module, run) for each event kept."""
-    out: list[tuple[str, str, str, float, float, str, Any]] = []
+# (kind, name, start_ns, duration_ns, module, run)
+_Raw = tuple[str, str, float, float, str, Any]
+
+
+def _raw_spans(data: Any) -> tuple[list[_Raw], list[_Raw]]:
+    """The python thread's events that matter (dispatches, phases, syncs) and the device
+    spans (modules, ops), as raw tuples."""
+    python: list[_Raw] = []
+    device: list[_Raw] = []
     for plane in data.planes:
         for line in plane.lines:
             line_name = line.name
@@ -63,57 +109,78 @@ def _raw_spans(data: Any) -> list[tuple[str, str, str, float, float, str, Any]]:
                 if line_name == "python":
                     match = _DISPATCH.match(name)
                     if match:
-                        out.append(
-                            (
-                                "host",
-                                "dispatch",
-                                match.group(1),
-                                event.start_ns,
-                                event.duration_ns,
-                                "",
-                                None,
-                            )
-                        )
+                        kind, label = "dispatch", match.group(1)
+                    elif name in _PHASES:
+                        kind, label = _PHASES[name], ""
+                    elif name.startswith(SYNC_PREFIX):
+                        kind, label = "sync", name[len(SYNC_PREFIX) :]
+                    elif name.startswith(_HOST_WORK):
+                        continue
+                    else:  # maybe an XLA op run inline on the calling thread (small work)
+                        _add_op(device, plane.name, name, event, _stats(event), line_name)
+                        continue
+                    python.append((kind, label, event.start_ns, event.duration_ns, "", None))
                     continue
                 if line_name == "XLA Modules":
                     run_name = _MODULE_RUN.match(name)
                     label = run_name.group(1) if run_name else name
-                    out.append(
-                        ("device", "module", label, event.start_ns, event.duration_ns, label, None)
-                    )
+                    device.append(("module", label, event.start_ns, event.duration_ns, label, None))
                     continue
-                stats = _stats(event)
-                if "hlo_module" in stats or line_name == "XLA Ops":
-                    module = str(stats.get("hlo_module", ""))
-                    run = (module, stats.get("run_id"), plane.name)
-                    out.append(
-                        ("device", "op", name, event.start_ns, event.duration_ns, module, run)
-                    )
-    return out
+                if line_name.startswith("tf_xla-cpu-codegen"):  # XLA compiling kernels
+                    continue
+                _add_op(device, plane.name, name, event, _stats(event), line_name)
+    return python, device
 
 
-def _drop_nested(spans: list[Span]) -> list[Span]:
-    """JAX nests a second ``PjitFunction(f)`` event inside the first: keep the outer one."""
-    kept: list[Span] = []
-    for s in sorted(spans, key=lambda s: (s.start_s, -s.duration_s)):
-        outer = kept[-1] if kept else None
-        if outer is not None and outer.name == s.name and s.end_s <= outer.end_s + 1e-9:
-            continue
-        kept.append(s)
-    return kept
+def _add_op(
+    device: list[_Raw], plane: str, name: str, event: Any, stats: dict[str, Any], line: str
+) -> None:
+    """An XLA op: an event that names its HLO module (CPU), or any on a GPU's op line."""
+    if "hlo_module" in stats or line == "XLA Ops":
+        module = str(stats.get("hlo_module", ""))
+        run = (module, stats.get("run_id"), plane)
+        device.append(("op", name, event.start_ns, event.duration_ns, module, run))
 
 
-def spans_from_profile(data: Any) -> list[Span]:
-    """Every span of a ``jax.profiler.ProfileData``, sorted by start."""
-    raw = _raw_spans(data)
-    if not raw:
-        return []
-    origin = min(r[3] for r in raw)
+def _host_spans(python: list[_Raw], origin: float) -> list[Span]:
+    """Top-level dispatches and syncs; phases named for the call they belong to; calls
+    nested in a call (made while it was traced) dropped."""
+    spans: list[Span] = []
+    outer: Span | None = None  # the top-level dispatch being read
+    first_phase: float | None = None  # where its first lowering or compile began
+    for kind, name, start, duration, _, _ in sorted(python, key=lambda r: (r[2], -r[3])):
+        span = Span("host", kind, name, (start - origin) * 1e-9, duration * 1e-9)
+        inside = outer is not None and span.start_s < outer.end_s
+        if kind == "dispatch":
+            if inside:
+                continue  # a call made while tracing (or JAX's own nested event for f)
+            if outer is not None and first_phase is not None:
+                spans.append(_tracing(outer, first_phase))
+            outer, first_phase = span, None
+            spans.append(span)
+        elif kind == "sync":
+            spans.append(span)
+        else:
+            owner = outer.name if inside and outer is not None else ""
+            if inside and first_phase is None:
+                first_phase = span.start_s
+            spans.append(Span("jax", kind, owner, span.start_s, span.duration_s))
+    if outer is not None and first_phase is not None:
+        spans.append(_tracing(outer, first_phase))
+    return spans
+
+
+def _tracing(call: Span, lowering_at: float) -> Span:
+    """A first call's time before lowering began: tracing to a jaxpr and JAX's checks."""
+    return Span("jax", "trace", call.name, call.start_s, max(0.0, lowering_at - call.start_s))
+
+
+def _device_spans(device: list[_Raw], origin: float) -> list[Span]:
     spans: list[Span] = []
     runs: dict[Any, list[Span]] = defaultdict(list)
-    has_modules = any(r[1] == "module" for r in raw)
-    for lane, kind, name, start, duration, module, run in raw:
-        span = Span(lane, kind, name, (start - origin) * 1e-9, duration * 1e-9, module)
+    has_modules = any(r[0] == "module" for r in device)
+    for kind, name, start, duration, module, run in device:
+        span = Span("device", kind, name, (start - origin) * 1e-9, duration * 1e-9, module)
         spans.append(span)
         if kind == "op" and not has_modules and run is not None:
             runs[run].append(span)
@@ -121,9 +188,17 @@ def spans_from_profile(data: Any) -> list[Span]:
         begin = min(o.start_s for o in ops)
         end = max(o.end_s for o in ops)
         spans.append(Span("device", "module", module, begin, end - begin, module))
-    host = _drop_nested([s for s in spans if s.kind == "dispatch"])
-    device = [s for s in spans if s.kind != "dispatch"]
-    return sorted(host + device, key=lambda s: (s.start_s, s.lane, s.kind))
+    return spans
+
+
+def spans_from_profile(data: Any) -> list[Span]:
+    """Every span of a ``jax.profiler.ProfileData``, sorted by start."""
+    python, device = _raw_spans(data)
+    if not python and not device:
+        return []
+    origin = min(r[2] for r in python + device)
+    spans = _host_spans(python, origin) + _device_spans(device, origin)
+    return sorted(spans, key=lambda s: (s.start_s, s.lane, s.kind))
 
 
 def read_spans(path: str) -> list[Span]:
