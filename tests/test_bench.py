@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import re
+import time
+import warnings
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +44,7 @@ def test_bench_result_is_consistent_and_compiles_once():
     assert r.flops == pytest.approx(2 * 300**3, rel=0.02)  # XLA: 2·n³ for the matmul (+ tanh)
     assert r.bytes_accessed >= 2 * 300 * 300 * 4  # read a, write the result
     assert r.flops_s == pytest.approx(r.flops / r.ready_s)
-    assert r.flops_fraction == pytest.approx(r.flops_s / machine_peak().flops_s)
+    assert r.flops_fraction == pytest.approx(min(1.0, r.flops_s / r.peak_flops_s))
     json.dumps(r.to_dict())  # JSON-ready
 
 
@@ -66,7 +71,8 @@ def test_compare_interleaves_rounds_and_reports_the_ratio():
     a = jnp.ones(4)
     r = jaxlab.bench(f, a, runs=1, repeats=3, compare=(g, a))
     assert r.compare is not None and r.compare.name == "g(f32[4])"
-    assert "fgfgfg" in "".join(order)  # rounds alternate, so drift hits both alike
+    rounds = re.sub(r"(.)\1*", r"\1", "".join(order))  # each run of calls of one function
+    assert "fgfgfg" in rounds  # rounds alternate, so drift hits both alike
     assert r.ratio == r.compare.ready_s / r.ready_s
     assert "g(f32[4])" in str(r)
 
@@ -96,10 +102,12 @@ def test_nonsensical_counts_are_refused(runs, repeats):
         jaxlab.bench(matmul, jnp.ones((2, 2)), runs=runs, repeats=repeats)
 
 
-def test_machine_peak_is_measured_once_per_session():
+def test_machine_peak_is_kept_with_its_conditions_and_refreshed_on_demand():
     first = machine_peak()
     assert machine_peak() is first
     assert first.flops_s > 0 and first.bytes_s > 0
+    assert first.measured_at > 0 and "measured at" in first.conditions
+    assert machine_peak(refresh=True) is not first
 
 
 def test_a_library_model_equinox_mlp():
@@ -165,7 +173,7 @@ def test_bench_magic_a_raising_call_is_told_once_with_its_line(ip):
 def test_bench_magic_logs_only_the_users_function_in_the_compile_log(ip):
     from jaxlab.timing import peak
 
-    peak._measure.cache_clear()  # so this %bench measures the peak (jaxlab's own work)
+    peak.forget_peak()  # so this %bench measures the peak (jaxlab's own work)
     ip.run_cell("import jax, jax.numpy as jnp\ndef f(a):\n    return jnp.sin(a) @ a\n")
     ip.run_cell("x = jnp.ones((32, 32))\nmine = jax.jit(f)")
     log = jaxlab.compile_log()
@@ -179,7 +187,205 @@ def test_bench_magic_logs_only_the_users_function_in_the_compile_log(ip):
     assert log.jaxlab_count >= 1
 
 
+def test_bench_magic_peak_measures_again_and_says_when(ip, capsys):
+    from jaxlab.timing.peak import Peak, machine_peak
+
+    before = machine_peak()
+    p = ip.run_line_magic("bench", "--peak -o")
+    assert isinstance(p, Peak) and p is not before and p is machine_peak()
+    ip.run_line_magic("bench", "--peak")
+    assert "measured at" in capsys.readouterr().out
+
+
 def test_bench_magic_on_something_not_callable_is_a_usage_error(ip):
     ip.run_cell("import jax.numpy as jnp\nx = jnp.ones(3)\nnot_a_function = 3")
     with pytest.raises(UsageError):
         ip.run_line_magic("bench", "not_a_function(x)")
+
+
+# --------------------------------------------------------------- what each figure means
+
+
+def test_the_headline_is_one_call_awaited_before_the_next():
+    """In a round of the quoted figure, each call finds the previous call's output ready
+    (a loop that reads `float(loss)`); the pipeline of queued calls is the other figure."""
+    from jaxlab.timing import rounds
+
+    g = jax.jit(lambda a: a @ a)
+    found = []
+
+    def f(a):
+        if found:
+            found[-1] = found[-1].is_ready()
+        out = g(a)
+        found.append(out)
+        return out
+
+    a = jnp.ones((400, 400))
+    rounds.ready_round(lambda: f(a), 30)
+    assert found[:-1] == [True] * 29
+    r = jaxlab.bench(g, a, runs=3, repeats=2)
+    assert r.pipeline_s is not None and r.pipeline_calls == 20
+    assert "each awaited" in str(r) and "20 queued at once" in str(r)
+    assert r.ready_min_s <= r.ready_s <= r.ready_max_s and r.ready_s >= r.dispatch_s
+
+
+def test_a_scan_of_1000_steps_is_counted_whole():
+    w, c = jnp.ones((8, 8)), jnp.ones(8)
+    steps = jax.jit(lambda c, w: jax.lax.scan(lambda c, _: (c @ w, None), c, None, length=1000)[0])
+    r = jaxlab.bench(steps, c, w, runs=2, repeats=1)
+    assert r.flops == pytest.approx(1000 * 2 * 8 * 8, rel=1e-3)  # XLA alone says 130
+    assert "1,000 steps" in r.loops_note and "loops" in str(r)
+
+
+def _shares(text):
+    return [float(m) for m in re.findall(r"(\d+)% of this machine", text)]
+
+
+def test_a_planted_low_peak_is_measured_again_never_a_share_above_100(monkeypatch):
+    from jaxlab.timing import peak
+
+    planted = peak.Peak("cpu", 1.0, 1.0, 1, 1, time.time(), peak.load_average())
+    monkeypatch.setitem(peak._PEAKS, jax.default_backend(), planted)
+    r = jaxlab.bench(matmul, jnp.ones((300, 300)), runs=2, repeats=1)
+    assert r.peak_flops_s > 1.0  # the share would pass 100%: the peak was measured again
+    assert 0 < r.flops_fraction <= 1.0 and 0 < r.bytes_fraction <= 1.0
+    assert all(s <= 100 for s in _shares(str(r)))
+
+
+def test_a_peak_still_below_the_call_is_raised_to_its_rate(monkeypatch):
+    from jaxlab.timing import peak
+
+    def low(platform):
+        return peak.Peak(platform, 1.0, 1.0, 1, 1, time.time(), peak.load_average())
+
+    monkeypatch.setattr(peak, "measure_peak", low)
+    monkeypatch.setattr(peak, "_PEAKS", {})
+    r = jaxlab.bench(matmul, jnp.ones((300, 300)), runs=2, repeats=1)
+    assert r.flops_fraction == 1.0 and r.peak_flops_s == pytest.approx(r.flops_s)
+    assert r.peak_raised == "flops and bytes"
+    assert _shares(str(r)) == [100, 100] and "faster than the peak" in str(r)
+
+
+def test_a_large_output_is_held_at_most_twice(monkeypatch):
+    from jaxlab.timing import bench as bench_module
+
+    monkeypatch.setattr(bench_module, "HELD_BYTES", 4 << 20)
+    double = jax.jit(lambda a: a * 2.0)
+    alive, most = [], [0]
+
+    def f(a):
+        out = double(a)
+        if not isinstance(out, jax.core.Tracer):
+            alive[:] = [ref for ref in alive if ref() is not None]
+            alive.append(weakref.ref(out))
+            most[0] = max(most[0], len(alive))
+        return out
+
+    a = jnp.ones((1 << 20,), jnp.float32)  # 4 MiB in, 4 MiB out
+    before = sum(1 for x in jax.live_arrays() if x.shape == a.shape)
+    r = jaxlab.bench(f, a, runs=4, repeats=2, explain=True)
+    assert r.pipeline_calls == 2 and len(r.timeline) == 2
+    assert most[0] <= 2  # every loop: the pipeline, %timeit's, the naive calls, the timeline
+    assert sum(1 for x in jax.live_arrays() if x.shape == a.shape) == before  # none kept
+
+
+def test_a_slow_call_is_not_called_again_for_its_dispatch_figures(monkeypatch):
+    from jaxlab.timing import bench as bench_module
+
+    monkeypatch.setattr(bench_module, "SLOW_S", 0.0)  # every call counts as slow
+    calls = []
+    g = jax.jit(lambda a: a + 1)
+
+    def f(a):
+        if not isinstance(a, jax.core.Tracer):
+            calls.append(1)
+        return g(a)
+
+    r = jaxlab.bench(f, jnp.ones(3), runs=2, repeats=3)
+    assert len(calls) == 1 + 2 * 3  # the first call, then the timed rounds only
+    assert r.derived and r.pipeline_s is None
+    assert r.dispatch_s == r.naive_s == r.timeit_s <= r.ready_s
+    assert "read off the timed rounds" in str(r)
+
+
+def test_a_function_that_is_not_jitted_is_timed_as_it_is_and_said_so():
+    def loss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+    w, x = jnp.ones((16, 4)), jnp.ones((8, 16))
+    r = jaxlab.bench(loss, w, x, runs=5, repeats=2)
+    expected = len(jax.make_jaxpr(loss)(w, x).eqns)
+    assert not r.jitted and r.dispatches == expected
+    assert f"{expected} operations one by one" in str(r) and "jax.jit(f) compiles it once" in str(r)
+    assert jaxlab.bench(jax.jit(loss), w, x, runs=5, repeats=1).jitted
+
+
+def _result(**changes):
+    base = dict(
+        name="f(x)", platform="cpu", output="f32[3]", asynchronous=True, compile_s=0.1,
+        ready_s=5e-3, ready_min_s=4.9e-3, ready_max_s=5.1e-3, dispatch_s=1e-5, naive_s=1e-5,
+        timeit_s=5e-3, timeit_loops=40, runs=40, repeats=7,
+    )  # fmt: skip
+    return jaxlab.BenchResult(**(base | changes))
+
+
+def test_no_row_calls_milliseconds_of_work_dispatch():
+    row = next(line for line in str(_result(dispatch_s=4.9e-3)).splitlines() if "returns" in line)
+    assert "4.9 ms" in row and "dispatch" not in row
+    row = next(line for line in str(_result()).splitlines() if "returns" in line)
+    assert "dispatch" in row  # 10 µs of 5 ms: that is queueing
+
+
+def test_an_unblocked_figure_slower_than_the_awaited_one_is_noise_not_too_slow():
+    text = str(_result(timeit_s=7e-3))
+    assert "too slow" not in text and "agrees within noise" in text
+    assert "too fast" in str(_result(timeit_s=1e-3))
+
+
+def test_the_html_hides_a_reopened_notebooks_missing_progress_bar_model():
+    html = _result()._repr_mimebundle_()["text/html"]
+    assert ":has(+ .jp-OutputArea-child .jaxlab-bench)" in html and "class='jaxlab-bench'" in html
+
+
+def test_in_a_terminal_a_long_measurement_says_one_line_and_draws_no_frames(capsys):
+    from jaxlab.timing.bench_progress import Progress
+
+    with Progress(rounds=7, seconds=12.0, name="f(x)") as p:
+        for _ in range(7):
+            p.advance()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\r" not in err and "f(x)" in err
+
+
+# ---------------------------------------------------------------------- bad input (issue 22)
+
+
+def test_bench_magic_presents_a_bad_static_argument_as_the_users_error(ip):
+    ip.run_cell("import jax, jax.numpy as jnp\ndef f(a):\n    return a + 1\nx = jnp.ones(3)")
+    before = set(ip.user_ns)
+    with pytest.raises(UsageError) as e:
+        ip.run_line_magic("bench", "jax.jit(f, static_argnums=0)(x)")
+    text = str(e.value)
+    assert "calling `jax.jit(f, static_argnums=0)(x)` failed with ValueError" in text
+    assert "hashable" in text.lower()
+    assert set(ip.user_ns) == before
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("def target(a):\n    yield a", "generator function"),
+        ("async def target(a):\n    return a", "async function"),
+        ("class target:\n    def __init__(self, a):\n        self.a = a", "is a class"),
+        ("async def work(a):\n    return a\ntarget = lambda a: work(a)", "returned a coroutine"),
+    ],
+)
+def test_bench_magic_refuses_what_only_creates_an_object(ip, source, reason):
+    ip.run_cell("import jax.numpy as jnp\nx = jnp.ones(3)\n" + source)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(UsageError, match=reason):
+            ip.run_line_magic("bench", "target(x)")
+        gc.collect()  # an unawaited coroutine warns when it is collected
+    assert not [w for w in caught if "never awaited" in str(w.message)]

@@ -7,6 +7,7 @@
     %bench -n 10 -r 5 f(x)        # 5 rounds of 10 calls instead of choosing like %timeit
     %bench --compare g(x) f(x)    # g measured interleaved with f, and the ratio
     %bench --explain f(x)         # ... with a timeline of a few calls (dispatch vs work)
+    %bench --peak f(x)            # measure this machine's peak again first
     r = %bench -o f(x)            # the BenchResult
 
     %%profile                     # the cell under jax.profiler: a ProfileTimeline widget,
@@ -85,6 +86,11 @@ class TimingMagics(Magics):
         help="Also draw a few calls: dispatch returning at once, the work behind it.",
     )
     @argument(
+        "--peak",
+        action="store_true",
+        help="Measure this machine's peak FLOP/s and bytes/s again (alone, or before the call).",
+    )
+    @argument(
         "-o",
         dest="output",
         action="store_true",
@@ -94,11 +100,20 @@ class TimingMagics(Magics):
     @line_magic
     def bench(self, line: str = "") -> Any:
         """Measure a call as JAX runs it: ``%bench f(x)``, ``%bench --compare g(x) f(x)``."""
-        from ..timing.bench import BenchError, bench_targets, target
+        from ..timing.bench import BenchError, CallFailed, bench_targets, target
 
         compare, rest = take_compare(line)
         options, source = split_options(rest, _VALUED - {"--compare"})
         args = parse_options(self.bench, options)
+        if args.peak:
+            from ..timing.peak import machine_peak
+
+            peak = machine_peak(refresh=True)
+            if not source and not compare:
+                if args.output:
+                    return peak
+                print(_peak_text(peak))
+                return None
         if not source:
             raise UsageError("%bench: give a call such as `%bench f(x)`")
         namespace = _user_namespace(self.shell)
@@ -119,6 +134,9 @@ class TimingMagics(Magics):
             )
         except BenchError as e:
             raise UsageError(f"%bench: {e} (see %bench?)") from e
+        except CallFailed as failed:  # the user's call raised: their error, with their line
+            error = failed.error
+            raise UsageError(failure_text(f"%bench: calling `{failed.name}`", error)) from error
         except Exception as e:
             if raised_in_jaxlab(e):  # a bug of jaxlab's: shown whole
                 raise
@@ -235,6 +253,16 @@ def _cell_number(shell: Any) -> int:
                 return number
         frame = frame.f_back  # type: ignore[assignment]
     return int(shell.execution_count)
+
+
+def _peak_text(peak: Any) -> str:
+    from ..timing.bench_view import rate
+
+    return (
+        f"%bench --peak: {rate(peak.flops_s, 'FLOP/s')} (a {peak.matmul_n}² matmul), "
+        f"{rate(peak.bytes_s, 'B/s')} (a streaming kernel of {peak.stream_bytes >> 20} MiB) "
+        f"on {peak.platform}, {peak.conditions}"
+    )
 
 
 def _peak_text(peak: Any) -> str:

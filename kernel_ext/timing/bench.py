@@ -1,51 +1,61 @@
-"""Measure a call as JAX runs it: compile once, then dispatch and ready times apart.
+"""Measure a call as JAX runs it: compile once, then per-call, pipeline and dispatch times.
 
 JAX dispatches asynchronously: ``f(x)`` returns as soon as the work is queued, so timing
-the call alone measures the queueing. ``bench`` blocks on every output leaf
-(``jax.block_until_ready``) for the figure it quotes, and measures the misleading
-figures too, so the difference can be shown::
+the call alone measures the queueing. The figure ``bench`` quotes is the time of one call
+until every output is ready, call after call (call, block, repeat: what a training loop
+that reads ``float(loss)`` pays). Beside it: what a pipeline of independent calls reaches,
+and the misleading figures, measured so the difference can be shown::
 
     r = jaxlab.bench(f, x)                        # a BenchResult
     r = jaxlab.bench(f, x, compare=(g, x))        # g measured interleaved; r.ratio
     r = jaxlab.bench(f, x, runs=10, repeats=5)    # instead of choosing like %timeit
 
 Steady state: ``repeats`` rounds of ``runs`` calls (chosen as ``%timeit`` chooses its
-loops: the first of 1, 2, 5, 10, 20, ... whose round takes 0.2 s). A round makes its
-calls in bursts of at most 20 back to back, every output of a burst blocked at its end;
-the figure quoted is the median over rounds of their median burst. Bursts keep the queue as
-short as a user's loop keeps it and make the median robust to a busy machine (long
-unbroken loops ran up to 4× slower per call on a shared two-core machine).
+loops: the first of 1, 2, 5, 10, 20, ... whose round takes 0.2 s); the median round is
+quoted. Each round is followed by a pipeline round and an unblocked ``%timeit`` round, so
+all three see the same load. A slow call (``SLOW_S`` and more) is not called again for
+those: its dispatch figures are read off the timed rounds. At most two of the call's
+outputs are alive at a time, or up to ``PIPELINE_DEPTH`` small ones (``HELD_BYTES`` in all).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 
-from .._jax_compat import cost_analysis
-from ..compile.capture import jaxlab_work
 from ..compile.messages import short_type
+from . import rounds as timed
+from .bench_cost import CallCost, call_cost
+from .bench_progress import Progress
 from .result import BenchResult, CallSpan
 
-ROUND_S = 0.2  # a round of calls lasts at least this long (as %timeit's autorange)
-BURST = 20  # calls back to back before blocking on their outputs
-HELD_BYTES = 256 << 20  # outputs held unblocked at once, at most (bounds bursts, %timeit)
-MAX_RUNS = 100_000
-PROGRESS_AFTER_S = 1.0  # show a progress bar when the measurement takes longer
+SLOW_S = 0.05  # a call this slow is not called again for the dispatch figures
+PIPELINE_DEPTH = 20  # independent calls queued before one block ...
+HELD_BYTES = 64 << 20  # ... as long as their outputs stay under this (and at least two)
 NAIVE_CALLS = 7  # %timeit -n1 -r7
-DISPATCH_CALLS = 5
+DISPATCH_CALLS = 20
 TIMELINE_CALLS = 4
 
 
 class BenchError(ValueError):
-    """Bad measurement settings (a run count below one, ...); the message says the fix."""
+    """Bad measurement settings or a call that cannot be timed; the message says the fix."""
+
+
+class CallFailed(Exception):
+    """The user's call raised on its first call: ``error`` is the user's own exception,
+    ``name`` the call as shown."""
+
+    def __init__(self, error: BaseException, name: str) -> None:
+        super().__init__(str(error))
+        self.error, self.name = error, name
 
 
 @dataclass
@@ -55,17 +65,29 @@ class _Target:
     kwargs: dict[str, Any]
     name: str
     runs: int = 0
-    rounds: list[float] = field(default_factory=list)  # per-call median of each round
+    rounds: list[float] = field(default_factory=list)  # seconds per call of each round
+    returns: list[float] = field(default_factory=list)  # slow calls: each call's return
+    pipeline: list[float] = field(default_factory=list)
+    unblocked: list[float] = field(default_factory=list)
+    timeit_loops: int = 1
     compile_s: float = 0.0
-    estimate_s: float = 0.0  # per call, from choosing the number of runs
-    out: Any = None
+    output: str = ""
+    arrays: int = 0
+    out_bytes: int = 0
 
-    def __call__(self) -> Any:
-        return self.fun(*self.args, **self.kwargs)
+    @functools.cached_property
+    def call(self) -> Callable[[], Any]:
+        # The call itself, bound once: no wrapper frame per call (about 3 µs on a 10 µs call)
+        return functools.partial(self.fun, *self.args, **self.kwargs)
 
     @property
-    def arrays(self) -> list[jax.Array]:
-        return [x for x in jax.tree_util.tree_leaves(self.out) if isinstance(x, jax.Array)]
+    def slow(self) -> bool:
+        return bool(self.rounds) and self.rounds[0] >= SLOW_S
+
+    @property
+    def depth(self) -> int:
+        """Calls queued at once in a pipeline round (bounded by their outputs' bytes)."""
+        return max(2, min(PIPELINE_DEPTH, HELD_BYTES // max(1, self.out_bytes)))
 
 
 def _name(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> str:
@@ -77,132 +99,116 @@ def _name(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) 
 
 
 def _check_counts(runs: int | None, repeats: int) -> None:
-    if runs is not None and (not isinstance(runs, int) or runs < 1 or runs > MAX_RUNS):
-        raise BenchError(f"runs must be a whole number from 1 to {MAX_RUNS:,}, not {runs!r}")
+    most = timed.MAX_RUNS
+    if runs is not None and (not isinstance(runs, int) or runs < 1 or runs > most):
+        raise BenchError(f"runs must be a whole number from 1 to {most:,}, not {runs!r}")
     if not isinstance(repeats, int) or repeats < 1 or repeats > 1000:
         raise BenchError(f"repeats must be a whole number from 1 to 1,000, not {repeats!r}")
 
 
-def _round(target: _Target, n: int) -> list[float]:
-    """Seconds per call of each burst of ``n`` calls, every output of a burst blocked."""
-    burst = min(BURST, _cap(target))
-    # The call itself, bound once: no wrapper frame per call (about 3 µs on a 10 µs function)
-    call = functools.partial(target.fun, *target.args, **target.kwargs)
-    times = []
-    for start in range(0, n, burst):
-        size = min(burst, n - start)
-        t0 = time.perf_counter()
-        outs = [call() for _ in range(size)]
-        jax.block_until_ready(outs)
-        times.append((time.perf_counter() - t0) / size)
-    return times
+def _refusal(fun: Callable[..., Any]) -> str:
+    """Why calling ``fun`` would time something other than its work ('' when it would not)."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    plain = fun.func if isinstance(fun, functools.partial) else fun
+    if inspect.isclass(plain):
+        return (
+            f"`{name}` is a class: timing it would time building an instance; "
+            "bench a method or a function of the instance instead"
+        )
+    if inspect.isgeneratorfunction(plain) or inspect.isasyncgenfunction(plain):
+        return (
+            f"`{name}` is a generator function: calling it only creates a generator; "
+            f"bench a call that consumes it, e.g. `list({name}(...))`"
+        )
+    if inspect.iscoroutinefunction(plain):
+        return (
+            f"`{name}` is an async function: calling it only creates a coroutine; "
+            "bench the work it awaits as a plain function"
+        )
+    return ""
 
 
-def _round_mean(target: _Target, n: int) -> float:
-    return statistics.fmean(_round(target, n))
-
-
-def _unblocked_round(target: _Target, n: int) -> float:
-    """What %timeit measures: ``n`` calls with nothing blocked, per call (blocked after)."""
-    t0 = time.perf_counter()
-    outs = [target() for _ in range(n)]
-    elapsed = time.perf_counter() - t0
-    jax.block_until_ready(outs)
-    return elapsed / n
-
-
-def _steps() -> Iterator[int]:
-    for exponent in range(7):
-        for base in (1, 2, 5):
-            yield base * 10**exponent
-
-
-def _autorange(per_call: Callable[[int], float], cap: int) -> tuple[int, float]:
-    """The first n of 1, 2, 5, 10, ... (at most ``cap``) whose round lasts ROUND_S."""
-    n, t = 1, 0.0
-    for n in _steps():
-        n = min(n, cap)
-        t = per_call(n)
-        if n * t >= ROUND_S or n >= cap:
-            break
-    return n, t
-
-
-def _cap(target: _Target) -> int:
-    held = sum(x.nbytes for x in target.arrays) or 1
-    return max(1, min(MAX_RUNS, HELD_BYTES // held))
-
-
-def _first_call(target: _Target) -> None:
-    t0 = time.perf_counter()
-    target.out = target()
-    jax.block_until_ready(target.out)
-    target.compile_s = time.perf_counter() - t0
-
-
-def _dispatch(target: _Target, calls: int) -> float:
-    """Median time until a call returns, each made with the device idle."""
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        out = target()
-        times.append(time.perf_counter() - t0)
-        jax.block_until_ready(out)
-    return statistics.median(times)
-
-
-def _naive(target: _Target) -> float:
-    """``%timeit -n1 -r7 f(x)``: seven unblocked calls, each timed alone."""
-    times, outs = [], []
-    for _ in range(NAIVE_CALLS):
-        t0 = time.perf_counter()
-        outs.append(target())
-        times.append(time.perf_counter() - t0)
-    jax.block_until_ready(outs)
-    return statistics.median(times)
-
-
-def _timeline(target: _Target) -> tuple[CallSpan, ...]:
-    """A few back-to-back calls: when each returned, and when its outputs were ready."""
-    starts, returns, outs = [], [], []
-    t0 = time.perf_counter()
-    for _ in range(TIMELINE_CALLS):
-        starts.append(time.perf_counter() - t0)
-        outs.append(target())
-        returns.append(time.perf_counter() - t0)
-    ready = []
-    for out in outs:  # calls finish in order, so blocking in order observes each finish
-        jax.block_until_ready(out)
-        ready.append(time.perf_counter() - t0)
-    return tuple(
-        CallSpan(i, s, r, d) for i, (s, r, d) in enumerate(zip(starts, returns, ready, strict=True))
+def _refuse_result(name: str, out: Any) -> None:
+    """A call that returned a generator or coroutine made only that: refuse, and close it
+    (an unawaited coroutine would warn in a later cell)."""
+    kinds = (
+        (inspect.iscoroutine, "a coroutine"),
+        (inspect.isgenerator, "a generator"),
+        (inspect.isasyncgen, "an async generator"),
     )
+    for test, kind in kinds:
+        if test(out):
+            close = getattr(out, "close", None) or getattr(out, "aclose", None)
+            if inspect.isasyncgen(out):
+                close = None  # closing one needs an event loop; dropping it warns nothing
+            if close is not None:
+                close()
+            raise BenchError(
+                f"`{name}` returned {kind}: timing it would time creating it, not its work; "
+                "bench a call that runs the work to the end"
+            )
 
 
-def _cost(target: _Target) -> tuple[float | None, float | None]:
-    """XLA's FLOPs and bytes for the call, or (None, None) when it cannot be compiled alone."""
-    lower = getattr(target.fun, "lower", None)
+def _first_call(t: _Target) -> None:
+    t0 = time.perf_counter()
     try:
-        with jaxlab_work():
-            if not callable(lower):
-                lower = jax.jit(target.fun).lower
-            compiled = lower(*target.args, **target.kwargs).compile()
-            analysis = cost_analysis(compiled)
-            if not analysis:  # equinox's filter_jit wraps JAX's Compiled as `.compiled`
-                analysis = cost_analysis(getattr(compiled, "compiled", None))
-    except Exception:  # a function jax.jit cannot trace as a whole (Python control flow)
-        return None, None
-    flops = analysis.get("flops")
-    moved = analysis.get("bytes accessed")
-    return (flops if flops and flops > 0 else None), (moved if moved and moved > 0 else None)
+        out = t.call()
+        jax.block_until_ready(out)
+    except Exception as e:  # the user's own error (a bad static argument, a shape): theirs
+        raise CallFailed(e, t.name) from e
+    t.compile_s = time.perf_counter() - t0
+    _refuse_result(t.name, out)
+    arrays = [x for x in jax.tree_util.tree_leaves(out) if isinstance(x, jax.Array)]
+    t.arrays, t.out_bytes = len(arrays), sum(x.nbytes for x in arrays)
+    if arrays:
+        t.output = ", ".join(short_type(x) for x in arrays[:4])
+        if len(arrays) > 4:
+            t.output += f", … ({len(arrays)} arrays)"
+    else:
+        leaves = jax.tree_util.tree_leaves(out)
+        t.output = type(out).__name__ if not leaves else f"{len(leaves)} non-array leaves"
 
 
-def _progress(total: int, seconds: float, name: str) -> Any:
-    if seconds < PROGRESS_AFTER_S:
-        return None
-    from tqdm.auto import tqdm  # only when a measurement is long enough to watch
+def _ready_round(t: _Target, n: int) -> float:
+    if t.rounds and t.slow:
+        per_call, returns = timed.recorded_round(t.call, n)
+        t.returns += returns
+        return per_call
+    return timed.ready_round(t.call, n)
 
-    return tqdm(total=total, desc=f"%bench {name}", leave=False)
+
+def _choose_runs(t: _Target, runs: int | None) -> None:
+    """Runs per round; the last round of choosing them counts as the first timed round."""
+    if runs is not None:
+        t.runs = runs
+        return
+    first, returns = timed.recorded_round(t.call, 1)
+    t.rounds.append(first)  # decides `slow`; replaced below by a full round
+    t.returns += returns
+    if first * 2 >= timed.ROUND_S:  # one call is a round (or half of one: the next step)
+        t.runs = 1
+        return
+    t.rounds.clear()
+    t.returns.clear()
+    t.runs, per_call = timed.autorange(functools.partial(timed.ready_round, t.call), timed.MAX_RUNS)
+    t.rounds.append(per_call)
+
+
+def _choose_timeit_loops(t: _Target) -> None:
+    """%timeit's own loop count (its autorange on unblocked calls), capped where %timeit
+    would queue more work than a couple of rounds (hours of it, for a slow call)."""
+    ready = statistics.median(t.rounds)
+    cap = max(1, min(int(2 * timed.ROUND_S / ready), HELD_BYTES // max(1, t.out_bytes)))
+    t.timeit_loops, first = timed.autorange(functools.partial(timed.unblocked_round, t.call), cap)
+    t.unblocked.append(first)
+
+
+def _measure_round(t: _Target) -> None:
+    t.rounds.append(_ready_round(t, t.runs))
+    if t.slow or not t.arrays:
+        return
+    t.pipeline.append(timed.pipeline_round(t.call, max(t.depth, t.runs // 2), t.depth))
+    t.unblocked.append(timed.unblocked_round(t.call, t.timeit_loops))
 
 
 def measure(
@@ -213,69 +219,89 @@ def measure(
     for t in targets:
         _first_call(t)
     for t in targets:
-        if runs is not None:
-            t.runs, t.estimate_s = runs, t.compile_s  # an upper bound: compiling is slower
-        else:
-            t.runs, t.estimate_s = _autorange(functools.partial(_round_mean, t), MAX_RUNS)
-    estimate = sum(t.runs * t.estimate_s for t in targets) * repeats
-    bar = _progress(repeats * len(targets), estimate, targets[0].name)
-    try:
-        for _ in range(repeats):
-            for t in targets:
-                bursts = _round(t, t.runs)
-                t.rounds.append(statistics.median(bursts))
-                if bar is not None:
-                    bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
+        _choose_runs(t, runs)
+        if not t.slow and t.arrays and t.rounds:
+            _choose_timeit_loops(t)
+    left = [repeats - len(t.rounds) for t in targets]
+    # a fast call's round is followed by a pipeline and a %timeit round of about its length
+    estimate = sum(
+        n * t.runs * (t.rounds[0] if t.rounds else t.compile_s) * (1 if t.slow else 2.5)
+        for n, t in zip(left, targets, strict=True)
+    )
+    progress = Progress(max(left), estimate, targets[0].name)
+    with progress:
+        for i in range(max(left)):
+            for t, n in zip(targets, left, strict=True):
+                if i < n:
+                    _measure_round(t)
+            progress.advance()
     return [_result(t, repeats, explain) for t in targets]
 
 
+def _timeline(t: _Target) -> tuple[CallSpan, ...]:
+    """A few back-to-back calls: when each returned, and when its outputs were ready."""
+    starts, returns, outs = [], [], []
+    t0 = time.perf_counter()
+    for _ in range(min(TIMELINE_CALLS, t.depth if not t.slow else 2)):
+        starts.append(time.perf_counter() - t0)
+        outs.append(t.call())
+        returns.append(time.perf_counter() - t0)
+    ready = []
+    for i, out in enumerate(outs):  # calls finish in order: blocking in order sees each end
+        jax.block_until_ready(out)
+        ready.append(time.perf_counter() - t0)
+        outs[i] = None
+    return tuple(
+        CallSpan(i, s, r, d) for i, (s, r, d) in enumerate(zip(starts, returns, ready, strict=True))
+    )
+
+
 def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
-    ready = statistics.median(t.rounds)  # each round: the median of its bursts
-    asynchronous = bool(t.arrays)
-    if asynchronous:
-        dispatch = min(_dispatch(t, DISPATCH_CALLS), ready)
-        naive = _naive(t)
-        # %timeit's own autorange would queue calls until their dispatch alone took 0.2 s
-        # (hours of work for a slow call): it is followed while the work stays small.
-        cap = min(_cap(t), max(1, int(2 * ROUND_S / ready)))
-        loops, timeit_s = _autorange(lambda n: _unblocked_round(t, n), cap)
-        flops, moved = _cost(t)
-    else:  # nothing was queued: the call's return is the end of its work
-        dispatch = naive = timeit_s = ready
-        loops, flops, moved = t.runs, None, None
+    ready = statistics.median(t.rounds)
+    asynchronous = t.arrays > 0
+    derived = t.slow or not asynchronous
+    if not asynchronous:  # nothing was queued: the call's return is the end of its work
+        dispatch = naive = unblocked = ready
+    elif t.slow:
+        dispatch = naive = unblocked = statistics.median(t.returns)
+    else:
+        dispatch = statistics.median(timed.recorded_round(t.call, DISPATCH_CALLS)[1])
+        naive = statistics.median(timed.single_unblocked(t.call, NAIVE_CALLS))
+        unblocked = statistics.median(t.unblocked)
+    cost = call_cost(t.fun, t.args, t.kwargs) if asynchronous else CallCost()
+    flops, moved = cost.flops, cost.bytes_accessed
     peak = None
     if flops or moved:
-        from .peak import machine_peak
+        from .peak import peak_for
 
-        peak = machine_peak()
-    leaves = jax.tree_util.tree_leaves(t.out)
-    output = ", ".join(short_type(x) for x in t.arrays[:4]) if asynchronous else ""
-    if len(t.arrays) > 4:
-        output += f", … ({len(t.arrays)} arrays)"
-    if not asynchronous:
-        output = type(t.out).__name__ if not leaves else f"{len(leaves)} non-array leaves"
+        peak = peak_for(flops / ready if flops else None, moved / ready if moved else None)
     return BenchResult(
         name=t.name,
         platform=jax.default_backend(),
-        output=output,
+        output=t.output,
         asynchronous=asynchronous,
         compile_s=t.compile_s,
         ready_s=ready,
         ready_min_s=min(t.rounds),
         ready_max_s=max(t.rounds),
-        dispatch_s=dispatch,
+        dispatch_s=min(dispatch, ready),
         naive_s=naive,
-        timeit_s=timeit_s,
-        timeit_loops=loops,
+        timeit_s=unblocked,
+        timeit_loops=t.timeit_loops if not derived else 1,
         runs=t.runs,
         repeats=repeats,
+        pipeline_s=statistics.median(t.pipeline) if t.pipeline else None,
+        pipeline_calls=t.depth if t.pipeline else 0,
+        derived=derived and asynchronous,
+        jitted=cost.jitted,
+        dispatches=cost.dispatches,
         flops=flops,
         bytes_accessed=moved,
+        loops_note=cost.loops_note,
         peak_flops_s=peak.flops_s if peak is not None and flops else None,
         peak_bytes_s=peak.bytes_s if peak is not None and moved else None,
+        peak_note=peak.conditions if peak is not None else "",
+        peak_raised=peak.raised_by if peak is not None else "",
         timeline=_timeline(t) if explain and asynchronous else (),
     )
 
@@ -286,6 +312,9 @@ def target(
     """A call to measure (``name``: how to show it; by default ``f(f32[3], int)``)."""
     if not callable(fun):
         raise BenchError(f"{fun!r} is not callable: pass the function, then its arguments")
+    refusal = _refusal(fun)
+    if refusal:
+        raise BenchError(refusal)
     return _Target(fun, args, dict(kwargs), name or _name(fun, args, kwargs))
 
 
@@ -301,11 +330,7 @@ def bench_targets(
     results = measure([main] if other is None else [main, other], runs, repeats, explain)
     if other is None:
         return results[0]
-    return _with_compare(results[0], results[1])
-
-
-def _with_compare(first: BenchResult, second: BenchResult) -> BenchResult:
-    return dataclasses.replace(first, compare=second)
+    return dataclasses.replace(results[0], compare=results[1])
 
 
 def bench(
@@ -317,10 +342,12 @@ def bench(
     explain: bool = False,
     **kwargs: Any,
 ) -> BenchResult:
-    """Measure ``fun(*args, **kwargs)``: first call, steady state, and what naive timing says.
+    """Measure ``fun(*args, **kwargs)``: first call, per call until ready, and what naive
+    timing says.
 
     ``compare``: ``(g, *g_args)`` (or a function of no arguments) measured interleaved;
-    ``explain``: keep a timeline of a few calls (dispatch returning, work finishing).
+    ``explain``: keep a timeline of a few calls (dispatch returning, work finishing). An
+    error of the call itself is raised as it is.
 
     >>> r = jaxlab.bench(jnp.matmul, a, b)
     >>> r.ready_s > r.naive_s
@@ -334,6 +361,9 @@ def bench(
             other = target(compare[0], tuple(compare[1:]), {})
         else:
             raise BenchError("compare takes (g, *args) or a function of no arguments")
-    return bench_targets(
-        target(fun, args, kwargs), other, runs=runs, repeats=repeats, explain=explain
-    )
+    try:
+        return bench_targets(
+            target(fun, args, kwargs), other, runs=runs, repeats=repeats, explain=explain
+        )
+    except CallFailed as failed:
+        raise failed.error from None

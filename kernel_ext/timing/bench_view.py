@@ -15,6 +15,15 @@ from .result import BenchResult, CallSpan
 
 _WIDTH = 420  # px of the timeline drawing
 
+# A reopened notebook shows ipywidgets' "model not found" note where the progress bar of a
+# long %bench was (its widget closed with the measurement); the output just before the
+# result, holding only that note (a live view has child elements), is hidden, as
+# widgets/_base.py hides it above a widget's static twin.
+_HIDE_MISSING_MODEL = (
+    "<style>.jp-OutputArea-child:has(+ .jp-OutputArea-child .jaxlab-bench) "
+    ".jupyter-widgets:not(:has(*)){display:none}</style>"
+)
+
 
 def rate(value: float, unit: str) -> str:
     """``4.2e10, "FLOP/s" -> "42 GFLOP/s"``."""
@@ -24,56 +33,92 @@ def rate(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
+def _share(fraction: float | None, peak: float | None, unit: str, r: BenchResult, kind: str) -> str:
+    if fraction is None or not peak:
+        return ""
+    when = f" ({r.peak_note})" if r.peak_note else ""
+    if kind in r.peak_raised:
+        when = f" (this call's own rate: faster than the peak {r.peak_note})"
+    return f"{100 * fraction:.0f}% of this machine's {rate(peak, unit)}{when}"
+
+
+def _unblocked_note(r: BenchResult) -> str:
+    if r.derived:
+        return "read off the timed rounds (a call this slow is not called again for it)"
+    if r.timeit_agrees:
+        return (
+            "agrees within noise (measured interleaved): queued calls waited on each other "
+            "here; it does not hold with few loops or on a GPU"
+        )
+    return f"{r.ready_s / r.timeit_s:,.1f}× too fast: the calls did not wait for their work"
+
+
+def _returned_note(r: BenchResult) -> str:
+    if r.dispatch_s * 2 >= r.ready_s:
+        return "the call did most of its work before returning: little ran behind it"
+    return "dispatch: the work is queued and runs after the call returned"
+
+
 def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
     """(figure, value, what it means) for each line of the view."""
-    rows = [("first call (compile + run)", seconds(r.compile_s), "measured once")]
+    first = "first call (compile + run)" if r.jitted else "first call (compiles each op + run)"
+    rows = [(first, seconds(r.compile_s), "measured once")]
     spread = f"{seconds(r.ready_min_s)} – {seconds(r.ready_max_s)}"
     rows.append(
         (
-            "per call, until ready",
+            "per call, each awaited",
             seconds(r.ready_s),
-            f"median of {r.repeats} rounds of {r.runs:,} calls, outputs blocked; rounds {spread}",
+            "call, wait for every output, call again (a loop that reads `float(loss)`); "
+            f"median of {r.repeats} rounds of {r.runs:,} calls, rounds {spread}",
         )
     )
+    if not r.jitted:
+        count = f"{r.dispatches:,} operations" if r.dispatches is not None else "its operations"
+        rows.append(
+            (
+                "not jitted",
+                f"{r.dispatches:,} ops" if r.dispatches is not None else "op by op",
+                f"timed as it is: it runs op by op, dispatching {count} one by one per call; "
+                "jax.jit(f) compiles it once into one program",
+            )
+        )
     if not r.asynchronous:
         rows.append(
             ("asynchronous", "no", f"returned {r.output}: no arrays, so nothing ran behind it")
         )
         return rows
-    rows.append(
-        (
-            "per call, until it returns",
-            seconds(r.dispatch_s),
-            "dispatch: the work is queued and runs after the call returned",
+    if r.pipeline_s is not None:
+        rows.append(
+            (
+                f"per call, {r.pipeline_calls} queued at once",
+                seconds(r.pipeline_s),
+                "a pipeline of independent calls (none needs the one before), blocked once",
+            )
         )
-    )
+    else:
+        rows.append(
+            (
+                "pipeline of independent calls",
+                "—",
+                "not measured: a call this slow keeps the device busy by itself",
+            )
+        )
+    rows.append(("until the call returns", seconds(r.dispatch_s), _returned_note(r)))
     if r.naive_ratio >= 1.5:
         naive = f"what `%time` or `%timeit -n1` claims: {r.naive_ratio:,.0f}× too fast"
     else:
-        naive = "close to the real figure: dispatching is most of this call's cost"
+        naive = "close to the real figure: the call's return is most of its cost"
     rows.append(("unblocked single call", seconds(r.naive_s), naive))
-    if r.timeit_agrees:
-        note = (
-            "agrees here only because queued calls wait on each other; it does not hold "
-            "with few loops or on a GPU"
-        )
-    elif r.timeit_s > 0 and r.ready_s >= r.timeit_s:
-        note = f"{r.ready_s / r.timeit_s:,.1f}× too fast: the calls did not wait for their work"
-    else:
-        note = f"{r.timeit_s / r.ready_s:,.1f}× too slow" if r.ready_s > 0 else ""
-    rows.append((f"%timeit ({r.timeit_loops:,} loops, unblocked)", seconds(r.timeit_s), note))
+    loops = f"{r.timeit_loops:,} loops, " if not r.derived else ""
+    rows.append((f"%timeit ({loops}unblocked)", seconds(r.timeit_s), _unblocked_note(r)))
     if r.flops_s is not None:
-        share = ""
-        if r.flops_fraction is not None and r.peak_flops_s:
-            share = (
-                f"{100 * r.flops_fraction:.0f}% of this machine's {rate(r.peak_flops_s, 'FLOP/s')}"
-            )
+        share = _share(r.flops_fraction, r.peak_flops_s, "FLOP/s", r, "flops")
         rows.append(("compute", rate(r.flops_s, "FLOP/s"), share))
     if r.bytes_s is not None:
-        share = ""
-        if r.bytes_fraction is not None and r.peak_bytes_s:
-            share = f"{100 * r.bytes_fraction:.0f}% of this machine's {rate(r.peak_bytes_s, 'B/s')}"
+        share = _share(r.bytes_fraction, r.peak_bytes_s, "B/s", r, "bytes")
         rows.append(("memory traffic", rate(r.bytes_s, "B/s"), share))
+    if r.loops_note and (r.flops_s is not None or r.bytes_s is not None):
+        rows.append(("loops", "", r.loops_note))
     return rows
 
 
@@ -89,8 +134,8 @@ def _compare_line(r: BenchResult) -> str:
     word = "slower" if r.ratio >= 1 else "faster"
     factor = r.ratio if r.ratio >= 1 else 1 / r.ratio
     return (
-        f"{other.name}: {seconds(other.ready_s)} per call, {factor:.2f}× {word} than "
-        f"{r.name} (measured interleaved, {r.repeats} rounds each)"
+        f"{other.name}: {seconds(other.ready_s)} per call (each awaited), {factor:.2f}× {word} "
+        f"than {r.name} (measured interleaved, {r.repeats} rounds each)"
     )
 
 
@@ -162,6 +207,7 @@ def bench_html(r: BenchResult) -> str:
         for k, v, n in _rows(r)
     )
     parts = [
+        _HIDE_MISSING_MODEL,
         f"<div class='jaxlab-bench'><p style='margin:2px 0'><b>{html.escape(_title(r))}</b></p>",
         f"<table>{rows}</table>",
     ]

@@ -3,11 +3,12 @@
 A record (frozen, JSON-ready through ``to_dict``) that renders without a kernel::
 
     r = jaxlab.bench(f, x)
-    r.ready_s          # per call, until every output is ready: the figure to quote
+    r.ready_s          # per call: call, wait for every output, repeat (the figure to quote)
+    r.pipeline_s       # per call when independent calls are queued back to back
     r.dispatch_s       # per call, until the call returned (the work may still be queued)
     r.naive_s          # what `%timeit -n1 f(x)` would claim; r.naive_ratio: how far off
     r.compile_s        # the first call: compile plus one run
-    r.flops_fraction   # achieved FLOP/s over this machine's measured peak
+    r.flops_fraction   # achieved FLOP/s over this machine's measured peak (never above 1)
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-# %timeit without blocking "agrees" when within this factor of the blocked figure.
+# An unblocked figure "agrees" with the awaited one within this factor (or within the
+# spread of the rounds, whichever is wider): closer than that is noise, not a finding.
 AGREES = 1.25
 
 
@@ -44,19 +46,27 @@ class BenchResult:
     output: str  # the output's types, e.g. "f32[300,300]"
     asynchronous: bool  # the call returned arrays (so its work could run behind it)
     compile_s: float  # the first call, outputs blocked: compile plus one run
-    ready_s: float  # median per-call time until every output is ready (bursts of calls)
-    ready_min_s: float  # the fastest round's median
-    ready_max_s: float  # the slowest round's median
+    ready_s: float  # median over rounds of the time per call, each call awaited before the next
+    ready_min_s: float  # the fastest round
+    ready_max_s: float  # the slowest round
     dispatch_s: float  # median time until a call returns, the device idle before it
     naive_s: float  # median of back-to-back unblocked calls timed one by one (%timeit -n1)
-    timeit_s: float  # what %timeit with its automatic loop count (no blocking) reports
+    timeit_s: float  # what %timeit with its loop count (no blocking) reports, interleaved
     timeit_loops: int
-    runs: int  # calls per repeat
+    runs: int  # calls per round
     repeats: int
-    flops: float | None = None  # XLA's cost analysis of the compiled call
+    pipeline_s: float | None = None  # per call, independent calls queued back to back
+    pipeline_calls: int = 0  # calls queued before one block (the pipeline's depth)
+    derived: bool = False  # dispatch, naive and %timeit figures read off the timed rounds
+    jitted: bool = True  # the call runs as one compiled program
+    dispatches: int | None = None  # not jitted: operations dispatched one by one per call
+    flops: float | None = None  # XLA's cost analysis, loop bodies times their trip counts
     bytes_accessed: float | None = None
+    loops_note: str = ""  # what the trip counts changed, or which loops stay counted once
     peak_flops_s: float | None = None  # this machine's measured peak (jaxlab.timing.peak)
     peak_bytes_s: float | None = None
+    peak_note: str = ""  # when and under what load the peak was measured
+    peak_raised: str = ""  # "flops"/"bytes": this call ran faster; the peak was raised to it
     timeline: tuple[CallSpan, ...] = ()  # --explain: a few calls' dispatch and ready times
     compare: BenchResult | None = None  # --compare: the other call, measured interleaved
 
@@ -67,11 +77,16 @@ class BenchResult:
         return self.ready_s / self.naive_s if self.naive_s > 0 else 1.0
 
     @property
+    def spread(self) -> float:
+        """The slowest round over the fastest (1.0: every round alike)."""
+        return self.ready_max_s / self.ready_min_s if self.ready_min_s > 0 else 1.0
+
+    @property
     def timeit_agrees(self) -> bool:
-        """Whether unblocked ``%timeit`` happened to land near the real figure here."""
+        """Whether unblocked ``%timeit`` lands within noise of the awaited figure."""
         if self.ready_s <= 0 or self.timeit_s <= 0:
             return False
-        return 1 / AGREES <= self.timeit_s / self.ready_s <= AGREES
+        return self.timeit_s * max(AGREES, self.spread) >= self.ready_s
 
     @property
     def flops_s(self) -> float | None:
@@ -87,13 +102,13 @@ class BenchResult:
     def flops_fraction(self) -> float | None:
         if self.flops_s is None or not self.peak_flops_s:
             return None
-        return self.flops_s / self.peak_flops_s
+        return min(1.0, self.flops_s / self.peak_flops_s)
 
     @property
     def bytes_fraction(self) -> float | None:
         if self.bytes_s is None or not self.peak_bytes_s:
             return None
-        return self.bytes_s / self.peak_bytes_s
+        return min(1.0, self.bytes_s / self.peak_bytes_s)
 
     @property
     def ratio(self) -> float | None:

@@ -1,0 +1,80 @@
+"""What ``%bench`` knows of a call without running it: XLA's cost, loops counted whole, and
+whether it runs as one compiled program or op by op.
+
+::
+
+    c = call_cost(f, (x,), {})
+    c.flops, c.bytes_accessed     # XLA's cost analysis, loop bodies times their trip counts
+    c.jitted, c.dispatches        # False, 14: an un-jitted f dispatches 14 operations a call
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from .._jax_compat import cost_analysis
+from ..compile.capture import jaxlab_work
+from ..compile.loop_costs import loops_counted_whole
+
+_JIT_PRIMITIVES = frozenset({"pjit", "jit"})  # the name of a jitted call in a jaxpr
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """XLA's cost of a call (None: not known) and how it is dispatched."""
+
+    flops: float | None = None
+    bytes_accessed: float | None = None
+    jitted: bool = True  # one compiled program per call (jax.jit, eqx.filter_jit, ...)
+    dispatches: int | None = None  # not jitted: operations dispatched one by one per call
+    loops_note: str = ""
+
+
+def _positive(value: float | None) -> float | None:
+    return value if value and value > 0 else None
+
+
+def call_cost(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallCost:
+    """Trace and compile ``fun(*args, **kwargs)`` as jaxlab's own work, for its costs."""
+    lower = getattr(fun, "lower", None)
+    compiled_whole = callable(lower)
+    jaxpr = None
+    try:
+        with jaxlab_work():
+            trace = getattr(fun, "trace", None)
+            if callable(trace):
+                traced = trace(*args, **kwargs)
+                jaxpr, compiled = traced.jaxpr, traced.lower().compile()
+            elif lower is not None:  # equinox's filter_jit: Lowered without a jaxpr
+                compiled = lower(*args, **kwargs).compile()
+            else:
+                traced = jax.jit(fun).trace(*args, **kwargs)
+                jaxpr, compiled = traced.jaxpr, traced.lower().compile()
+            costs = cost_analysis(compiled)
+            if not costs:  # equinox's filter_jit wraps JAX's Compiled as `.compiled`
+                costs = cost_analysis(getattr(compiled, "compiled", None))
+    except Exception:  # a function jax.jit cannot trace as a whole (Python control flow)
+        return CallCost(jitted=compiled_whole)
+    dispatches = None
+    if not compiled_whole and jaxpr is not None:
+        eqns = jaxpr.jaxpr.eqns
+        # a function that only calls one jitted function is dispatched as one program
+        if len(eqns) > 1 or (eqns and eqns[0].primitive.name not in _JIT_PRIMITIVES):
+            dispatches = len(eqns)
+        else:
+            compiled_whole = True
+    note = ""
+    if jaxpr is not None:
+        whole = loops_counted_whole(jaxpr, costs)
+        costs, note = whole.costs, whole.note
+    return CallCost(
+        flops=_positive(costs.get("flops")),
+        bytes_accessed=_positive(costs.get("bytes accessed")),
+        jitted=compiled_whole,
+        dispatches=dispatches,
+        loops_note=note,
+    )

@@ -1,0 +1,126 @@
+"""The timed loops of ``%bench``: one round of each kind of figure, and how many calls.
+
+Every loop holds at most the outputs it says (a call returning 512 MB must not be held
+seven times), and runs with Python's garbage collector paused, as ``timeit`` runs::
+
+    per_call = ready_round(call, 100)            # call, block, repeat: seconds per call
+    per_call, returns = ready_round(call, 3, record=True)   # ... and each call's return
+    pipeline_round(call, 100, depth=20)          # 20 independent calls queued, one block
+    unblocked_round(call, 50)                    # %timeit's loop: nothing awaited inside
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import jax
+
+ROUND_S = 0.2  # a round of calls lasts at least this long (as %timeit's autorange)
+MAX_RUNS = 100_000
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """As ``timeit`` does: a collection in the middle of a round is not the call's time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def ready_round(call: Callable[[], Any], n: int) -> float:
+    """Seconds per call of ``n`` calls, each one's outputs awaited before the next call (what
+    a loop that reads ``float(loss)`` pays). One output alive at a time."""
+    block = jax.block_until_ready
+    clock = time.perf_counter
+    with collector_paused():
+        t0 = clock()
+        for _ in range(n):
+            block(call())
+        return (clock() - t0) / n
+
+
+def recorded_round(call: Callable[[], Any], n: int) -> tuple[float, list[float]]:
+    """``ready_round``, also timing each call until it returned (for slow calls, whose
+    dispatch figures are read off the timed rounds instead of extra calls)."""
+    clock = time.perf_counter
+    returns = []
+    with collector_paused():
+        start = clock()
+        for _ in range(n):
+            t0 = clock()
+            out = call()
+            returns.append(clock() - t0)
+            jax.block_until_ready(out)
+            out = None  # not alive while the next call runs
+        return (clock() - start) / n, returns
+
+
+def pipeline_round(call: Callable[[], Any], n: int, depth: int) -> float:
+    """Seconds per call of ``n`` independent calls queued ``depth`` at a time, each group
+    awaited once: what a pipeline of calls that do not wait on each other reaches."""
+    clock = time.perf_counter
+    times = []
+    with collector_paused():
+        for start in range(0, n, depth):
+            size = min(depth, n - start)
+            t0 = clock()
+            outs = [call() for _ in range(size)]
+            jax.block_until_ready(outs)
+            times.append((clock() - t0) / size)
+            outs = []
+    return sorted(times)[len(times) // 2]
+
+
+def unblocked_round(call: Callable[[], Any], n: int) -> float:
+    """What ``%timeit -n {n}`` measures: ``n`` calls with nothing awaited, per call. Only the
+    last output is kept (to wait for the queue to drain after the clock stopped)."""
+    clock = time.perf_counter
+    with collector_paused():
+        t0 = clock()
+        for _ in range(n - 1):
+            call()
+        last = call()
+        elapsed = clock() - t0
+    jax.block_until_ready(last)
+    return elapsed / n
+
+
+def single_unblocked(call: Callable[[], Any], calls: int) -> list[float]:
+    """``%timeit -n1 -r{calls}``: back-to-back unblocked calls, each timed alone."""
+    clock = time.perf_counter
+    times = []
+    last = None
+    with collector_paused():
+        for _ in range(calls):
+            last = None
+            t0 = clock()
+            last = call()
+            times.append(clock() - t0)
+    jax.block_until_ready(last)
+    return times
+
+
+def steps() -> Iterator[int]:
+    for exponent in range(6):
+        for base in (1, 2, 5):
+            yield base * 10**exponent
+
+
+def autorange(per_call: Callable[[int], float], cap: int) -> tuple[int, float]:
+    """The first n of 1, 2, 5, 10, ... (at most ``cap``) whose round lasts ROUND_S, with
+    that round's seconds per call."""
+    n, t = 1, 0.0
+    for n in steps():
+        n = min(n, cap)
+        t = per_call(n)
+        if n * t >= ROUND_S or n >= cap:
+            break
+    return n, t
