@@ -94,7 +94,7 @@ def test_reuse_is_flagged_at_once_with_both_lines():
 
 
 def test_a_key_used_after_it_was_split_is_a_reuse():
-    with track_keys(), quiet():
+    with quiet(), track_keys():
         key = jax.random.key(1)
         jax.random.split(key)
         jax.random.normal(key)
@@ -133,7 +133,7 @@ def test_results_are_bit_identical_with_tracking_on_and_off():
         )
 
     off = program(jax.random.key(7))
-    with track_keys(), quiet():
+    with quiet(), track_keys():
         on = program(jax.random.key(7))
     assert len(key_lineage().events) > 10  # tracking did record
     for a, b in zip(off, on, strict=True):
@@ -183,7 +183,7 @@ def test_a_scan_body_is_one_node_per_line_and_its_reuse_is_seen():
         b = jax.random.normal(key)  # the same key twice in one iteration
         return carry + a + b, line
 
-    with track_keys(), quiet():
+    with quiet(), track_keys():
         jax.lax.scan(body, 0.0, jax.random.split(jax.random.key(4), 1000))
     lineage = key_lineage()
     loop = [e for e in lineage.events if e.in_loop]
@@ -193,7 +193,7 @@ def test_a_scan_body_is_one_node_per_line_and_its_reuse_is_seen():
 
 
 def test_typed_and_legacy_keys_are_both_followed():
-    with track_keys(), quiet():
+    with quiet(), track_keys():
         legacy = jax.random.PRNGKey(5)
         a, _b = jax.random.split(legacy)
         jax.random.normal(a)
@@ -319,7 +319,7 @@ def test_jaxlab_and_jax_debug_key_reuse_agree(program, jitted):
             jax_says = True
     finally:
         jax.config.update("jax_debug_key_reuse", False)
-    with track_keys(), quiet():
+    with quiet(), track_keys():
         fresh()(jax.random.key(11))
         jax.effects_barrier()
     ours = bool(key_lineage().reuses)
@@ -333,9 +333,9 @@ def test_static_flow_finds_the_same_reuse_as_the_runtime():
         x = jax.random.normal(key, (3,))
         return x + jax.random.uniform(key, (3,))
 
-    with track_keys():
+    with track_keys(), pytest.warns(JaxlabWarning, match="^key is reused .* uniform at ") as w:
         jax.jit(f)(jax.random.key(0))
-        jax.effects_barrier()
+        assert len(w) == 1  # said right after the call, not when someone looks
     (runtime,) = key_lineage().reuses
     key_lineage().clear()
     flow = key_flow(f, jax.random.key(0))
@@ -485,7 +485,7 @@ def test_a_function_jitted_while_tracking_records_each_call_without_a_callback()
 
 
 def test_a_function_jitted_while_tracking_finds_reuse_across_calls_and_inside():
-    with track_keys(), quiet():
+    with quiet(), track_keys():
         f = jax.jit(lambda k: jax.random.normal(k))
         key = jax.random.key(1)
         f(key)

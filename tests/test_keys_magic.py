@@ -57,7 +57,8 @@ def test_reuse_in_a_cell_warns_with_both_lines(ip):
         "import jax\nk = jax.random.key(1)\ny1 = jax.random.normal(k)\ny2 = jax.random.uniform(k)"
     )
     with pytest.warns(
-        jaxlab.JaxlabWarning, match=r"uniform at In\[\d+\], line 4 .* normal at In\[\d+\], line 3"
+        jaxlab.JaxlabWarning,
+        match=r"^k is reused .*normal at In\[\d+\], line 3 and uniform at In\[\d+\], line 4",
     ):
         run(ip, source)
     (reuse,) = jaxlab.key_lineage().reuses

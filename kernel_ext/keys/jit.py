@@ -20,6 +20,7 @@ and only the :class:`TrackedJit` the user holds keeps ``f`` alive.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import threading
@@ -58,20 +59,17 @@ class _Shared:
         shared = weakref.ref(self)
 
         def traced(*args: Any, **kwargs: Any) -> Any:
-            __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
+            __tracebackhide__ = True
             return _trace(shared(), ref(), args, kwargs)
 
         for name in _ASSIGNED:  # JAX names the function (and its arguments) after `fun`
-            try:
+            with contextlib.suppress(AttributeError, TypeError):
                 setattr(traced, name, getattr(fun, name))
-            except (AttributeError, TypeError):
-                pass
         # JAX reads the user's source line (its errors name it) through __wrapped__
         traced.__wrapped__ = wrapped  # type: ignore[attr-defined]
-        try:  # argument names for static_argnames, without a reference to `fun`
+        # argument names for static_argnames, without a reference to `fun`
+        with contextlib.suppress(TypeError, ValueError):
             traced.__signature__ = inspect.signature(fun)  # type: ignore[attr-defined]
-        except (TypeError, ValueError):
-            pass
         self.jitted = original_jit(traced, **options)
 
 
@@ -101,7 +99,7 @@ class TrackedJit:
         return self._shared.template
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
+        __tracebackhide__ = True
         if not self._is_on() or TRACING.stack:
             return self._jitted(*args, **kwargs)  # inside another trace: that one records
         leaves = jax.tree_util.tree_leaves((args, kwargs))
@@ -117,6 +115,10 @@ class TrackedJit:
         template = shared.template
         if shared.traces != traces:  # traced now: what its jaxpr says about reuse
             template.reuses = _static_reuses(self._jitted, args, kwargs)
+            if template.reuses:  # said after the call, once per pair of lines
+                from .track import warn_reuses
+
+                warn_reuses(template.reuses)
         if template.ops or template.outputs:
             given = tuple((i, x) for i, x in enumerate(leaves) if is_key_like(x, legacy=True))
             returned = key_leaves(out, legacy=template.derives)
@@ -136,7 +138,7 @@ class TrackedJit:
 def _trace(shared: _Shared | None, fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """What JAX traces: ``fun``, with its template on the tracing stack. Positional
     parameters only, so no keyword the user's function takes can collide."""
-    __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
+    __tracebackhide__ = True
     if shared is None or _EXPECTING.call is not shared:  # traced for vmap of jit, ...
         return fun(*args, **kwargs)
     _EXPECTING.call = None
@@ -167,7 +169,7 @@ def make_jit(
 
     @functools.wraps(original_jit)
     def jit(fun: Any = None, /, **options: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
+        __tracebackhide__ = True
         if fun is None:  # @jax.jit(static_argnums=...)
             return lambda f: jit(f, **options)
         if not callable(fun):  # JAX's own error, word for word

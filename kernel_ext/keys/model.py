@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .site import Site
@@ -69,9 +70,55 @@ class KeyReuse:
     def kind(self) -> str:
         return "used after split" if self.first_op == "split" else "consumed twice"
 
-    def message(self) -> str:
-        return (
-            f"key {self.key} reused ({self.kind}): {self.second_op} at {self.second.where} "
-            f"uses a key already consumed by {self.first_op} at {self.first.where}. "
-            "Split it first: `key, sub = jax.random.split(key)`."
+    @property
+    def name(self) -> str:
+        """The user's name for the key, read from the line that reused it ("" if none)."""
+        return key_name(self.second.code, self.second_op) or key_name(
+            self.first.code, self.first_op
         )
+
+    def message(self) -> str:
+        """What happened, where, and the fix that fits the case (plain text, no markup)."""
+        name = self.name or "the key"
+        key = self.name or "key"
+        head = f"{name} is reused ({self.kind}): "
+        if self.first.where == self.second.where and self.first_op == self.second_op:
+            return head + (
+                f"{self.second_op} at {self.second.where} draws from the same key each time "
+                "it runs (every iteration of a loop, or each run of the line), so every draw "
+                "gets the same numbers. Split per iteration (key, sub = jax.random.split(key) "
+                "in the loop, then draw from sub), or split once into as many keys as there "
+                "are draws (keys = jax.random.split(key, n))."
+            )
+        if self.first_op == "split":
+            return head + (
+                f"it was split at {self.first.where} and {self.second_op} at "
+                f"{self.second.where} uses it again. After a split, use the keys the split "
+                f"gave (for example {key}, sub = jax.random.split({key}), then draw from sub)."
+            )
+        return head + (
+            f"{self.first_op} at {self.first.where} and {self.second_op} at "
+            f"{self.second.where} draw from the same key, so they get the same random "
+            "numbers. Split before the draws, into as many keys as there are draws "
+            f"(k1, k2 = jax.random.split({key})), and give each draw its own key; "
+            f"splitting {name} now would not do, it is already consumed."
+        )
+
+
+_IDENT = r"[A-Za-z_][\w.]*(?:\[[^\]]*\])?"
+
+
+def key_name(code: str, op: str) -> str:
+    """The first argument of ``op(...)`` in a line of code, if it is a name::
+
+    key_name("x = jax.random.normal(k_noise, (3,))", "normal")   # "k_noise"
+    """
+    if not code or not op:
+        return ""
+    found = re.search(rf"\b{re.escape(op)}\(\s*(?:key\s*=\s*)?({_IDENT})\s*[,)]", code)
+    return found.group(1) if found else ""
+
+
+def plural(count: int, word: str) -> str:
+    """``plural(1, "reuse")`` is "1 reuse", ``plural(2, "reuse")`` "2 reuses"."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"

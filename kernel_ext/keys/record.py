@@ -19,6 +19,7 @@ kept as one array of key data per event.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
@@ -62,6 +63,7 @@ class KeyLineage:
 
     _node_cache: tuple[KeyNode, ...] | None
     _event_cache: tuple[KeyEvent, ...] | None
+    _unwarned: list[KeyReuse]
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -96,6 +98,23 @@ class KeyLineage:
         with self._lock:
             self._flush_all()
             return tuple(self._reuses)
+
+    def take_unwarned(self) -> list[KeyReuse]:
+        """Reuses found in compiled calls since the last time this was asked (the caller
+        warns: after a jitted call, or when the cell ends)."""
+        with self._lock:
+            self._flush_all()
+            found = self._unwarned[:MAX_REUSES]
+            self._unwarned = []
+            return found
+
+    @property
+    def same_seeds(self) -> dict[int, Site]:
+        """Keys made from the same seed as an earlier key (not a reuse: a separate key that
+        draws the same numbers): node -> where the earlier one was made."""
+        with self._lock:
+            self._flush_all()
+            return dict(self._same_seed)
 
     @property
     def dropped(self) -> int:
@@ -136,7 +155,12 @@ class KeyLineage:
             self._events: dict[int, tuple[Any, ...]] = {}
             self._consumers: dict[int, list[int]] = {}
             self._consumed_by: dict[int, int] = {}  # node -> first consuming event
+            # id(key array) -> (weak reference, node): a single key known by its object
+            self._objects: dict[int, tuple[weakref.ref[Any], int]] = {}
+            self._single_roots: set[int] = set()  # one key made from a seed (or unseen)
+            self._same_seed: dict[int, Site] = {}  # node -> where its seed's twin was made
             self._reuses: deque[KeyReuse] = deque(maxlen=MAX_REUSES)
+            self._unwarned = []  # found replaying compiled calls
             self._next_node = 0
             self._next_event = 0
             self._dropped = 0
@@ -159,13 +183,20 @@ class KeyLineage:
         return {"text/plain": lineage_text(self), "text/html": lineage_html(self)}
 
     # ----------------------------------------------------------------- recording
-    def created(self, op: str, rows: np.ndarray, impl: str, site: Site, traced: bool) -> None:
-        """Keys made from a seed or from key data (``key``, ``PRNGKey``, ``wrap_key_data``)."""
+    def created(
+        self, op: str, rows: np.ndarray, impl: str, site: Site, traced: bool, obj: Any = None
+    ) -> None:
+        """Keys made from a seed or from key data (``key``, ``PRNGKey``, ``wrap_key_data``);
+        ``obj``, the key array made (a single key is known by its object from now on)."""
         with self._lock:
             self._flush_calls()
             event = self._event(op, "create", (), rows.shape[:-1], "key", site, traced)
             origin = "wrap" if op == "wrap_key_data" else "seed"
             self._add(_Pending(event, [None], rows, impl, origin, site, traced))
+            if len(rows) == 1 and obj is not None:  # flushed at once (EAGER_KEYS)
+                node = self._next_node - 1
+                self._single_roots.add(node)
+                self._remember(obj, node)
         self._notify()
 
     def derived(
@@ -176,11 +207,14 @@ class KeyLineage:
         impl: str,
         site: Site,
         traced: bool,
+        obj: Any = None,
+        out: Any = None,
     ) -> list[KeyReuse]:
-        """``split`` (consumes its key), ``fold_in`` and ``clone`` (do not)."""
+        """``split`` (consumes its key), ``fold_in`` and ``clone`` (do not); ``obj`` and
+        ``out``, the key arrays given and made, when they are the user's objects."""
         with self._lock:
             self._flush_calls()
-            inputs = [self._node_for(row.tobytes(), impl, site, traced) for row in parents]
+            inputs = self._inputs(parents, impl, site, traced, obj)
             event = self._event(
                 op, "derive", tuple(inputs), children.shape[:-1], "key", site, traced
             )
@@ -188,6 +222,8 @@ class KeyLineage:
             # a split's children all descend from its one key; fold_in and clone pair up
             owners: list[int | None] = list(inputs) if op != "split" else [inputs[0]]
             self._add(_Pending(event, owners, children, impl, op, site, traced))
+            if len(children) == 1 and out is not None and op != "split":
+                self._remember(out, self._next_node - 1)  # a clone shares its key's data
         self._notify()
         return found
 
@@ -200,11 +236,12 @@ class KeyLineage:
         dtype: str,
         site: Site,
         traced: bool,
+        obj: Any = None,
     ) -> list[KeyReuse]:
-        """A sampler drew from these keys."""
+        """A sampler drew from these keys (``obj``: the key array it was given)."""
         with self._lock:
             self._flush_calls()
-            inputs = [self._node_for(row.tobytes(), impl, site, traced) for row in rows]
+            inputs = self._inputs(rows, impl, site, traced, obj)
             event = self._event(op, "consume", tuple(inputs), shape, dtype, site, traced)
             found = self._consume(inputs, event)
         self._notify()
@@ -283,7 +320,7 @@ class KeyLineage:
                 op.op, op.kind, tuple(inputs), op.shape, op.dtype, op.site, True, op.in_loop
             )
             if op.kind == "consume" or op.op == "split":
-                self._consume(inputs, event)
+                self._unwarned.extend(self._consume(inputs, event))
             if op.kind != "consume":
                 parent = inputs[0] if inputs else None
                 op_nodes[j] = [self._new_node(b"", "", op.op, parent, None, event, op.site, True)]
@@ -292,6 +329,7 @@ class KeyLineage:
             for reuse in template.reuses:
                 if (reuse.first.lineno, reuse.second.lineno) not in seen:
                     self._reuses.append(replace(reuse, key=-1))  # no node: a program's key
+                    self._unwarned.append(self._reuses[-1])
             template.reuses = []
         for leaf, key in call.outs:  # keys it returned: known by their data from now on
             ref = template.outputs.get(leaf)
@@ -346,11 +384,46 @@ class KeyLineage:
             return []
         return [ids] if isinstance(ids, int) else ids
 
-    def _node_for(self, raw: bytes, impl: str, site: Site, traced: bool) -> int:
+    def _inputs(self, rows: np.ndarray, impl: str, site: Site, traced: bool, obj: Any) -> list[int]:
+        if len(rows) == 1:
+            return [self._node_for(rows[0].tobytes(), impl, site, traced, obj)]
+        return [self._node_for(row.tobytes(), impl, site, traced) for row in rows]
+
+    def _remember(self, obj: Any, node: int) -> None:
+        """``obj`` (one key's array) is ``node``: known by identity, before its data."""
+        try:
+            ref = weakref.ref(obj)
+        except TypeError:
+            return
+        if len(self._objects) > MAX_NODES:  # drop the dead and the forgotten
+            known = self._nodes
+            live = self._objects.items()
+            self._objects = {i: (r, n) for i, (r, n) in live if r() is not None and n in known}
+        self._objects[id(obj)] = (ref, node)
+
+    def _node_for(self, raw: bytes, impl: str, site: Site, traced: bool, obj: Any = None) -> int:
+        """The node of one key: its object if known, else its data. Two objects made from
+        one seed are two keys (same data, separate draws intended: no reuse between them)."""
+        if obj is not None:
+            hit = self._objects.get(id(obj))
+            if hit is not None and hit[0]() is obj and hit[1] in self._nodes:
+                return hit[1]
         ids = self._lookup(raw)
+        if ids and obj is not None:
+            newest = ids[-1]
+            if newest in self._single_roots:  # another object of the same seed
+                node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
+                self._same_seed[node] = self._nodes[newest][6]
+                self._single_roots.add(node)
+                self._remember(obj, node)
+                return node
         if not ids:  # made before tracking began, or where jaxlab could not see
-            return self._new_node(raw, impl, "unknown", None, None, None, site, traced)
-        for node in ids:  # a clone shares its data: the first one not yet consumed
+            node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
+            if obj is not None:
+                self._single_roots.add(node)
+                self._remember(obj, node)
+            return node
+        for node in reversed(ids):  # a clone shares its data: the newest not yet consumed
             if node not in self._consumed_by:
                 return node
         return ids[-1]
@@ -378,6 +451,8 @@ class KeyLineage:
             raw = self._nodes.pop(node)[0]
             self._consumers.pop(node, None)
             self._consumed_by.pop(node, None)
+            self._single_roots.discard(node)
+            self._same_seed.pop(node, None)
             ids = self._by_data.get(raw)
             if ids == node:
                 del self._by_data[raw]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -55,6 +55,7 @@ SAMPLERS = (
     "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
     "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
 )  # fmt: skip
+_ARRAYS = (jax.Array, np.ndarray)  # what can be a key (a list, a module, ... cannot)
 _JIT = "<jax.jit>"  # jax.jit's entry in _ORIGINALS/_WRAPPERS
 _TRACER_MEMORY = 4096  # tracers remembered while tracing loop bodies (then forgotten)
 
@@ -96,6 +97,7 @@ class _Tracking:
         return key_lineage()
 
     def __exit__(self, *exc: object) -> None:
+        warn_pending()
         _set(self.was_on)
 
     def __repr__(self) -> str:
@@ -151,6 +153,7 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         if not _WRAPPERS or _SWITCH.paused:
             return original(*args, **kwargs)
         _SWITCH.paused += 1  # what the wrapper itself calls is not the user's
@@ -164,20 +167,21 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-    site = user_site()
+    __tracebackhide__ = True
     key = None if kind == "create" else (args[0] if args else kwargs.get("key"))
-    if key is None and kind != "create":  # not our business: let JAX say what is wrong
-        return original(*args, **kwargs)
+    if kind != "create" and not isinstance(key, _ARRAYS):
+        return original(*args, **kwargs)  # not a key: JAX says what is wrong, in its words
+    site = user_site()
     if kind == "consume" and not _traced(key):
         rows, impl = _rows(key)
         try:
             out = original(*args, **kwargs)
         except Exception:
             # recorded all the same: a KeyReuseError from jax_debug_key_reuse is a reuse
-            key_lineage().consumed(name, rows, impl, (), "?", site, False)
+            key_lineage().consumed(name, rows, impl, (), "?", site, False, key)
             raise
         shape, dtype = tuple(getattr(out, "shape", ())), _dtype_name(getattr(out, "dtype", "?"))
-        _warn(key_lineage().consumed(name, rows, impl, shape, dtype, site, False))
+        _warn(key_lineage().consumed(name, rows, impl, shape, dtype, site, False, key))
         return out
     out = original(*args, **kwargs)
     if kind == "create":
@@ -185,14 +189,14 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
             _record_traced(name, kind, None, out, site)
         else:
             rows, impl = _rows(out)
-            key_lineage().created(name, rows, impl, site, False)
+            key_lineage().created(name, rows, impl, site, False, out)
         return out
     if _traced(key) or _traced(out):
         _record_traced(name, kind, key, out, site)
         return out
     parents, impl = _rows(key)
     children, _ = _rows(out)
-    _warn(key_lineage().derived(name, parents, children, impl, site, False))
+    _warn(key_lineage().derived(name, parents, children, impl, site, False, key, out))
     return out
 
 
@@ -244,12 +248,33 @@ def _data(key: Any) -> Any:
     return jax.random.key_data(key) if _is_typed(key) else key
 
 
-def _warn(reuses: list[KeyReuse]) -> None:
+_WARNED: set[tuple[str, str]] = set()  # (first, second) lines already warned about
+
+
+def warn_reuses(reuses: Iterable[KeyReuse]) -> None:
+    """One warning per pair of lines (a loop reusing a key warns once, not per iteration),
+    placed at the cell and line (``In[5]:3``), not the kernel's temporary file."""
     for reuse in reuses:
         site = reuse.second
+        pair = (reuse.first.where, site.where)
+        if pair in _WARNED:
+            continue
+        if len(_WARNED) > 4096:
+            _WARNED.clear()
+        _WARNED.add(pair)
         warnings.warn_explicit(
-            reuse.message(), JaxlabWarning, site.filename or "<unknown>", site.lineno or 0
-        )
+            reuse.message(), JaxlabWarning, site.cell or site.filename or "<unknown>",
+            site.lineno or 0,
+        )  # fmt: skip
+
+
+_warn = warn_reuses
+
+
+def warn_pending() -> None:
+    """Warn about reuses found in compiled calls (replayed now); run when a cell ends."""
+    if _WRAPPERS:
+        warn_reuses(key_lineage().take_unwarned())
 
 
 # --------------------------------------------------------------------------- traced

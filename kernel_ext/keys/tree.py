@@ -68,6 +68,7 @@ def lineage_tree(lineage: KeyLineage, max_items: int = 2000) -> Forest:
     nodes = lineage.nodes
     events = lineage.events
     reused = {r.key for r in lineage.reuses}
+    twins = lineage.same_seeds
     uses: dict[int, list[KeyEvent]] = defaultdict(list)
     for event in events:
         if event.kind == "consume" or event.op == "split":
@@ -84,12 +85,13 @@ def lineage_tree(lineage: KeyLineage, max_items: int = 2000) -> Forest:
         if len(items) > max_items or depth > MAX_DEPTH:  # too many to draw one by one
             return _by_site(nodes, uses, reused, max_items)
         item_id = f"k{node.id}"
+        twin = twins.get(node.id)
         items.append(
             TreeItem(
                 item_id,
                 parent,
                 "key",
-                _key_label(node),
+                _key_label(node) + (f" (same seed as {twin.where})" if twin else ""),
                 node.site.where,
                 node.site.code,
                 node.site.cell,

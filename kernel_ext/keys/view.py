@@ -15,6 +15,7 @@ from collections import defaultdict
 from html import escape
 from typing import TYPE_CHECKING
 
+from .model import plural
 from .tree import Forest, TreeItem, lineage_tree
 
 if TYPE_CHECKING:
@@ -30,7 +31,10 @@ _STYLE = (
 
 
 def _summary(lineage: KeyLineage, forest: Forest) -> str:
-    text = f"{len(lineage.nodes)} keys, {len(lineage.events)} events, {len(lineage.reuses)} reuses"
+    text = (
+        f"{plural(len(lineage.nodes), 'key')}, {plural(len(lineage.events), 'event')}, "
+        f"{plural(len(lineage.reuses), 'reuse')}"
+    )
     if forest.by_site:
         text += "; drawn by call site"
     if forest.hidden:
@@ -100,8 +104,8 @@ def lineage_text(lineage: KeyLineage, max_items: int = 2000) -> str:
 
 def flow_text(flow: KeyFlow) -> str:
     lines = [
-        f"KeyFlow of {flow.name}: {len(flow.keys)} keys, {len(flow.uses)} uses, "
-        f"{len(flow.reuses)} reuses"
+        f"KeyFlow of {flow.name}: {plural(len(flow.keys), 'key')}, "
+        f"{plural(len(flow.uses), 'use')}, {plural(len(flow.reuses), 'reuse')}"
     ]
     for r in flow.reuses:
         lines.append(f"  reuse: {r.message()}")
@@ -118,5 +122,6 @@ def flow_html(flow: KeyFlow) -> str:
     verdict = f"<ul>{reuses}</ul>" if reuses else "<p>No key is reused.</p>"
     return (
         f'{_STYLE}<div class="jaxlab-keys"><p>Key flow of <code>{escape(flow.name)}</code>: '
-        f"{len(flow.keys)} keys, {len(flow.uses)} uses</p>{verdict}<ul>{rows}</ul></div>"
+        f"{plural(len(flow.keys), 'key')}, {plural(len(flow.uses), 'use')}</p>{verdict}"
+        f"<ul>{rows}</ul></div>"
     )

@@ -16,6 +16,8 @@ static analysis is ``jaxlab.key_flow(f, key)``.
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,10 +27,11 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import HTML, display
 
 from ..keys.record import KeyLineage, key_lineage
-from ..keys.track import is_tracking, track_keys
+from ..keys.track import is_tracking, track_keys, warn_pending
 from ._options import parse_options
 
 ACTIONS = ("on", "off", "show", "clear")
+_CELL = re.compile(r"^In\[\d+\]$")
 
 
 @magics_class
@@ -49,10 +52,20 @@ class KeysMagics(Magics):
         if args.action not in ACTIONS:
             raise UsageError(
                 f"%keys: unknown action {args.action!r}; use one of {', '.join(ACTIONS)}"
-                " (e.g. `%keys on`)"
+                " (e.g. %keys on)"
             )
         if args.max < 1:
             raise UsageError(f"%keys: --max must be a positive number, not {args.max}")
+        if args.cell is not None and not _CELL.match(args.cell):
+            raise UsageError(
+                f"%keys: --cell takes a cell as IPython numbers it, like In[4], not {args.cell!r}"
+            )
+        if args.action in ("on", "off", "clear") and (args.cell or args.static):
+            option = "--cell" if args.cell else "--static"
+            raise UsageError(
+                f"%keys: {option} chooses what a view shows; %keys {args.action} shows nothing"
+                f" (use %keys show {option} ...)"
+            )
         lineage = key_lineage()
         if args.action in ("on", "off"):
             track_keys(args.action == "on")
@@ -64,7 +77,12 @@ class KeysMagics(Magics):
         if args.output:
             return lineage
         if not is_tracking() and not lineage.events:
-            print("key tracking is off: `%keys on` (or jaxlab.track_keys()) starts it")
+            if args.cell:
+                raise UsageError(
+                    f"%keys: nothing was recorded in {args.cell}: key tracking is off"
+                    " (%keys on starts it)"
+                )
+            print("key tracking is off: %keys on (or jaxlab.track_keys()) starts it")
             return None
         if args.cell:
             display(HTML(_cell_html(lineage, args.cell, args.max)))
@@ -118,8 +136,20 @@ def _widget(lineage: KeyLineage, max_items: int) -> Any:
 def install(ip: Any) -> Callable[[], None]:
     """Nothing is switched on at load; the undo switches tracking off and closes the view."""
 
+    def cell_ended(*_: Any) -> None:
+        # reuses inside compiled calls are found when the calls are replayed: at the
+        # latest here, once per pair of lines; the widget's saved twin is rewritten here
+        # (not on every update while the cell runs)
+        warn_pending()
+        if _WIDGET is not None and _WIDGET.comm is not None:
+            _WIDGET.cell_ended()
+
+    ip.events.register("post_run_cell", cell_ended)
+
     def undo() -> None:
         global _WIDGET
+        with contextlib.suppress(ValueError):
+            ip.events.unregister("post_run_cell", cell_ended)
         track_keys(False)
         if _WIDGET is not None:
             _WIDGET.close()

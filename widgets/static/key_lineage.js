@@ -18,6 +18,11 @@ function h(tag, cls, text) {
   return node;
 }
 
+/** "1 reuse", "2 reuses". */
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
 /** Items shown for a cell: those of the cell and every ancestor they hang from. */
 function visible(items, cell) {
   if (!cell) return new Set(items.map((i) => i.id));
@@ -50,7 +55,7 @@ function draw(model, el, state) {
   el.replaceChildren();
   const root = h("div", "jaxlab-kl");
   const bar = h("div", "jaxlab-kl-bar");
-  let text = `${summary.keys || 0} keys · ${summary.events || 0} events · ${summary.reuses || 0} reused`;
+  let text = `${plural(summary.keys || 0, "key")} · ${plural(summary.events || 0, "event")} · ${plural(summary.reuses || 0, "reuse")}`;
   if (summary.by_site) text += " · drawn by call site";
   if (summary.hidden) text += ` · ${summary.hidden} more not drawn`;
   if (summary.dropped) text += ` · ${summary.dropped} oldest forgotten`;
