@@ -605,3 +605,196 @@ def test_compile_report_logs_the_users_one_compilation_and_flax_nnx_names_the_ar
         forward(model, jnp.ones((5, 3)))
     _, again = log.for_function("forward")
     assert again.user_code and again.changes == (ArgChange("x", "f32[4,3]", "f32[5,3]"),)
+
+
+# --------------------------------------------------------------------------- eager operations
+
+EAGER_SETUP = """import jax, jax.numpy as jnp
+def mlp_loss(params, x):
+    for w, b in params:
+        x = jnp.tanh(x @ w + b)
+    return jnp.mean(x ** 2)
+params = [(jnp.ones((4, 8)) * 0.1, jnp.zeros(8)), (jnp.ones((8, 1)) * 0.1, jnp.zeros(1))]
+xb = jnp.ones((2, 4))"""
+
+
+def test_an_eager_mlp_lesson_logs_no_recompile_and_groups_its_operations(ip):
+    # JAX caches eager operations per process: sizes no other test uses (6 → 9 → 1)
+    log = jaxlab.compile_log()
+    setup = EAGER_SETUP.replace("(4, 8)", "(6, 9)").replace("zeros(8)", "zeros(9)")
+    ip.run_cell(setup.replace("(8, 1)", "(9, 1)").replace("(2, 4)", "(5, 6)"))
+    ip.run_line_magic("compile_log", "--clear")
+    with capture_output():
+        assert ip.run_cell("%grad mlp_loss(params, xb)", store_history=True).success
+        # the lesson runs its loss eagerly on two more batch sizes: op by op, by design
+        cell = "mlp_loss(params, jnp.ones((7, 6)))\nmlp_loss(params, jnp.ones((11, 6)))"
+        assert ip.run_cell(cell, store_history=True).success
+    assert log.count > 0 and not any(e.recompile for e in log.events)
+    assert all(e.eager and not e.user_code and e.changes == () for e in log.events)
+    ops = log.eager_operations()
+    assert ops.count == log.count == log.eager_count
+    by_name = {r.name: r for r in ops.rows}
+    # each operation once per shape it met: both layers' matmuls at both batch sizes
+    assert by_name["matmul"].shapes == (
+        "f32[7,6], f32[6,9]",
+        "f32[7,9], f32[9,1]",
+        "f32[11,6], f32[6,9]",
+        "f32[11,9], f32[9,1]",
+    )
+    assert by_name["matmul"].count == 4 and by_name["matmul"].recompiles == 0
+    assert by_name["tanh"].shapes == ("f32[7,9]", "f32[7,1]", "f32[11,9]", "f32[11,1]")
+    text, page = log_text(log), log_html(log)
+    assert "recompil" not in text and "JAX does not say why" not in text
+    assert "0 compilations of 0 functions" in text
+    assert f"{ops.count} compilations of {len(ops.rows)} eager operations" in text
+    assert "jax.jit(f) compiles a whole function once" in text
+    assert "eager operations of JAX (run outside jax.jit)" in page
+    assert page.count(f"border-left:3px solid {RECOMPILED}") == 1  # the legend's key only
+    (ax,) = log_figure(log, mine_only=False).axes
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels and all(label.endswith(" (eager)") for label in labels) and not ax.texts
+
+
+def test_a_users_jit_of_a_jax_function_is_the_users_not_eager():
+    log = CompileLog()
+    with log.recording():
+        sin = jax.jit(jnp.sin)  # the user jitted it: a recompile is theirs to know about
+        sin(jnp.ones(3))
+        sin(jnp.ones(4))
+    first, again = log.for_function("sin")[-2:]
+    assert not first.eager and again.recompile
+    assert again.changes == (ArgChange("x", "f32[3]", "f32[4]"),)
+
+
+def test_grad_leaves_no_user_event_and_its_work_is_timed_apart(ip):
+    log = jaxlab.compile_log()
+    ip.run_cell(EAGER_SETUP + "\njf = jax.jit(mlp_loss)", store_history=True)
+    ip.run_line_magic("compile_log", "--clear")
+    with capture_output():
+        assert ip.run_cell("%grad mlp_loss(params, xb)", store_history=True).success
+        assert ip.run_cell("%grad jf(params, xb)", store_history=True).success
+    # value and gradient of an eager and of a jitted function: jaxlab's evaluation
+    assert log.count == 0 and log.events == ()
+    assert log.jaxlab_count > 0 and log.jaxlab_work_s > log.jaxlab_s > 0
+    with capture_output():
+        assert ip.run_cell("jf(params, xb)", store_history=True).success
+    (event,) = log.events  # the user's own call still compiles, and is the user's
+    assert event.fun_name == "mlp_loss" and event.user_code and not event.recompile
+
+
+def test_other_cell_time_is_what_is_left_of_the_cells(ip):
+    # "other cell time" is a cell's wall time less the user's compiling and jaxlab's own
+    # work: a sleeping cell adds its sleep to it, %grad --check adds little to it.
+    log = jaxlab.compile_log()
+    ip.run_cell(EAGER_SETUP, store_history=True)
+    with capture_output():
+        ip.run_cell("%grad mlp_loss(params, xb)", store_history=True)  # warm the caches
+    before = (log.other_s, log.jaxlab_work_s, log.cell_s)
+    with capture_output():
+        assert ip.run_cell("%grad --check mlp_loss(params, xb)", store_history=True).success
+    other, work, cell = (
+        a - b for a, b in zip((log.other_s, log.jaxlab_work_s, log.cell_s), before, strict=True)
+    )
+    assert work > 0 and other + work == pytest.approx(cell, rel=1e-6, abs=1e-6)
+    assert other < work  # the check is jaxlab's work, not the user's code running
+    before_sleep = log.other_s
+    ip.run_cell("import time\ntime.sleep(0.1)", store_history=True)
+    assert log.other_s - before_sleep >= 0.1
+    text = log_text(log)
+    assert "other cell time" in text.splitlines()[0] and "running" not in text.splitlines()[0]
+    assert "jaxlab's own work" in text.splitlines()[0]
+
+
+# --------------------------------------------------------------------------- readable
+
+
+def test_chart_text_is_12_px_and_fits_a_1280_screen_and_weak_types_are_explained():
+    import io
+
+    from PIL import Image
+
+    log = CompileLog()
+    _record_user(log, "f", compile_s=0.004)
+    reason = "x: f32[] → f32[]{weak}; " + "y: f32[3] → f32[4]; " * 8  # 190 characters
+    _record_user(log, "f", reason, compile_s=0.002)
+    fig = log_figure(log)
+    texts = [t for t in fig.findobj(lambda o: hasattr(o, "get_fontsize") and o.get_text())]
+    sizes = {t.get_text()[:20]: t.get_fontsize() * 96 / 72 for t in texts}
+    assert min(sizes.values()) >= 12, sizes  # px at the 96 dpi %compile_log saves at
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
+    width = Image.open(io.BytesIO(buffer.getvalue())).size[0]
+    assert width <= 1000  # shown unscaled in a notebook on a 1280×720 projector
+    (ax,) = fig.axes
+    assert ax.texts[0].get_text().count("\n") == 1 and ax.texts[0].get_text().endswith("…")
+    assert any("weakly typed value, from a Python scalar" in t.get_text() for t in fig.texts)
+    for view in (log_text(log), log_html(log)):
+        assert "{weak}: a weakly typed value, from a Python scalar" in view
+    plain = CompileLog()
+    plain.record("g", signature=("f32[3]",))
+    assert "weakly typed" not in log_text(plain) + log_html(plain)
+
+
+# --------------------------------------------------------------------------- the monitor's life
+
+
+def test_unload_leaves_no_subscriber(ip):
+    from jaxlab.widgets import CompileMonitor
+
+    log = jaxlab.compile_log()
+    before = log.subscribers
+    with capture_output():
+        ip.run_line_magic("compile_log", "")
+    mine = CompileMonitor()  # one a user made by hand follows the session log too
+    assert log.subscribers == before + 2 and mine.subscribed
+    shown = sys.modules["jaxlab.magics.compile_log"]._MONITOR
+    ip.run_line_magic("unload_ext", "jaxlab")
+    try:
+        assert log.subscribers == 0 and not mine.subscribed and not shown.subscribed
+        jax.jit(fresh("after_unload"))(jnp.ones(2))  # nothing listens, nothing is told
+        assert all(r["name"] != "after_unload" for r in mine.functions)
+    finally:
+        ip.run_line_magic("load_ext", "jaxlab")
+        mine.close()
+    with capture_output():
+        ip.run_line_magic("compile_log", "")  # a new view, subscribed again
+    again = sys.modules["jaxlab.magics.compile_log"]._MONITOR
+    assert again is not shown and again.subscribed and log.subscribers == 1
+
+
+def test_a_failing_push_is_logged_once_and_retried(monkeypatch, caplog):
+    import time
+
+    from jaxlab.widgets import CompileMonitor, compile_monitor
+
+    monkeypatch.setattr(compile_monitor, "RETRY_S", 0.05)
+    log = CompileLog()
+    monitor = CompileMonitor(log)
+    real_state, failures = monitor.state, [3]
+
+    def flaky():
+        if failures[0]:
+            failures[0] -= 1
+            raise ConnectionError("the kernel's channel is gone")
+        return real_state()
+
+    monkeypatch.setattr(monitor, "state", flaky)
+    try:
+        with caplog.at_level(logging.WARNING, logger=compile_monitor.__name__):
+            log.add_cell_time(0.1, 0.0)  # pushed at once: fails, and is retried ...
+            log.record("late", compile_s=0.01)  # ... a change meanwhile fails too
+            deadline = time.monotonic() + 5
+            while failures[0] and time.monotonic() < deadline:
+                time.sleep(0.02)
+            while monitor.failed_pushes and time.monotonic() < deadline:
+                time.sleep(0.02)
+        assert failures == [0] and monitor.failed_pushes == 0
+        assert [r["name"] for r in monitor.functions] == ["late"]  # the latest state, sent
+        warnings = [r for r in caplog.records if r.name == compile_monitor.__name__]
+        assert len(warnings) == 1 and "retrying" in warnings[0].getMessage()
+    finally:
+        monitor.close()
+    # a subscriber that raises never fails the compilation that notified it
+    log.subscribe(lambda kind: 1 / 0)
+    log.record("still_logged")
+    assert log.for_function("still_logged") and "ZeroDivisionError" in log.capture_errors[-1]
