@@ -333,3 +333,93 @@ def test_failing_jit_cell_leaves_an_nnx_module_unchanged(ip):
         ip.run_cell_magic("jit", "", "z = counted(x)\nw = z[jnp.zeros(3)]")
     assert int(counted.calls[...]) == 0
     assert "z" not in ip.user_ns
+
+
+# --------------------------------------------------------------------------- issue 22: outputs
+
+
+def _training_step():
+    """An equinox MLP trained by optax under eqx.filter_jit: the step returns the updated
+    model, whose activation function JAX cannot return (eqx.filter_jit passes it through)."""
+    import optax
+
+    model = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(0))
+    opt = optax.sgd(1e-1)
+    state = opt.init(eqx.filter(model, eqx.is_array))
+    x, y = jnp.linspace(-1.0, 1.0, 8).reshape(4, 2), jnp.ones((4, 1))
+
+    def loss(m, x, y):
+        return jnp.mean((jax.vmap(m)(x) - y) ** 2)
+
+    @eqx.filter_jit
+    def step(model, state, x, y):
+        value, grads = eqx.filter_value_and_grad(loss)(model, x, y)
+        updates, state = opt.update(grads, state)
+        return value, eqx.apply_updates(model, updates), state
+
+    return step, loss, model, state, x, y
+
+
+def test_a_filter_jit_training_step_returning_the_model_works_in_every_magic(ip):
+    step, loss, model, state, x, y = _training_step()
+    ip.user_ns.update(step=step, loss=loss, model=model, state=state, x=x, y=y)
+    before = _user_ns(ip)
+    value, new_model, _ = step(model, state, x, y)  # eqx.filter_jit's own answer
+    arrays = [*_arrays(model), *_arrays(state), x, y]
+
+    # %jaxpr: the program returns the arrays; the activation passes through, and is named.
+    g = ip.run_line_magic("jaxpr", "-o step(model, state, x, y)")
+    out = jaxpr_as_fun(g.jaxpr)(*arrays)
+    np.testing.assert_allclose(out[0], value, rtol=1e-6)
+    for a, b in zip(out[1 : 1 + len(_arrays(new_model))], _arrays(new_model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert any("returned as they are" in n and "[1].activation" in n for n in g.notes)
+    text = ip.run_line_magic("jaxpr", "-o --text step(model, state, x, y)")
+    assert "dot_general" in text.text
+
+    # %jit: the report's value is the step's own output, the model whole (its activation).
+    r = ip.run_line_magic("jit", "-o step(model, state, x, y)")
+    assert r.fun_name == "step"
+    np.testing.assert_allclose(r.value[0], value, rtol=1e-6)
+    assert r.value[1].activation is model.activation
+    assert eqx.tree_equal(r.value[1], new_model, rtol=1e-6, atol=1e-7)
+
+    # %jaxpr --grad of a step that returns a tuple is refused with the reason; of its loss,
+    # drawn, and equal to equinox's gradient.
+    with pytest.raises(UsageError, match=r"returns a tuple of \d+ arrays, not a float scalar"):
+        ip.run_line_magic("jaxpr", "--grad step(model, state, x, y)")
+    gg = ip.run_line_magic("jaxpr", "-o --grad loss(model, x, y)")
+    got = jaxpr_as_fun(gg.jaxpr)(*_arrays(model), x, y)
+    want = _arrays(eqx.filter_grad(loss)(model, x, y))
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert _user_ns(ip) == before
+
+
+def test_plain_function_returning_a_model_passes_it_through_under_filter_jit():
+    model = eqx.nn.MLP(2, 1, 4, 1, key=jax.random.key(3))
+
+    @eqx.filter_jit
+    def scaled(m, k):
+        return jax.tree_util.tree_map(lambda a: a * k if eqx.is_array(a) else a, m)
+
+    split = split_static(scaled, (model, 2.0), {})
+    dynamic = jax.jit(split.fun)(*split.args)  # plain jax.jit takes it: arrays only out
+    assert split.outputs.paths == (".activation", ".final_activation")
+    assert dynamic.activation is None
+    back = split.outputs.rebuild(dynamic)
+    assert back.activation is model.activation
+    assert eqx.tree_equal(back, scaled(model, 2.0), rtol=1e-6)
+
+
+def test_a_filter_jit_function_of_arrays_is_answered_from_the_cache_the_second_time():
+    @eqx.filter_jit
+    def wave(x, y):
+        return {"out": jnp.sin(x) * y, "how": jnp.sin}  # a function passed through
+
+    x = jnp.ones(3)
+    first, second = jaxlab.compile_report(wave, x, x), jaxlab.compile_report(wave, x, x)
+    # (A cached trace is told on Python 3.12 only, by sys.monitoring.)
+    assert first.cached == () and {"lower", "compile"} <= set(second.cached)
+    assert second.value["how"] is jnp.sin
+    np.testing.assert_allclose(second.value["out"], jnp.sin(x), rtol=1e-6)

@@ -346,6 +346,8 @@ def compile_report(
         return jax.block_until_ready(jitted(*args, **kwargs))
 
     value, first_run_s = _timed(run)
+    if split is not None:  # leaves JAX cannot return (a model's activation) put back
+        value = split.outputs.rebuild(value)
     runs: list[float] = []
     budget_end = time.perf_counter() + STEADY_BUDGET_S
     while len(runs) < STEADY_RUNS[1] and (

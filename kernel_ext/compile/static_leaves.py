@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,15 +48,66 @@ class _Part:
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
 
 
+class PassedThrough:
+    """The output leaves JAX cannot return (an updated model's activation function), found
+    when the function is traced: ``fun`` returns the rest, and :meth:`rebuild` puts them
+    back, as ``eqx.filter_jit`` returns them."""
+
+    def __init__(self) -> None:
+        self._part: _Part | None = None
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Key paths of the output leaves passed through, e.g. ``"[1].activation"``."""
+        return self._part.paths if self._part is not None else ()
+
+    def rebuild(self, dynamic: Any) -> Any:
+        """The output as the user's function returned it, from what the trace returned
+        (as it is when its structure is not the last trace's: nothing put back wrongly)."""
+        import jax
+
+        part = self._part
+        if part is None:
+            return dynamic
+        if len(jax.tree_util.tree_leaves(dynamic)) + len(part.statics) != part.treedef.num_leaves:
+            return dynamic
+        return part.combine(dynamic)
+
+    def returning_arrays(self, fun: Callable[..., Any]) -> Callable[..., Any]:
+        """``fun`` whose output leaves JAX cannot return are kept here, not returned."""
+
+        def arrays_out(*args: Any, **kwargs: Any) -> Any:
+            import jax
+
+            out = fun(*args, **kwargs)
+            flat, treedef = jax.tree_util.tree_flatten_with_path(out)
+            leaves = [leaf for _, leaf in flat]
+            if all(_jax_accepts(leaf) for leaf in leaves):
+                self._part = None
+                return out
+            _, statics = partition(leaves, _jax_accepts)
+            paths = tuple(jax.tree_util.keystr(flat[i][0]) for i, _ in statics)
+            self._part = _Part(treedef, statics, paths)
+            return jax.tree_util.tree_unflatten(
+                treedef, [leaf if _jax_accepts(leaf) else None for leaf in leaves]
+            )
+
+        return _wraps(fun, arrays_out)
+
+
 @dataclass(frozen=True)
 class StaticSplit:
     """``fun(*args, **kwargs)`` with non-array leaves closed over: call ``fun`` with
-    ``args``/``kwargs`` (arrays only) and it calls the user's function with the originals."""
+    ``args``/``kwargs`` (arrays only) and it calls the user's function with the originals.
+    Where the call is equinox's kind (a module among the arguments, or an
+    ``eqx.filter_jit`` function), ``fun`` also returns only what JAX can return, and
+    ``outputs`` holds the rest (filled when ``fun`` is traced)."""
 
     fun: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     static_paths: tuple[str, ...] = field(default=())  # "model.activation", "mode"
+    outputs: PassedThrough = field(default_factory=PassedThrough, compare=False)
 
     @property
     def changed(self) -> bool:
@@ -140,7 +192,12 @@ def split_static(
         new_kwargs[name] = split[0]
         kwarg_parts[name] = split[1]
         paths += [name + p for p in split[1].paths]
+    outputs = PassedThrough()
     if not paths:
+        if numbers_static or filter_jit_target(fun) is not None:
+            # equinox's own kind of function: its outputs may hold a module's activation.
+            wrapped, outputs = _passing_through(fun)
+            return StaticSplit(wrapped, tuple(args), dict(kwargs), (), outputs)
         return StaticSplit(fun, tuple(args), dict(kwargs))
 
     def with_static(*dyn_args: Any, **dyn_kwargs: Any) -> Any:
@@ -154,8 +211,32 @@ def split_static(
 
     # The user's name and signature (through __wrapped__): JAX names the jaxpr and its
     # inputs after them, and argument names still bind.
-    wrapped = _wraps(fun, with_static)
-    return StaticSplit(wrapped, tuple(new_args), new_kwargs, tuple(paths))
+    # Arguments that had to be split hold equinox-style models; what the function returns
+    # may too (an updated model), and passes through as eqx.filter_jit passes it.
+    wrapped = outputs.returning_arrays(_wraps(fun, with_static))
+    return StaticSplit(wrapped, tuple(new_args), new_kwargs, tuple(paths), outputs)
+
+
+# The wrapper of a function whose arguments need no split, kept per function: the same
+# function object each time lets jax.jit answer a second report from its caches. Bounded:
+# an entry keeps its function alive until it is pushed out.
+_WRAPPERS: OrderedDict[Any, tuple[Callable[..., Any], PassedThrough]] = OrderedDict()
+_MOST_WRAPPERS = 64
+
+
+def _passing_through(fun: Callable[..., Any]) -> tuple[Callable[..., Any], PassedThrough]:
+    try:
+        found = _WRAPPERS.pop(fun, None)
+    except TypeError:  # an unhashable callable: a wrapper for this call only
+        outputs = PassedThrough()
+        return outputs.returning_arrays(fun), outputs
+    if found is None:
+        outputs = PassedThrough()
+        found = (outputs.returning_arrays(fun), outputs)
+    _WRAPPERS[fun] = found
+    while len(_WRAPPERS) > _MOST_WRAPPERS:
+        _WRAPPERS.popitem(last=False)
+    return found
 
 
 def _wraps(fun: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:

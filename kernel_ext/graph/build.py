@@ -96,9 +96,11 @@ def jaxpr_graph(
     # Each step also applies to the explorer's views (explore.then).
     from .explore import then
 
-    if split.changed:
-        note = static_note(split.static_paths)
-        graph = then(graph, lambda g: dataclasses.replace(g, notes=(*g.notes, note)))
+    notes: tuple[str, ...] = (static_note(split.static_paths),) if split.changed else ()
+    if split.outputs.paths:  # an updated model's activation, returned as eqx.filter_jit does
+        notes += (static_note(split.outputs.paths, held="returned as they are (not arrays)"),)
+    if notes:
+        graph = then(graph, lambda g: dataclasses.replace(g, notes=(*g.notes, *notes)))
     if values:
         from .annotate import annotate
 
@@ -106,12 +108,14 @@ def jaxpr_graph(
     return graph
 
 
-def static_note(paths: tuple[str, ...], most: int = 4) -> str:
+def static_note(
+    paths: tuple[str, ...], most: int = 4, held: str = "held static (not arrays)"
+) -> str:
     """``"held static (not arrays): model.activation, ..."``, the first few paths named."""
     shown = ", ".join(paths[:most]) + (
         f" and {len(paths) - most} more" if len(paths) > most else ""
     )
-    return f"held static (not arrays): {shown}"
+    return f"{held}: {shown}"
 
 
 def argument_names(

@@ -151,10 +151,14 @@ def gradient_graph(
             return full(mixed)
 
         out, pullback = jax.vjp(of_chosen, [leaves[k] for k in positions])
-        if not (
-            hasattr(out, "shape") and out.shape == () and jnp.issubdtype(out.dtype, jnp.inexact)
-        ):
-            raise _NotScalar(jax.ShapeDtypeStruct(out.shape, out.dtype))
+        if not hasattr(out, "shape"):  # a tuple, a model: several things, not one number
+            raise NotAScalar(
+                f"{name} returns {_returned(out)}, not a float scalar: --grad draws the "
+                "program of jax.grad, which differentiates one number; draw the gradient "
+                "of the scalar it computes (its loss), or this function without --grad"
+            )
+        if not (out.shape == () and jnp.issubdtype(out.dtype, jnp.inexact)):
+            raise _NotScalar(_returned(out))
         with jax.ensure_compile_time_eval():
             seeds.append(jnp.ones((), out.dtype))
         (grads,) = pullback(seeds[-1])
@@ -167,7 +171,8 @@ def gradient_graph(
         # JAX so that the magic reports it as the user's program's, not jaxlab's.
         jax.grad(full)(flat)
         raise TypeError(
-            f"{name} must return a float scalar to draw its gradient graph (it returns {e.args[0]})"
+            f"{name} must return a float scalar to draw its gradient graph (it returns "
+            f"{e.args[0]}): draw the gradient of the scalar it computes, e.g. its loss"
         ) from None
     seed = seeds[-1]
     fname = name.strip("<>") or "f"
@@ -249,6 +254,18 @@ def _kind(value: Any) -> str:
     leaves = jax.tree_util.tree_leaves(value)
     kinds = sorted({_kind(x) if hasattr(x, "dtype") else type(x).__name__ for x in leaves})
     return f"a {type(value).__name__} of {', '.join(kinds[:4]) or 'nothing'}"
+
+
+def _returned(out: Any) -> str:
+    """``f32[3]`` or ``a tuple of 9 arrays``: what a non-scalar output is."""
+    if hasattr(out, "shape") and hasattr(out, "dtype"):
+        return str(jax.ShapeDtypeStruct(out.shape, out.dtype))
+    leaves = jax.tree_util.tree_leaves(out)
+    return f"a {type(out).__name__} of {len(leaves)} array{'s' if len(leaves) != 1 else ''}"
+
+
+class NotAScalar(ProgramError):
+    """The function returns a pytree (a training step's tuple): no gradient to draw."""
 
 
 class _NotScalar(Exception):
