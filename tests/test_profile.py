@@ -76,19 +76,29 @@ def test_a_planted_float_loop_is_found_with_its_line():
     assert "keep the value on the device" in str(p.result)
 
 
-def test_the_trace_folder_is_removed_and_arrays_restored_even_when_the_block_raises():
+def _trace_folders() -> set[str]:
+    import tempfile
+
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("jaxlab-profile-")}
+
+
+def test_no_trace_file_is_left_and_arrays_are_restored_even_when_the_block_raises():
     array_type = type(jnp.ones(1))
     original = array_type.__dict__["__float__"]
+    before = _trace_folders()
     with pytest.raises(ZeroDivisionError), jaxlab.profile() as p:
-        assert os.path.isdir(p.folder)
+        # JAX 0.11 and later keep the trace in memory; 0.10 writes it to a folder
+        assert (
+            p.folder == "" if hasattr(jax.profiler, "ProfileSession") else os.path.isdir(p.folder)
+        )
         assert array_type.__dict__["__float__"] is not original  # observed inside
         float(step(jnp.ones((2, 2))).sum()) / 0
-    assert not os.path.exists(p.folder)
+    assert _trace_folders() == before
     assert p.result is None
     assert array_type.__dict__["__float__"] is original
     with jaxlab.profile() as q:
         step(jnp.ones((2, 2))).block_until_ready()
-    assert not os.path.exists(q.folder) and q.result is not None
+    assert _trace_folders() == before and q.result is not None
 
 
 def test_profile_widget_carries_the_result(tmp_path):
@@ -378,7 +388,9 @@ def test_a_def_in_the_cell_may_return_yield_and_await(ip):
     assert ip.user_ns["total"] == 1
 
 
-def test_an_unwritable_temporary_directory_is_a_usage_error(ip, monkeypatch):
+def test_an_unwritable_temporary_directory_is_a_usage_error_where_a_folder_is_needed(
+    ip, monkeypatch
+):
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", "/sys")  # not writable, even for root
@@ -388,9 +400,13 @@ def test_an_unwritable_temporary_directory_is_a_usage_error(ip, monkeypatch):
         pass
     else:
         pytest.skip("/sys is writable here")
+    if hasattr(jax.profiler, "ProfileSession"):  # the trace stays in memory: no folder
+        ip.run_cell_magic("profile", "-o", "z = 1")
+        assert ip.user_ns["z"] == 1
+        return
     with pytest.raises(UsageError, match=r"temporary directory '/sys'.*TMPDIR") as caught:
         ip.run_cell_magic("profile", "", "z = 1")
-    assert isinstance(caught.value.__cause__.__cause__, PermissionError)
+    assert isinstance(caught.value.__cause__.__cause__.__cause__, PermissionError)
     assert "z" not in ip.user_ns
 
 

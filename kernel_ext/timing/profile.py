@@ -10,20 +10,15 @@
     r.modules[0].name, r.modules[0].share
     r.syncs[0].where, r.syncs[0].count   # ("In[4], line 3", 10)
 
-The trace goes to a temporary folder that is removed when the block ends, whether or
-not it raised. The block's own exception propagates unchanged (and ``p.result`` stays
-None). Only what the views read is captured: JAX's Python tracer (every Python call in
-the block, which no view uses and which slowed a traced loop the most) is off.
+The trace is kept in memory (with JAX 0.10: a temporary folder, removed when the block
+ends, whether or not it raised). The block's own exception propagates unchanged (and
+``p.result`` stays None). Only what the views read is captured (``trace_session``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import glob
-import os
-import shutil
-import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -34,7 +29,8 @@ import jax
 from .profile_result import Cost, ProfileResult
 from .profile_spans import compilations, count_kinds, keep_for_drawing
 from .syncs import SyncRecorder
-from .trace import Span, read_spans
+from .trace import Span
+from .trace_session import TraceError, TraceSession
 
 TOP = 10  # modules and ops in the tables
 HOLDS_PROFILER = (
@@ -53,20 +49,11 @@ class Profile:
     """What ``jaxlab.profile()`` yields: its ``result`` is set when the block ends."""
 
     result: ProfileResult | None = None
-    folder: str = ""  # the temporary trace folder (gone after the block)
+    folder: str = ""  # JAX 0.10: the temporary trace folder (gone after the block)
     _recorder: SyncRecorder = field(default_factory=lambda: SyncRecorder(annotate=True))
 
 
 _active: list[Profile] = []  # the profile running now (one per process, as JAX's trace)
-
-
-def trace_options() -> jax.profiler.ProfileOptions:
-    """What the trace captures: host events (calls, JAX's compile steps, XLA ops) and the
-    device's, without JAX's Python tracer (an event per Python call, which no view reads)."""
-    options = jax.profiler.ProfileOptions()
-    options.python_tracer_level = 0
-    options.enable_hlo_proto = False  # the HLO of each module: no view reads it
-    return options
 
 
 def _costs(spans: list[Span], kind: str, total_s: float) -> tuple[Cost, ...]:
@@ -97,9 +84,8 @@ def _named_syncs(spans: list[Span], recorder: SyncRecorder) -> list[Span]:
     return named
 
 
-def _result(folder: str, duration_s: float, recorder: SyncRecorder) -> ProfileResult:
-    files = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
-    spans = _named_syncs(read_spans(files[0]) if files else [], recorder)
+def _result(traced: list[Span], duration_s: float, recorder: SyncRecorder) -> ProfileResult:
+    spans = _named_syncs(traced, recorder)
     # The cell's span is its wall time or the trace's extent, whichever is longer.
     total = max([duration_s] + [s.end_s for s in spans])
     kept = keep_for_drawing(spans)
@@ -120,29 +106,6 @@ def _result(folder: str, duration_s: float, recorder: SyncRecorder) -> ProfileRe
     )
 
 
-def _make_folder() -> str:
-    try:
-        return tempfile.mkdtemp(prefix="jaxlab-profile-")
-    except OSError as e:
-        raise ProfileError(
-            f"no folder for the trace could be made in the temporary directory "
-            f"{tempfile.gettempdir()!r} ({e.strerror or e}); set TMPDIR to a writable "
-            "folder before starting the kernel, or set tempfile.tempdir = '/a/writable/folder'"
-        ) from e
-
-
-def _start(folder: str) -> None:
-    if _active:
-        raise ProfileError(f"a profile is already running: {HOLDS_PROFILER}")
-    try:
-        jax.profiler.start_trace(folder, profiler_options=trace_options())
-    except RuntimeError as e:  # one trace at a time, per process
-        raise ProfileError(
-            f"jax.profiler could not start a trace ({e}); stop the other trace first "
-            "(jax.profiler.stop_trace())"
-        ) from e
-
-
 @contextlib.contextmanager
 def profile() -> Iterator[Profile]:
     """Trace the block with ``jax.profiler`` and find its implicit syncs.
@@ -153,23 +116,26 @@ def profile() -> Iterator[Profile]:
     ['f']
     """
     __tracebackhide__ = True  # IPython leaves this frame out of the block's errors
-    folder = _make_folder()
-    session = Profile(folder=folder)
+    if _active:
+        raise ProfileError(f"a profile is already running: {HOLDS_PROFILER}")
     try:
-        _start(folder)
-        _active.append(session)
-        t0 = time.perf_counter()
-        try:
-            with session._recorder.recording():
-                yield session
-        except RuntimeError as e:
-            if "already been started" in str(e):  # the block started jax.profiler itself
-                e.add_note(f"jaxlab: {HOLDS_PROFILER}; run this code without it.")
-            raise
-        finally:
-            duration = time.perf_counter() - t0
-            _active.remove(session)
-            jax.profiler.stop_trace()
-        session.result = _result(folder, duration, session._recorder)
+        trace = TraceSession.start()
+    except TraceError as e:
+        raise ProfileError(str(e)) from e
+    session = Profile(folder=trace.folder)
+    _active.append(session)
+    finished = False
+    t0 = time.perf_counter()
+    try:
+        with session._recorder.recording():
+            yield session
+        finished = True
+    except RuntimeError as e:
+        if "already been started" in str(e):  # the block started jax.profiler itself
+            e.add_note(f"jaxlab: {HOLDS_PROFILER}; run this code without it.")
+        raise
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        duration = time.perf_counter() - t0
+        _active.remove(session)
+        spans = trace.stop(read=finished)
+    session.result = _result(spans, duration, session._recorder)

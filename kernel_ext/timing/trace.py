@@ -82,14 +82,21 @@ class Span:
         return self.start_s + self.duration_s
 
 
-def _stats(event: Any) -> dict[str, Any]:
-    # Python 3.12 warns that jaxlib's stats type has no __module__: not the user's concern.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            return {str(k): v for k, v in event.stats}
-        except Exception:  # a stat of a type ProfileData cannot convert
-            return {}
+def _op_stats(event: Any) -> tuple[str | None, Any]:
+    """The event's ``hlo_module`` (None: not an XLA op) and ``run_id``. Reading stats is
+    the slow part of reading a trace, so it stops once both are found."""
+    module, run = None, None
+    try:
+        for key, value in event.stats:
+            if key == "hlo_module":
+                module = str(value)
+            elif key == "run_id":
+                run = value
+            if module is not None and run is not None:
+                break
+    except Exception:  # a stat of a type ProfileData cannot convert
+        pass
+    return module, run
 
 
 # (kind, name, start_ns, duration_ns, module, run)
@@ -99,6 +106,13 @@ _Raw = tuple[str, str, float, float, str, Any]
 def _raw_spans(data: Any) -> tuple[list[_Raw], list[_Raw]]:
     """The python thread's events that matter (dispatches, phases, syncs) and the device
     spans (modules, ops), as raw tuples."""
+    # Python 3.12 warns that jaxlib's stats type has no __module__: not the user's concern.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return _read_events(data)
+
+
+def _read_events(data: Any) -> tuple[list[_Raw], list[_Raw]]:
     python: list[_Raw] = []
     device: list[_Raw] = []
     for plane in data.planes:
@@ -117,7 +131,7 @@ def _raw_spans(data: Any) -> tuple[list[_Raw], list[_Raw]]:
                     elif name.startswith(_HOST_WORK):
                         continue
                     else:  # maybe an XLA op run inline on the calling thread (small work)
-                        _add_op(device, plane.name, name, event, _stats(event), line_name)
+                        _add_op(device, plane.name, name, event, line_name)
                         continue
                     python.append((kind, label, event.start_ns, event.duration_ns, "", None))
                     continue
@@ -126,20 +140,20 @@ def _raw_spans(data: Any) -> tuple[list[_Raw], list[_Raw]]:
                     label = run_name.group(1) if run_name else name
                     device.append(("module", label, event.start_ns, event.duration_ns, label, None))
                     continue
-                if line_name.startswith("tf_xla-cpu-codegen"):  # XLA compiling kernels
-                    continue
-                _add_op(device, plane.name, name, event, _stats(event), line_name)
+                if line_name.startswith("tf_xla-cpu-codegen") or name.startswith(_HOST_WORK):
+                    continue  # XLA compiling kernels, the executor's own bookkeeping
+                _add_op(device, plane.name, name, event, line_name)
     return python, device
 
 
-def _add_op(
-    device: list[_Raw], plane: str, name: str, event: Any, stats: dict[str, Any], line: str
-) -> None:
+def _add_op(device: list[_Raw], plane: str, name: str, event: Any, line: str) -> None:
     """An XLA op: an event that names its HLO module (CPU), or any on a GPU's op line."""
-    if "hlo_module" in stats or line == "XLA Ops":
-        module = str(stats.get("hlo_module", ""))
-        run = (module, stats.get("run_id"), plane)
-        device.append(("op", name, event.start_ns, event.duration_ns, module, run))
+    module, run_id = _op_stats(event)
+    if module is not None or line == "XLA Ops":
+        module = module or ""
+        device.append(
+            ("op", name, event.start_ns, event.duration_ns, module, (module, run_id, plane))
+        )
 
 
 def _host_spans(python: list[_Raw], origin: float) -> list[Span]:

@@ -1,0 +1,169 @@
+"""What ``%%profile`` costs against a bare ``jax.profiler.trace`` of the same cell.
+
+The cell is a small training loop (an MLP's gradient step, jitted, with ``float(loss)``
+every 10 steps: dispatches, device work and syncs, as a researcher writes it). Each round
+runs it four ways in one IPython shell, interleaved so a busy machine's drift falls on all:
+
+* ``plain``: the cell alone;
+* ``bare trace``: ``with jax.profiler.trace(folder):`` around the cell, JAX's defaults
+  (what a user would type; the trace is written, not read);
+* ``%%profile``: ``%%profile -o`` (trace without JAX's Python tracer, read back in the
+  kernel, syncs observed and marked, the result built; nothing displayed);
+* ``%%profile, JAX's default options``: the same with the Python tracer and HLO protos
+  on, to show what capturing only what the views use saves.
+
+Process CPU time (``time.process_time()``, every thread of this process) is the steady
+figure on a shared machine and is the target's; wall time is printed beside it. Target:
+``%%profile`` within 1.1x the CPU time of the bare trace (medians over the rounds).
+
+    .venv/bin/python benchmarks/profile_cost.py             # 7 rounds of 300 steps
+    .venv/bin/python benchmarks/profile_cost.py --rounds 3 --steps 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax
+from _targets import Targets, print_clocks
+from IPython.core.interactiveshell import InteractiveShell
+
+DEFAULTS = "%%profile, JAX's default options"
+
+SETUP = """
+import jax, jax.numpy as jnp
+
+def loss_fn(params, x, y):
+    h = jnp.tanh(x @ params["w1"] + params["b1"])
+    return jnp.mean((h @ params["w2"] - y) ** 2)
+
+@jax.jit
+def train_step(params, x, y):
+    loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+    return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads), loss
+
+key = jax.random.key(0)
+params = {"w1": jax.random.normal(key, (32, 64)) * 0.1, "b1": jnp.zeros(64),
+          "w2": jax.random.normal(key, (64, 1)) * 0.1}
+x = jax.random.normal(key, (128, 32)); y = jnp.sum(x, axis=1, keepdims=True)
+_ = train_step(params, x, y)[1].block_until_ready()
+"""
+
+LOOP = """\
+p = params
+for step in range({steps}):
+    p, loss = train_step(p, x, y)
+    if step % 10 == 0:
+        last = float(loss)
+"""
+
+
+def timed(run: Callable[[], None]) -> tuple[float, float]:
+    """(wall, process CPU) seconds of one run."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=300)
+    opts = parser.parse_args()
+    targets = Targets()
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jaxlab")
+    ip.run_cell(SETUP)
+    from jaxlab.timing import trace_session as profile_module
+
+    lean_options = profile_module.trace_options
+    loop = LOOP.format(steps=opts.steps)
+    folder = tempfile.mkdtemp(prefix="profile-cost-")
+    ip.user_ns["folder"] = folder
+    bare = "with jax.profiler.trace(folder):\n" + "".join(
+        f"    {line}\n" for line in loop.splitlines()
+    )
+
+    def run_cell(cell: str) -> Callable[[], None]:
+        def run() -> None:
+            result = ip.run_cell(cell)
+            if not result.success:
+                raise RuntimeError(f"the benchmark's cell failed: {result.error_in_exec!r}")
+
+        return run
+
+    def profiled(options: Callable[[], jax.profiler.ProfileOptions]) -> Callable[[], None]:
+        def run() -> None:
+            profile_module.trace_options = options  # type: ignore[assignment]
+            try:
+                result = ip.run_cell_magic("profile", "-o", loop)
+            finally:
+                profile_module.trace_options = lean_options  # type: ignore[assignment]
+            assert result.called["train_step"] == opts.steps, result.called
+            assert sum(s.count for s in result.syncs) == len(range(0, opts.steps, 10))
+
+        return run
+
+    ways: dict[str, Callable[[], None]] = {
+        "plain": run_cell(loop),
+        "bare trace": run_cell(bare),
+        "%%profile": profiled(lean_options),
+        DEFAULTS: profiled(jax.profiler.ProfileOptions),
+    }
+    for run in ways.values():  # warm every path once (first traces load the profiler)
+        run()
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
+    for r in range(opts.rounds):
+        order = list(ways) if r % 2 == 0 else list(reversed(ways))
+        for name in order:
+            figures[name].append(timed(ways[name]))
+            shutil.rmtree(folder, ignore_errors=True)
+            os.makedirs(folder, exist_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+    medians = {
+        name: (
+            statistics.median(w for w, _ in runs),
+            statistics.median(c for _, c in runs),
+        )
+        for name, runs in figures.items()
+    }
+    print(f"{opts.steps} training steps, {opts.rounds} rounds interleaved; medians:")
+    for name, (wall, cpu) in medians.items():
+        print_clocks(f"  {name:30s}", wall, cpu)
+    bare_cpu = medians["bare trace"][1]
+    ratio = medians["%%profile"][1] / bare_cpu
+    print(
+        f"%%profile / bare trace: CPU {ratio:.2f}x, wall "
+        f"{medians['%%profile'][0] / medians['bare trace'][0]:.2f}x; "
+        f"JAX's default options / lean: CPU "
+        f"{medians[DEFAULTS][1] / medians['%%profile'][1]:.2f}x; "
+        f"bare trace / plain: CPU {bare_cpu / medians['plain'][1]:.2f}x"
+    )
+    targets.at_most("%%profile CPU time / bare jax.profiler.trace", ratio, 1.1)
+    loads = os.getloadavg()
+    figures_out = {
+        "benchmark": "profile_cost",
+        "steps": opts.steps,
+        "rounds": opts.rounds,
+        "load_average": [round(v, 2) for v in loads],
+        "medians": {
+            k: {"wall_s": round(w, 4), "cpu_s": round(c, 4)} for k, (w, c) in medians.items()
+        },
+        **targets.figures(),
+    }
+    print(json.dumps(figures_out))
+    raise SystemExit(targets.exit_code())
+
+
+if __name__ == "__main__":
+    main()
