@@ -6,7 +6,7 @@ that records each verdict. This machine is shared, so each script also reports i
 process CPU time (``time.process_time()``) beside wall time: CPU time is the steady
 figure when other work competes for the cores. Example::
 
-    from _targets import Targets
+    from _targets import Targets  # benchmarks/ is on sys.path when a script there runs
 
     targets = Targets()
     targets.at_most("%%jit cell / jax.jit, ~1 ms call", ratio, 1.05)
@@ -18,6 +18,7 @@ figure when other work competes for the cores. Example::
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,43 @@ class Verdict:
         }
 
 
+class Stopwatch:
+    """Wall, process CPU and child-process CPU seconds since it was made (or ``restart``).
+
+    Process CPU counts every thread of this process (XLA's too); child CPU counts the
+    processes it started and waited for (``dot``), which ``process_time`` leaves out::
+
+        sw = Stopwatch()
+        graph.to_svg()
+        sw.wall_s, sw.cpu_s, sw.child_cpu_s
+    """
+
+    def __init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        self._wall = time.perf_counter()
+        self._cpu = time.process_time()
+        self._child = _children_cpu()
+
+    @property
+    def wall_s(self) -> float:
+        return time.perf_counter() - self._wall
+
+    @property
+    def cpu_s(self) -> float:
+        return time.process_time() - self._cpu
+
+    @property
+    def child_cpu_s(self) -> float:
+        return _children_cpu() - self._child
+
+
+def _children_cpu() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
 @dataclass
 class Targets:
     """The verdicts of one benchmark run, with its wall and process CPU clocks.
@@ -55,8 +93,7 @@ class Targets:
     """
 
     verdicts: list[Verdict] = field(default_factory=list)
-    wall0: float = field(default_factory=time.perf_counter)
-    cpu0: float = field(default_factory=time.process_time)
+    watch: Stopwatch = field(default_factory=lambda: Stopwatch())
 
     def at_most(self, name: str, value: float, limit: float) -> Verdict:
         """Pass when ``value <= limit``; prints the verdict line."""
@@ -72,11 +109,21 @@ class Targets:
         return verdict
 
     def clocks(self) -> dict[str, float]:
-        """Wall and process CPU seconds since this object was made."""
+        """Wall, process CPU and child-process CPU seconds since this object was made."""
         return {
-            "wall_s": round(time.perf_counter() - self.wall0, 3),
-            "cpu_s": round(time.process_time() - self.cpu0, 3),
+            "wall_s": round(self.watch.wall_s, 3),
+            "cpu_s": round(self.watch.cpu_s, 3),
+            "child_cpu_s": round(self.watch.child_cpu_s, 3),
         }
+
+    def print_clocks(self, label: str = "whole run") -> None:
+        """One line: the run's wall time beside its process (and child) CPU time."""
+        c = self.clocks()
+        print(
+            f"{label}: wall {c['wall_s']:.2f} s, process CPU {c['cpu_s']:.2f} s"
+            + (f", child processes' CPU {c['child_cpu_s']:.2f} s" if c["child_cpu_s"] else ""),
+            flush=True,
+        )
 
     def figures(self) -> dict[str, Any]:
         """The verdicts and clocks, for the benchmark's JSON line."""
