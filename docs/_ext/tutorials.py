@@ -262,6 +262,8 @@ def _on_html_page(app: Any, pagename: str, *args: Any) -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    # The loader that draws the saved widgets runs only jaxlab's own modules (by hash).
+    app.setup_extension("widget_trust")
     app.connect("builder-inited", _on_builder_inited)
     app.connect("html-page-context", _on_html_page, priority=400)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -234,6 +234,112 @@ def test_without_javascript_the_twin_shows(server: str, browser: Any) -> None:
         context.close()
 
 
+# Content that arrives from elsewhere (issue 22): the page runs only jaxlab's own modules.
+
+FOREIGN_ESM = (
+    "export default { render({ el }) { window.foreignRan = true; el.textContent = 'x'; } }"
+)
+
+
+def _hostile_page(site: Path, name: str, change: Any) -> str:
+    """A copy of the tutorial page whose saved state ``change(state)`` rewrote."""
+    page = site / "tutorials" / "01_tiny.html"
+    html = page.read_text()
+    start = html.index('<script type="application/vnd.jupyter.widget-state+json">')
+    body_start = html.index(">", start) + 1
+    body_end = html.index("</script>", start)
+    saved = json.loads(html[body_start:body_end])
+    change(saved["state"])
+    body = json.dumps(saved).replace("<", "\\u003c")
+    (site / "tutorials" / f"{name}.html").write_text(html[:body_start] + body + html[body_end:])
+    return f"tutorials/{name}.html"
+
+
+def _model_of(state: dict[str, Any], widget: str) -> tuple[str, dict[str, Any]]:
+    (found,) = [
+        (k, m) for k, m in state.items() if m["state"].get("_anywidget_id", "").endswith(widget)
+    ]
+    return found
+
+
+def _twin_shown(page: Any, model_id: str) -> bool:
+    return bool(page.locator(f'.jaxlab-twin[data-jaxlab-model="{model_id}"]').is_visible())
+
+
+@pytest.mark.browser
+def test_a_module_jaxlab_does_not_ship_is_not_run_and_its_twin_shows(
+    site: Path, server: str, page: Any
+) -> None:
+    ids = {}
+
+    def foreign(state: dict[str, Any]) -> None:
+        ids["monitor"], monitor = _model_of(state, ".CompileMonitor")
+        ids["explorer"], _ = _model_of(state, ".GraphExplorer")
+        monitor["state"]["_esm"] = FOREIGN_ESM
+        monitor["state"]["_css"] = "body { outline: 7px solid rgb(255, 0, 0); }"
+
+    page.goto(f"{server}/{_hostile_page(site, 'foreign', foreign)}")
+    drawn = page.evaluate("() => window.jaxlabWidgets.rendered")
+    assert drawn == [ids["explorer"]]  # jaxlab's own module, by hash, still draws
+    assert page.evaluate("() => window.foreignRan") is None
+    assert page.evaluate("() => getComputedStyle(document.body).outlineWidth") != "7px"
+    assert _twin_shown(page, ids["monitor"]) and not _twin_shown(page, ids["explorer"])
+
+    # jaxlab's module with a CSS it does not ship is not drawn either.
+    def foreign_css(state: dict[str, Any]) -> None:
+        _, monitor = _model_of(state, ".CompileMonitor")
+        monitor["state"]["_css"] += "\nbody { outline: 7px solid red; }"
+
+    page.goto(f"{server}/{_hostile_page(site, 'foreign_css', foreign_css)}")
+    assert page.evaluate("() => window.jaxlabWidgets.rendered") == [ids["explorer"]]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("bad", ["proto", "malformed", "nowhere"])
+def test_a_bad_buffer_spoils_only_its_own_widget(
+    site: Path, server: str, page: Any, bad: str
+) -> None:
+    ids = {}
+
+    def spoil(state: dict[str, Any]) -> None:
+        ids["monitor"], monitor = _model_of(state, ".CompileMonitor")
+        ids["explorer"], explorer = _model_of(state, ".GraphExplorer")
+        buffer = {
+            "proto": {"path": ["__proto__", "polluted"], "data": "AQ==", "encoding": "base64"},
+            "malformed": {"path": ["view"], "data": "%%% not base64", "encoding": "base64"},
+            "nowhere": {"path": ["missing", "deep"], "data": "AQ==", "encoding": "base64"},
+        }[bad]
+        spoiled = monitor if bad == "proto" else explorer
+        spoiled["buffers"] = [buffer]
+
+    page.goto(f"{server}/{_hostile_page(site, f'buffer_{bad}', spoil)}")
+    drawn = page.evaluate("() => window.jaxlabWidgets.rendered")
+    spoiled, fine = ("monitor", "explorer") if bad == "proto" else ("explorer", "monitor")
+    assert drawn == [ids[fine]]
+    assert page.evaluate(
+        "() => ({}).polluted === undefined && Object.prototype.polluted === undefined"
+    )
+    assert _twin_shown(page, ids[spoiled]) and not _twin_shown(page, ids[fine])
+    assert page.locator(f'.jaxlab-site-widget[data-jaxlab-model="{ids[spoiled]}"]').count() == 0
+
+
+def test_the_built_loader_trusts_exactly_the_modules_jaxlab_ships():
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("widget_trust", DOCS / "_ext" / "widget_trust.py")
+    assert spec is not None and spec.loader is not None
+    trust = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trust)
+    shipped = {m["widget"]: m for m in trust.shipped_modules()}
+    assert sorted(shipped) == ["CompileMonitor", "GraphExplorer", "KeyLineage", "ProfileTimeline"]
+    js = (ROOT / "widgets" / "static" / "graph_explorer.js").read_bytes()
+    assert shipped["GraphExplorer"]["esm"] == hashlib.sha256(js).hexdigest()
+    # The source loader trusts nothing; its built copy names the shipped hashes.
+    source = (DOCS / "_static" / "jaxlab-widgets.js").read_text()
+    assert trust.PLACEHOLDER in source
+
+
 # How the tutorials extension writes a notebook's widgets, without a build or a browser.
 
 VIEW = "application/vnd.jupyter.widget-view+json"
