@@ -396,3 +396,13 @@ def test_jit_magic_shows_the_scan_counted_whole(ip):
     r = ip.run_line_magic("jit", "-o steps(c, w)")
     assert r.flops == pytest.approx(128_000, rel=1e-3)
     assert "1,000 steps" in r._repr_mimebundle_()["text/html"]
+
+
+def test_the_premise_xla_counts_a_loop_body_once_is_checked_not_assumed(monkeypatch):
+    from jaxlab.compile import loop_costs
+
+    assert loop_costs.xla_counts_body_once("cpu")  # on CPU: a 10-step probe reads as one step
+    monkeypatch.setattr(loop_costs, "xla_counts_body_once", lambda platform: False)
+    c, w = jnp.ones(8), jnp.ones((8, 8))
+    r = jaxlab.compile_report(_scan_steps, c, w)  # a backend that counts steps: left alone
+    assert r.flops < 2 * 128 and r.loops_note == ""

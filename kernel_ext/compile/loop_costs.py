@@ -12,7 +12,9 @@ included::
     whole.note                                              # "a scan of 1,000 steps ..."
 
 A ``while_loop``'s trip count is not in the program: its body stays counted once, and
-``whole.unknown`` says how many such loops there are.
+``whole.unknown`` says how many such loops there are. Whether the backend's XLA counts a
+body once is itself checked, once per backend, on a 10-step probe scan: where XLA already
+counts every step, nothing is multiplied.
 
 Why the body is costed by XLA rather than counted from the jaxpr: the figure must stay
 XLA's (fusion, what it actually computes), only multiplied by what XLA does not know.
@@ -21,6 +23,7 @@ XLA's (fusion, what it actually computes), only multiplied by what XLA does not 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -171,11 +174,31 @@ class _Coster:
         return missing
 
 
+@functools.cache
+def xla_counts_body_once(platform: str) -> bool:
+    """Whether XLA's cost analysis on ``platform`` counts a 10-step scan's body once (as
+    on CPU), rather than every step: measured on a probe, not assumed."""
+    import jax
+    import jax.numpy as jnp
+
+    def probe(c: Any, w: Any) -> Any:
+        return jax.lax.scan(lambda c, _: (c @ w, None), c, None, length=10)[0]
+
+    c, w = jax.ShapeDtypeStruct((8,), jnp.float32), jax.ShapeDtypeStruct((8, 8), jnp.float32)
+    flops = cost_analysis(jax.jit(probe).lower(c, w).compile()).get("flops", 0.0)
+    return flops < 5 * 2 * 8 * 8  # one step is 128 FLOPs; ten would be 1,280
+
+
 def loops_counted_whole(jaxpr: Any, costs: dict[str, float]) -> LoopCosts:
     """``costs`` (XLA's analysis of the compiled ``jaxpr``) with every loop body multiplied
     by its trip count; loops of unknown trip count stay counted once and are named."""
+    import jax
+
     from .capture import jaxlab_work
 
+    with jaxlab_work(), _quiet():
+        if not xla_counts_body_once(jax.default_backend()):
+            return LoopCosts(dict(costs))
     coster = _Coster()
     with jaxlab_work(), _quiet():
         missing = coster.extra(jaxpr, 0)
