@@ -170,7 +170,7 @@ def _first_call(t: _Target) -> None:
 
 
 def _ready_round(t: _Target, n: int) -> float:
-    if t.rounds and t.slow:
+    if t.slow or (not t.rounds and t.compile_s >= SLOW_S):
         per_call, returns = timed.recorded_round(t.call, n)
         t.returns += returns
         return per_call
@@ -178,20 +178,23 @@ def _ready_round(t: _Target, n: int) -> float:
 
 
 def _choose_runs(t: _Target, runs: int | None) -> None:
-    """Runs per round; the last round of choosing them counts as the first timed round."""
+    """Runs per round, as %timeit chooses its loops; a slow call's count is predicted from
+    one call (no rounds of 1, 2, ... calls of it), which counts as the first timed round."""
     if runs is not None:
         t.runs = runs
         return
     first, returns = timed.recorded_round(t.call, 1)
-    t.rounds.append(first)  # decides `slow`; replaced below by a full round
-    t.returns += returns
-    if first * 2 >= timed.ROUND_S:  # one call is a round (or half of one: the next step)
-        t.runs = 1
+    if first < SLOW_S:
+        auto = functools.partial(timed.ready_round, t.call)
+        t.runs, per_call = timed.autorange(auto, timed.MAX_RUNS)
+        t.rounds.append(per_call)
         return
-    t.rounds.clear()
-    t.returns.clear()
-    t.runs, per_call = timed.autorange(functools.partial(timed.ready_round, t.call), timed.MAX_RUNS)
-    t.rounds.append(per_call)
+    t.runs = next(n for n in timed.steps() if n * first >= timed.ROUND_S)
+    if t.runs == 1:  # one call is a round: the first one measured counts
+        t.rounds.append(first)
+        t.returns += returns
+    else:
+        _measure_round(t)
 
 
 def _choose_timeit_loops(t: _Target) -> None:
@@ -235,6 +238,9 @@ def measure(
                 if i < n:
                     _measure_round(t)
             progress.advance()
+    for t in targets:  # one round was all (-r 1): the pipeline is still measured once
+        if not t.slow and t.arrays and not t.pipeline:
+            t.pipeline.append(timed.pipeline_round(t.call, max(t.depth, t.runs // 2), t.depth))
     return [_result(t, repeats, explain) for t in targets]
 
 
@@ -263,6 +269,8 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
     if not asynchronous:  # nothing was queued: the call's return is the end of its work
         dispatch = naive = unblocked = ready
     elif t.slow:
+        if not t.returns:  # a single round with its count given: one call more tells it
+            t.returns = timed.recorded_round(t.call, 1)[1]
         dispatch = naive = unblocked = statistics.median(t.returns)
     else:
         dispatch = statistics.median(timed.recorded_round(t.call, DISPATCH_CALLS)[1])

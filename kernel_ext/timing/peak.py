@@ -29,7 +29,7 @@ import jax.numpy as jnp
 
 from ..compile.capture import jaxlab_work
 
-KERNEL_S = 0.02  # a peak kernel grows until one call lasts this long ...
+KERNEL_S = 0.05  # a peak kernel grows until one call lasts this long ...
 _MAX_MATMUL_N = {"cpu": 4096}  # ... or reaches this size (default 16,384: 1 GiB)
 _MAX_STREAM = {"cpu": 1 << 25}  # elements (128 MiB of float32; default 1 << 28)
 TRIES = 7  # calls per kernel; the median is kept
@@ -97,7 +97,10 @@ def _matmul_flops_s(platform: str) -> tuple[float, int]:
 
 def _stream_bytes_s(platform: str) -> tuple[float, int]:
     largest = _MAX_STREAM.get(platform, 1 << 28)
-    size = 1 << 20
+    # from 64 MiB moved: past a CPU's caches, which would stream a small array faster than
+    # memory can (a loaded machine reaches KERNEL_S at small sizes: 11 GB/s from cache
+    # against 0.8 GB/s from memory, measured here)
+    size = 1 << 23
     while True:
         x = jnp.ones((size,), jnp.float32)
         stream = jax.jit(lambda v: v * 2.0 + 1.0).lower(x).compile()
