@@ -18,7 +18,7 @@ from .profile_result import ProfileResult
 from .trace import Span
 
 _WIDTH = 720
-_LABEL_W = 150  # px for the lane names
+_LABEL_W = 180  # px for the lane names (12 px text)
 _LANE_H = 24
 _FONT = "font:12px var(--jp-ui-font-family,sans-serif)"  # 12 px: readable when projected
 MAX_DRAWN = 1500  # rects in the static SVG, longest first (the widget draws the result's set)
@@ -67,16 +67,16 @@ def tick_label(value_s: float, unit: str, factor: float) -> str:
 
 
 def span_words(s: Span) -> str:
-    """What a span is, for its tooltip: ``step: XLA compile, 31.2 ms at 2.1 ms``."""
+    """What a span is, for its tooltip: ``step (XLA compile): 31.2 ms at 2.1 ms``."""
     if s.kind in PHASE_WORDS:
-        what = f"{s.name or 'a function'}: {PHASE_WORDS[s.kind]}"
+        what = f"{s.name or 'a function'} ({PHASE_WORDS[s.kind]})"
     elif s.kind == "sync":
         what = f"implicit sync at {s.name}"
     elif s.module and s.module != s.name:
         what = f"{s.name} ({s.module})"
     else:
         what = s.name
-    return f"{what}, {seconds(s.duration_s)} at {seconds(s.start_s)}"
+    return f"{what}: {seconds(s.duration_s)} at {seconds(s.start_s)}"
 
 
 def _drawn(spans: list[Span]) -> list[Span]:

@@ -25,7 +25,7 @@ const KEY = [
   ["sync", "implicit sync (host waits)"],
 ];
 const SVG = "http://www.w3.org/2000/svg";
-const LABEL_W = 170;
+const LABEL_W = 180;
 const LANE_H = 24;
 const AXIS_H = 26;
 
