@@ -162,14 +162,20 @@ def bench_text(r: BenchResult) -> str:
     return "\n".join(lines)
 
 
+_EXPLAIN_KEY = (  # (colours, words), one row per lane
+    (("#4c78a8",), "host: each call, until it returned"),
+    (("#f58518", "#e45756"), "device: each call's work (colours alternate by call)"),
+)
+
+
 def timeline_svg(spans: tuple[CallSpan, ...]) -> str:
     """Two lanes: the host (each call until it returned), the device (each call's work)."""
     end = max(s.ready_s for s in spans) or 1.0
     scale = (_WIDTH - 70) / end
     lane = {"host": 14, "device": 38}
     parts = [
-        f'<svg width="{_WIDTH}" height="64" role="img" '
-        'aria-label="dispatch timeline" style="font:11px var(--jp-ui-font-family,sans-serif)">',
+        f'<svg width="{_WIDTH}" height="100" role="img" '
+        'aria-label="dispatch timeline" style="font:12px var(--jp-ui-font-family,sans-serif)">',
         f'<text x="0" y="{lane["host"] + 10}" fill="currentColor">host</text>',
         f'<text x="0" y="{lane["device"] + 10}" fill="currentColor">device</text>',
     ]
@@ -194,8 +200,17 @@ def timeline_svg(spans: tuple[CallSpan, ...]) -> str:
     parts.append(
         f'<text x="60" y="62" fill="currentColor">0</text>'
         f'<text x="{_WIDTH - 4}" y="62" text-anchor="end" fill="currentColor">'
-        f"{html.escape(seconds(end))}</text></svg>"
+        f"{html.escape(seconds(end))}</text>"
     )
+    # The key: what each lane's colours mean (issue 18: "--explain's lanes have a key").
+    for row, (colours, words) in enumerate(_EXPLAIN_KEY):
+        y = 72 + 16 * row
+        for i, colour in enumerate(colours):
+            parts.append(f'<rect x="{12 * i}" y="{y}" width="10" height="10" fill="{colour}"/>')
+        parts.append(
+            f'<text x="{12 * len(colours) + 3}" y="{y + 10}" fill="currentColor">{words}</text>'
+        )
+    parts.append("</svg>")
     return "".join(parts)
 
 
