@@ -23,6 +23,7 @@ import numpy as np
 from .._jax_compat import key_data_now
 from .site import Site
 
+_ARRAYS = (jax.Array, np.ndarray)  # only arrays (and tracers) can be keys
 Ref = tuple[str, int]  # ("arg", leaf index) | ("op", template op) | ("loose", first use)
 
 
@@ -70,12 +71,12 @@ TRACING = _Tracing()
 
 def is_key_like(x: Any, legacy: bool) -> bool:
     """A typed key array, or (``legacy``) a uint32 array whose last axis could be key data."""
-    dtype = getattr(x, "dtype", None)
-    if dtype is None:
+    if not isinstance(x, _ARRAYS):  # a module, a function, a dataclass: never a key
         return False
+    dtype = x.dtype
     if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
         return True
-    shape: tuple[int, ...] = tuple(getattr(x, "shape", ()))
+    shape: tuple[int, ...] = x.shape
     return legacy and dtype == np.uint32 and len(shape) >= 1 and shape[-1] in (2, 4)
 
 

@@ -99,6 +99,29 @@ class KeyLineage:
             self._flush_all()
             return tuple(self._reuses)
 
+    def first_warning(self, reuse: KeyReuse) -> bool:
+        """Whether this pair of lines is warned about for the first time (then noted)."""
+        pair = (reuse.first.where, reuse.second.where)
+        with self._lock:
+            if pair in self._warned:
+                return False
+            if len(self._warned) > MAX_REUSES:
+                self._warned.clear()
+            self._warned.add(pair)
+            return True
+
+    def unwarned(self, reuses: list[KeyReuse]) -> None:
+        """Reuses found where nobody can warn now (a callback inside a compiled program)."""
+        if reuses:
+            with self._lock:
+                self._unwarned.extend(reuses)
+
+    @property
+    def unseen(self) -> int:
+        """Keys of unknown origin: made before tracking began, or returned by compiled code
+        that ran unseen (a function compiled before tracking began)."""
+        return sum(1 for n in self.nodes if n.origin == "unknown" and n.parent is None)
+
     def take_unwarned(self) -> list[KeyReuse]:
         """Reuses found in compiled calls since the last time this was asked (the caller
         warns: after a jitted call, or when the cell ends)."""
@@ -161,6 +184,7 @@ class KeyLineage:
             self._same_seed: dict[int, Site] = {}  # node -> where its seed's twin was made
             self._reuses: deque[KeyReuse] = deque(maxlen=MAX_REUSES)
             self._unwarned = []  # found replaying compiled calls
+            self._warned: set[tuple[str, str]] = set()  # pairs of lines warned about
             self._next_node = 0
             self._next_event = 0
             self._dropped = 0
@@ -195,6 +219,10 @@ class KeyLineage:
             self._add(_Pending(event, [None], rows, impl, origin, site, traced))
             if len(rows) == 1 and obj is not None:  # flushed at once (EAGER_KEYS)
                 node = self._next_node - 1
+                earlier = self._by_data.get(rows[0].tobytes())
+                twin = earlier[-2] if isinstance(earlier, list) else None
+                if twin is not None and twin in self._single_roots:
+                    self._same_seed[node] = self._nodes[twin][6]
                 self._single_roots.add(node)
                 self._remember(obj, node)
         self._notify()

@@ -248,20 +248,14 @@ def _data(key: Any) -> Any:
     return jax.random.key_data(key) if _is_typed(key) else key
 
 
-_WARNED: set[tuple[str, str]] = set()  # (first, second) lines already warned about
-
-
 def warn_reuses(reuses: Iterable[KeyReuse]) -> None:
     """One warning per pair of lines (a loop reusing a key warns once, not per iteration),
     placed at the cell and line (``In[5]:3``), not the kernel's temporary file."""
+    lineage = key_lineage()
     for reuse in reuses:
-        site = reuse.second
-        pair = (reuse.first.where, site.where)
-        if pair in _WARNED:
+        if not lineage.first_warning(reuse):
             continue
-        if len(_WARNED) > 4096:
-            _WARNED.clear()
-        _WARNED.add(pair)
+        site = reuse.second
         warnings.warn_explicit(
             reuse.message(), JaxlabWarning, site.cell or site.filename or "<unknown>",
             site.lineno or 0,
@@ -311,14 +305,16 @@ def _on_create(name: str, impl: str, site: Site, data: Any) -> None:
 
 def _on_derive(name: str, impl: str, site: Site, parent: Any, child: Any) -> None:
     if _WRAPPERS:
-        key_lineage().derived(name, _as_rows(parent), _as_rows(child), impl, site, True)
+        lineage = key_lineage()
+        lineage.unwarned(lineage.derived(name, _as_rows(parent), _as_rows(child), impl, site, True))
 
 
 def _on_consume(
     name: str, impl: str, shape: tuple[int, ...], dtype: str, site: Site, data: Any
 ) -> None:
     if _WRAPPERS:
-        key_lineage().consumed(name, _as_rows(data), impl, shape, dtype, site, True)
+        lineage = key_lineage()
+        lineage.unwarned(lineage.consumed(name, _as_rows(data), impl, shape, dtype, site, True))
 
 
 def _record_loop(name: str, kind: str, key: Any, out: Any, site: Site) -> None:

@@ -35,6 +35,12 @@ def _summary(lineage: KeyLineage, forest: Forest) -> str:
         f"{plural(len(lineage.nodes), 'key')}, {plural(len(lineage.events), 'event')}, "
         f"{plural(len(lineage.reuses), 'reuse')}"
     )
+    unseen = lineage.unseen
+    if unseen:
+        text += (
+            f"; {plural(unseen, 'key')} of unknown origin (made before tracking began, or by a"
+            " compiled function that ran unseen)"
+        )
     if forest.by_site:
         text += "; drawn by call site"
     if forest.hidden:

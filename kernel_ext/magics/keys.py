@@ -68,8 +68,16 @@ class KeysMagics(Magics):
             )
         lineage = key_lineage()
         if args.action in ("on", "off"):
+            was_on = is_tracking()
             track_keys(args.action == "on")
             print(f"key tracking {'on' if is_tracking() else 'off'}")
+            if args.action == "on" and not was_on:
+                retraced = _retrace_compiled(self.shell.user_ns if self.shell else {})
+                if retraced:
+                    print(
+                        "compiled before tracking began, retraced on their next call so their"
+                        f" keys are seen: {', '.join(retraced)}"
+                    )
             return lineage if args.output else None
         if args.action == "clear":
             lineage.clear()
@@ -91,6 +99,27 @@ class KeysMagics(Magics):
         else:
             display(_widget(lineage, args.max))
         return None
+
+
+def _retrace_compiled(namespace: dict[str, Any]) -> list[str]:
+    """Names of the user's jitted functions whose compiled code is dropped (JAX's public
+    ``clear_cache``), so that their next call traces them with tracking on; a function
+    compiled before tracking would otherwise run unseen. Their next call compiles again."""
+    from ..keys.jit import TrackedJit
+
+    names = []
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or isinstance(value, TrackedJit):
+            continue
+        clear = getattr(type(value), "clear_cache", None)
+        if clear is None or not hasattr(value, "lower") or not hasattr(value, "trace"):
+            continue
+        try:
+            value.clear_cache()
+        except Exception:  # not JAX's: leave it alone
+            continue
+        names.append(name)
+    return sorted(names)
 
 
 def _html(lineage: KeyLineage, max_items: int) -> str:
