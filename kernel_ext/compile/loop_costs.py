@@ -82,10 +82,14 @@ class LoopCosts:
                 f"loop bodies multiplied by their trip counts ({steps}{more} steps), "
                 "which XLA's cost analysis counts once"
             )
-        if self.unknown:
+        if self.unknown == 1:
             parts.append(
-                f"{self.unknown} while_loop bod{'y' if self.unknown == 1 else 'ies'} counted "
-                "once (its number of steps is not known before it runs)"
+                "a while_loop body counted once (its number of steps is not known before it runs)"
+            )
+        elif self.unknown:
+            parts.append(
+                f"{self.unknown} while_loop bodies counted once (their numbers of steps are not "
+                "known before they run)"
             )
         if self.uncosted:
             parts.append(

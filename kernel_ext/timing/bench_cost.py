@@ -19,6 +19,7 @@ import jax
 from .._jax_compat import cost_analysis
 from ..compile.capture import jaxlab_work
 from ..compile.loop_costs import loops_counted_whole
+from ..compile.static_leaves import split_static
 
 _JIT_PRIMITIVES = frozenset({"pjit", "jit"})  # the name of a jitted call in a jaxpr
 
@@ -51,8 +52,9 @@ def call_cost(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
                 jaxpr, compiled = traced.jaxpr, traced.lower().compile()
             elif lower is not None:  # equinox's filter_jit: Lowered without a jaxpr
                 compiled = lower(*args, **kwargs).compile()
-            else:
-                traced = jax.jit(fun).trace(*args, **kwargs)
+            else:  # leaves JAX cannot trace (an equinox model's activation) held static
+                split = split_static(fun, args, kwargs)
+                traced = jax.jit(split.fun).trace(*split.args, **split.kwargs)
                 jaxpr, compiled = traced.jaxpr, traced.lower().compile()
             costs = cost_analysis(compiled)
             if not costs:  # equinox's filter_jit wraps JAX's Compiled as `.compiled`

@@ -79,7 +79,7 @@ def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
                 "not jitted",
                 f"{r.dispatches:,} ops" if r.dispatches is not None else "op by op",
                 f"timed as it is: it runs op by op, dispatching {count} one by one per call; "
-                "jax.jit(f) compiles it once into one program",
+                f"jax.jit({r.name.split('(')[0] or 'f'}) compiles it once into one program",
             )
         )
     if not r.asynchronous:
