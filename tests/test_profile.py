@@ -438,3 +438,44 @@ def test_a_profile_inside_a_profile_says_which_holds_the_profiler():
         jaxlab.profile(),
     ):
         pass
+
+
+def test_a_program_compiled_while_another_is_traced_is_named_inside_it():
+    @jax.jit
+    def outer_fn(x):
+        with jax.ensure_compile_time_eval():  # runs (and compiles) while outer_fn is traced
+            scale = jnp.cos(jnp.full((13,), 0.5)).sum()
+        return x * scale
+
+    x = jnp.ones(3)
+    with jaxlab.profile() as p:
+        outer_fn(x).block_until_ready()
+    r = p.result
+    by_name = {c.function: c for c in r.compilations}
+    assert by_name["outer_fn"].during == ""
+    inner = [c for c in r.compilations if c.during == "outer_fn"]
+    assert inner and all(c.function != "outer_fn" for c in inner)
+    # the inner compiles happened inside outer_fn's tracing, which counts them once
+    outer = by_name["outer_fn"]
+    assert sum(c.total_s for c in inner) <= outer.trace_s
+    assert r.called == {"outer_fn": 1}  # cos, full, sum while tracing: not host calls
+    assert "while tracing outer_fn" in str(r) and "1 compile (" in str(r)
+
+
+def test_a_library_program_equinox_filter_jit_step():
+    eqx = pytest.importorskip("equinox")
+    model = eqx.nn.MLP(3, 1, 8, 1, key=jax.random.key(0))
+
+    @eqx.filter_jit
+    def eqx_step(model, x):
+        grads = eqx.filter_grad(lambda m: jnp.mean(jax.vmap(m)(x) ** 2))(model)
+        return eqx.apply_updates(model, jax.tree.map(lambda g: -0.1 * g, grads))
+
+    x = jnp.ones((4, 3))
+    with jaxlab.profile() as p:
+        for _ in range(20):
+            model = eqx_step(model, x)
+        jax.block_until_ready(model)
+    r = p.result
+    assert r.called == {"eqx_step": 20}
+    assert [c.function for c in r.compilations if not c.during] == ["eqx_step"]

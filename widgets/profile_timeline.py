@@ -21,6 +21,7 @@ import traitlets
 from jaxlab.timing.profile_result import ProfileResult
 from jaxlab.timing.profile_svg import span_words
 from jaxlab.timing.profile_view import (
+    compiled_name,
     cost_columns,
     kept_text,
     profile_html,
@@ -77,7 +78,7 @@ class ProfileTimeline(JaxlabWidget, static="profile_timeline"):
             ]
             self.compilations = [
                 {
-                    "function": c.function or "a function",
+                    "function": compiled_name(c),
                     "start_s": c.start_s,
                     "total_s": c.total_s,
                     "trace_s": c.trace_s,

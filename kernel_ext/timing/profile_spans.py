@@ -14,6 +14,7 @@ order, so a long loop still reads as a loop and its slowest steps are all there:
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ class Compilation:
     trace_s: float  # from the call until lowering began: tracing to a jaxpr, JAX's checks
     lower_s: float  # jaxpr → StableHLO
     compile_s: float  # XLA's compile
+    during: str = ""  # compiled while this other function was traced (jnp on constants)
 
     @property
     def total_s(self) -> float:
@@ -54,29 +56,37 @@ def count_kinds(spans: list[Span]) -> dict[str, int]:
 def compilations(spans: list[Span]) -> tuple[Compilation, ...]:
     """The trace's compile phases grouped by the call that caused them, in time order.
 
-    A call's phases all lie inside it and share its name; a phase of the same name that
-    starts after the previous group's ``compile`` ended belongs to a new call."""
-    groups: list[list[Span]] = []
-    for s in sorted((s for s in spans if s.kind in PHASE_KINDS), key=lambda s: s.start_s):
-        last = groups[-1] if groups else None
-        if (
-            last is not None
-            and last[0].name == s.name
-            and s.kind != "trace"
-            and not any(p.kind == "compile" for p in last)
-        ):
-            last.append(s)
-        else:
-            groups.append([s])
-    return tuple(
-        Compilation(
-            group[0].name,
-            group[0].start_s,
-            sum(p.duration_s for p in group if p.kind == "trace"),
-            sum(p.duration_s for p in group if p.kind == "lower"),
-            sum(p.duration_s for p in group if p.kind == "compile"),
-        )
-        for group in groups
+    A group is one function's phases inside one top-level call (its tracing, lowering and
+    XLA compile), closed by its compile; a program compiled while another function was
+    traced (``jnp`` on concrete values inside ``f``) is its own group, ``during`` ``f``."""
+    calls = [s for s in spans if s.kind == "dispatch"]
+    starts = [c.start_s for c in calls]
+    groups: dict[tuple[str, float], list[Span]] = {}  # open groups by (name, call start)
+    done: list[tuple[list[Span], str]] = []
+    for phase in sorted((s for s in spans if s.kind in PHASE_KINDS), key=lambda s: s.start_s):
+        i = bisect.bisect_right(starts, phase.start_s) - 1
+        call = calls[i] if i >= 0 and phase.start_s < calls[i].end_s else None
+        key = (phase.name, call.start_s if call is not None else phase.start_s)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = []
+            during = call.name if call is not None and call.name != phase.name else ""
+            done.append((group, during))
+        group.append(phase)
+        if phase.kind == "compile":
+            del groups[key]
+    ordered = sorted(done, key=lambda g: g[0][0].start_s)
+    return tuple(_compilation(group, during) for group, during in ordered)
+
+
+def _compilation(group: list[Span], during: str) -> Compilation:
+    return Compilation(
+        group[0].name,
+        group[0].start_s,
+        sum(p.duration_s for p in group if p.kind == "trace"),
+        sum(p.duration_s for p in group if p.kind == "lower"),
+        sum(p.duration_s for p in group if p.kind == "compile"),
+        during,
     )
 
 

@@ -9,6 +9,7 @@ import html
 
 from ..compile.log_view import seconds
 from .profile_result import Cost, ProfileResult
+from .profile_spans import Compilation
 from .profile_svg import timeline_svg
 from .syncs import SyncSite
 
@@ -25,15 +26,25 @@ def kept_text(r: ProfileResult) -> str:
     )
 
 
+def compiled_name(c: Compilation) -> str:
+    """``step``, or ``convert_element_type (while tracing solve)``."""
+    name = c.function or "a function (no call: .lower/.compile)"
+    return f"{name} (while tracing {c.during})" if c.during else name
+
+
 def compile_summary(r: ProfileResult) -> str:
-    """``1 compile (35.2 ms: step)`` or ``""``."""
+    """``1 compile (35.2 ms: step)`` or ``""``; the time is the calls' own (a program
+    compiled while another was traced is inside that one's tracing)."""
     if not r.compilations:
         return ""
-    total = sum(c.total_s for c in r.compilations)
-    names = list(dict.fromkeys(c.function or "a function" for c in r.compilations))
+    calls = [c for c in r.compilations if not c.during]
+    total = sum(c.total_s for c in calls)
+    names = list(dict.fromkeys(c.function or "a function" for c in calls))
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    n = len(r.compilations)
-    return f"{n} compile{'' if n == 1 else 's'} ({seconds(total)}: {shown})"
+    nested = len(r.compilations) - len(calls)
+    inner = f"; {nested} more while tracing" if nested else ""
+    n = len(calls)
+    return f"{n} compile{'' if n == 1 else 's'} ({seconds(total)}: {shown}{inner})"
 
 
 def title(r: ProfileResult) -> str:
@@ -55,7 +66,7 @@ def _compile_lines(r: ProfileResult) -> list[str]:
     lines = ["JAX compiled during the cell (a first call, or new argument types):"]
     for c in r.compilations:
         lines.append(
-            f"  {c.function or 'a function (no call: .lower/.compile)'}: {seconds(c.total_s)} "
+            f"  {compiled_name(c)}: {seconds(c.total_s)} "
             f"= tracing {seconds(c.trace_s)} + lowering {seconds(c.lower_s)} + XLA compile "
             f"{seconds(c.compile_s)}, at {seconds(c.start_s)}"
         )
@@ -142,7 +153,7 @@ def _compile_table(r: ProfileResult) -> str:
     if not r.compilations:
         return ""
     rows = "".join(
-        f"<tr><td style='text-align:left'>{html.escape(c.function or 'a function')}</td>"
+        f"<tr><td style='text-align:left'>{html.escape(compiled_name(c))}</td>"
         + "".join(
             f"<td style='text-align:right'>{html.escape(seconds(t))}</td>"
             for t in (c.total_s, c.trace_s, c.lower_s, c.compile_s, c.start_s)

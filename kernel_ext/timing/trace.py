@@ -157,31 +157,38 @@ def _add_op(device: list[_Raw], plane: str, name: str, event: Any, line: str) ->
 
 
 def _host_spans(python: list[_Raw], origin: float) -> list[Span]:
-    """Top-level dispatches and syncs; phases named for the call they belong to; calls
-    nested in a call (made while it was traced) dropped."""
+    """Top-level dispatches and syncs; each compile phase named for the innermost call it
+    ran in (a program compiled while ``f`` was traced is named for itself, inside ``f``'s
+    dispatch); calls nested in a call (made while it was traced) dropped."""
     spans: list[Span] = []
-    outer: Span | None = None  # the top-level dispatch being read
-    first_phase: float | None = None  # where its first lowering or compile began
+    open_calls: list[Span] = []  # the dispatches around the event being read, outermost first
+    first_lowering: float | None = None  # where the top-level call's own lowering began
     for kind, name, start, duration, _, _ in sorted(python, key=lambda r: (r[2], -r[3])):
         span = Span("host", kind, name, (start - origin) * 1e-9, duration * 1e-9)
-        inside = outer is not None and span.start_s < outer.end_s
+        while open_calls and span.start_s >= open_calls[-1].end_s:
+            open_calls.pop()
+        if not open_calls and first_lowering is not None:  # the top-level call ended
+            spans.append(_tracing(_last_call(spans), first_lowering))
+            first_lowering = None
         if kind == "dispatch":
-            if inside:
-                continue  # a call made while tracing (or JAX's own nested event for f)
-            if outer is not None and first_phase is not None:
-                spans.append(_tracing(outer, first_phase))
-            outer, first_phase = span, None
-            spans.append(span)
+            if not open_calls:
+                spans.append(span)
+            open_calls.append(span)  # nested: a call made while tracing, or JAX's own twin
         elif kind == "sync":
             spans.append(span)
         else:
-            owner = outer.name if inside and outer is not None else ""
-            if inside and first_phase is None:
-                first_phase = span.start_s
+            owner = open_calls[-1].name if open_calls else ""
+            if open_calls and owner == open_calls[0].name and first_lowering is None:
+                first_lowering = span.start_s
             spans.append(Span("jax", kind, owner, span.start_s, span.duration_s))
-    if outer is not None and first_phase is not None:
-        spans.append(_tracing(outer, first_phase))
+    if first_lowering is not None:
+        spans.append(_tracing(_last_call(spans), first_lowering))
     return spans
+
+
+def _last_call(spans: list[Span]) -> Span:
+    """The last top-level dispatch read (the one whose phases are being closed)."""
+    return next(s for s in reversed(spans) if s.kind == "dispatch")
 
 
 def _tracing(call: Span, lowering_at: float) -> Span:
