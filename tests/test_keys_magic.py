@@ -175,3 +175,39 @@ def test_the_widget_aggregates_beyond_its_row_budget():
     assert widget.summary["by_site"] is True and len(widget.items) <= 100
     assert any(i["count"] == 300 for i in widget.items)
     widget.close()
+
+
+def test_a_large_lineage_is_summarised_per_call_site_with_detail_on_demand():
+    with jaxlab.track_keys():
+        key = jax.random.key(8)
+        for _ in range(1500):
+            key, sub = jax.random.split(key)
+            jax.random.normal(sub, (2,))
+        widget = KeyLineageWidget(max_items=200)
+    assert widget.summary["by_site"] and widget.summary["keys"] == 3001
+    rows = {i["label"]: i for i in widget.items}
+    assert rows["split ×3000"]["count"] == 3000 and rows["normal float32[2] ×1500"]
+    widget.set_state({"expanded": rows["split ×3000"]["id"]})  # the page asks
+    keys = [d for d in widget.detail if d["kind"] == "key"]
+    draws = [d for d in widget.detail if d["kind"] == "consume"]
+    assert len(keys) == 200 and len(draws) == 100  # newest first: half were drawn from
+    assert {d["label"] for d in draws} == {"normal float32[2]"}
+    widget.set_state({"summary": {"keys": 0}})  # the kernel's trait: not the page's
+    assert widget.summary["keys"] == 3001
+    widget.close()
+
+
+def test_the_saved_twin_is_written_when_the_cell_ends_not_on_every_update(ip, monkeypatch):
+    widget = KeyLineageWidget()
+    written = []
+    monkeypatch.setattr(widget, "update_static", lambda: written.append(widget.summary["keys"]))
+    with jaxlab.track_keys():
+        for i in range(5):
+            jax.random.normal(jax.random.key(i))
+            widget.refresh()
+    assert written == []  # five updates, no twin
+    ip.run_cell("1 + 1")  # a cell ends
+    assert written == [5]
+    widget.close()
+    ip.run_cell("2 + 2")
+    assert written == [5]  # a closed widget is no longer told

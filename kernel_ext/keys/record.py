@@ -33,6 +33,7 @@ from .model import KeyEvent as KeyEvent
 from .model import KeyNode as KeyNode
 from .model import KeyReuse as KeyReuse
 from .site import Site
+from .sites import SiteTable
 
 MAX_NODES = 50_000  # beyond this the oldest keys are forgotten (counted in .dropped)
 MAX_EVENTS = 50_000
@@ -120,7 +121,9 @@ class KeyLineage:
     def unseen(self) -> int:
         """Keys of unknown origin: made before tracking began, or returned by compiled code
         that ran unseen (a function compiled before tracking began)."""
-        return sum(1 for n in self.nodes if n.origin == "unknown" and n.parent is None)
+        with self._lock:
+            self._flush_all()
+            return sum(r.count for k, r in self.sites.keys.items() if k[0] == "unknown")
 
     def take_unwarned(self) -> list[KeyReuse]:
         """Reuses found in compiled calls since the last time this was asked (the caller
@@ -138,6 +141,31 @@ class KeyLineage:
         with self._lock:
             self._flush_all()
             return dict(self._same_seed)
+
+    @property
+    def size(self) -> int:
+        """How many keys are held now (without making their records)."""
+        with self._lock:
+            self._flush_all()
+            return len(self._nodes)
+
+    @property
+    def event_count(self) -> int:
+        with self._lock:
+            self._flush_all()
+            return len(self._events)
+
+    @property
+    def reuse_count(self) -> int:
+        with self._lock:
+            self._flush_all()
+            return len(self._reuses)
+
+    def recent_reuses(self, count: int) -> tuple[KeyReuse, ...]:
+        """The newest ``count`` reuses."""
+        with self._lock:
+            self._flush_all()
+            return tuple(list(self._reuses)[-count:])
 
     @property
     def dropped(self) -> int:
@@ -184,6 +212,7 @@ class KeyLineage:
             self._same_seed: dict[int, Site] = {}  # node -> where its seed's twin was made
             self._reuses: deque[KeyReuse] = deque(maxlen=MAX_REUSES)
             self._unwarned = []  # found replaying compiled calls
+            self.sites = SiteTable()  # per call site, kept current (large views read it)
             self._warned: set[tuple[str, str]] = set()  # pairs of lines warned about
             self._next_node = 0
             self._next_event = 0
@@ -306,6 +335,8 @@ class KeyLineage:
             index = self._event(op, kind, inputs, shape, dtype, site, True, in_loop=True)
             for node in inputs:
                 self._consumers.setdefault(node, []).append(index)
+                if kind == "consume":
+                    self._count_use(node, index)
             for node, earlier in reused:
                 self._reuse(node, earlier, index)
         self._notify()
@@ -460,6 +491,8 @@ class KeyLineage:
         node = self._next_node
         self._next_node += 1
         self._nodes[node] = (raw, impl, origin, parent, index, event, site, traced)
+        up = self._nodes.get(parent) if parent is not None else None
+        self.sites.made((origin, site.where), site, traced, (up[2], up[6].where) if up else None)
         self._node_cache = None
         if raw:  # one node per data, a list only for clones (fewer objects to make)
             found = self._by_data.get(raw)
@@ -488,9 +521,19 @@ class KeyLineage:
                 ids.remove(node)
         self._dropped += len(old)
 
+    def _count_use(self, node: int, event: int) -> None:
+        """The per-site table's draw row (splits are counted as the keys they make)."""
+        e, n = self._events.get(event), self._nodes.get(node)
+        if e is None or n is None or e[0] == "split":
+            return
+        shape = ",".join(str(s) for s in e[3])
+        label = f"{e[0]} {e[4]}[{shape}]" + (" (each iteration)" if e[7] else "")
+        self.sites.used((e[0], e[5].where, (n[2], n[6].where)), label, e[5], e[6])
+
     def _consume(self, inputs: Iterable[int], event: int) -> list[KeyReuse]:
         found = []
         for node in inputs:
+            self._count_use(node, event)
             self._consumers.setdefault(node, []).append(event)
             earlier = self._consumed_by.get(node)
             if earlier is None:
@@ -510,6 +553,8 @@ class KeyLineage:
             second[6],
         )
         self._reuses.append(reuse)
+        n = self._nodes.get(node)
+        self.sites.reused((n[2], n[6].where) if n else None)
         return reuse
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from .record import KeyEvent, KeyLineage, KeyNode
 
@@ -65,6 +66,8 @@ def _use_label(event: KeyEvent) -> str:
 
 def lineage_tree(lineage: KeyLineage, max_items: int = 2000) -> Forest:
     """The forest of ``lineage``: every key and consumer, or call sites when too many."""
+    if lineage.size > max_items or lineage.event_count > 4 * max_items:
+        return site_forest(lineage, max_items)  # read from the table kept per call site
     nodes = lineage.nodes
     events = lineage.events
     reused = {r.key for r in lineage.reuses}
@@ -230,3 +233,86 @@ def _by_site(nodes, uses, reused, max_items) -> Forest:
                 )
     hidden = max(0, len(items) - max_items)
     return Forest(tuple(items[:max_items]), hidden, True)
+
+
+def site_forest(lineage: KeyLineage, max_items: int = 2000) -> Forest:
+    """One item per line that made keys and per line that drew from them, read from the
+    lineage's per-site table (its cost grows with the lines, not with the keys)."""
+    with lineage._lock:
+        lineage._flush_all()
+        rows = list(lineage.sites.keys.values())
+        uses = list(lineage.sites.uses.values())
+    by_key = {row.key: row for row in rows}
+    order: list[Any] = []
+    placed: set[Any] = set()
+    for row in rows:  # a parent before its children; a cycle is broken at a root
+        chain = []
+        at: Any = row
+        while at is not None and at.key not in placed and at not in chain:
+            chain.append(at)
+            at = by_key.get(at.parent) if at.parent is not None else None
+        for r in reversed(chain):
+            placed.add(r.key)
+            order.append(r)
+    under: dict[Any, list[Any]] = defaultdict(list)
+    for use in uses:
+        under[use.key[2]].append(use)
+    items: list[TreeItem] = []
+    drawn: set[str] = set()
+    for row in order:
+        origin, _ = row.key
+        parent = by_key.get(row.parent) if row.parent is not None else None
+        parent_id = parent.id if parent is not None and parent.id in drawn else None
+        label = {"unknown": "key of unknown origin", "traced": "key inside a loop body"}.get(
+            origin, origin
+        )
+        items.append(
+            TreeItem(
+                row.id, parent_id, "key", f"{label} ×{row.count}", row.site.where,
+                row.site.code, row.site.cell, row.reused, row.count, row.traced,
+            )
+        )  # fmt: skip
+        drawn.add(row.id)
+        for use in under.get(row.key, ()):
+            items.append(
+                TreeItem(
+                    use.id, row.id, "consume", f"{use.label} ×{use.count}", use.site.where,
+                    use.site.code, use.site.cell, row.reused, use.count, use.traced,
+                )
+            )  # fmt: skip
+    hidden = max(0, len(items) - max_items)
+    return Forest(tuple(items[:max_items]), hidden, True)
+
+
+def site_detail(lineage: KeyLineage, site_id: str, limit: int = 200) -> tuple[TreeItem, ...]:
+    """The keys made at one call site of :func:`site_forest` (``"s3"``), each with its
+    draws, at most ``limit`` of them, newest first: the detail a view asks for on demand."""
+    with lineage._lock:
+        lineage._flush_all()
+        row = next((r for r in lineage.sites.keys.values() if r.id == site_id), None)
+        if row is None:
+            return ()
+        origin, where = row.key
+        found = []
+        for node, n in reversed(lineage._nodes.items()):
+            if n[2] == origin and n[6].where == where:
+                found.append(node)
+                if len(found) >= limit:
+                    break
+        reused = {r.key for r in lineage._reuses}
+        items: list[TreeItem] = []
+        for node in found:
+            n = lineage._nodes[node]
+            record = KeyNode(node, n[0].hex(), *n[1:])
+            item_id = f"k{node}"
+            items.append(
+                TreeItem(
+                    item_id, None, "key", _key_label(record), n[6].where, n[6].code,
+                    n[6].cell, node in reused, 1, n[7],
+                )
+            )  # fmt: skip
+            for index in lineage._consumers.get(node, ()):
+                e = lineage._events.get(index)
+                if e is not None and e[0] != "split":
+                    items.append(_use_item(KeyEvent(index, *e), item_id, node in reused))
+        return tuple(items)

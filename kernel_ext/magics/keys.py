@@ -167,11 +167,8 @@ def install(ip: Any) -> Callable[[], None]:
 
     def cell_ended(*_: Any) -> None:
         # reuses inside compiled calls are found when the calls are replayed: at the
-        # latest here, once per pair of lines; the widget's saved twin is rewritten here
-        # (not on every update while the cell runs)
+        # latest here, once per pair of lines (the widget rewrites its twin on its own)
         warn_pending()
-        if _WIDGET is not None and _WIDGET.comm is not None:
-            _WIDGET.cell_ended()
 
     ip.events.register("post_run_cell", cell_ended)
 

@@ -3,7 +3,8 @@
 //   items:   [{id, parent, kind: "key"|"consume"|"group", label, where, code, cell,
 //              reused, count, traced}]   (parents come before their children)
 //   reuses:  [{key, kind, message, first, second}]
-//   summary: {keys, events, reuses, hidden, by_site, dropped, cells: ["In[3]", ...]}
+//   summary: {keys, events, reuses, unseen, hidden, by_site, dropped, cells: ["In[3]", ...]}
+//   expanded (written here): the call-site row whose keys to send; detail: those keys
 
 /**
  * @param {string} tag
@@ -48,6 +49,19 @@ function detail(box, item, items) {
   }
 }
 
+/** The keys of one call site, sent by the kernel on demand (model "detail"). */
+function siteDetail(box, model) {
+  const rows = model.get("detail") || [];
+  if (!rows.length) return;
+  const list = h("ul", "jaxlab-kl-site-detail");
+  for (const row of rows) {
+    const li = h("li", row.reused ? "jaxlab-kl-reused" : "", `${row.kind === "consume" ? "  ▸ " : "● "}${row.label}`);
+    li.append(h("span", "jaxlab-kl-where", ` ${row.where}`));
+    list.append(li);
+  }
+  box.append(h("div", "", `Newest ${rows.filter((r) => r.kind === "key").length} keys made here:`), list);
+}
+
 function draw(model, el, state) {
   const items = model.get("items") || [];
   const reuses = model.get("reuses") || [];
@@ -59,6 +73,7 @@ function draw(model, el, state) {
   if (summary.by_site) text += " · drawn by call site";
   if (summary.hidden) text += ` · ${summary.hidden} more not drawn`;
   if (summary.dropped) text += ` · ${summary.dropped} oldest forgotten`;
+  if (summary.unseen) text += ` · ${plural(summary.unseen, "key")} of unknown origin (made before tracking, or by compiled code that ran unseen)`;
   bar.append(h("span", "jaxlab-kl-summary", text));
   const filter = h("select", "jaxlab-kl-cell");
   filter.append(new Option("all cells", ""));
@@ -103,6 +118,11 @@ function draw(model, el, state) {
       row.classList.add("jaxlab-kl-selected");
       state.selected = item.id;
       detail(box, item, items);
+      if (summary.by_site && item.kind === "key") {
+        // detail on demand: the kernel sends this call site's keys (newest first)
+        model.set("expanded", item.id);
+        model.save_changes();
+      }
     });
     li.append(row);
     if (kids.get(item.id)) {
@@ -115,6 +135,7 @@ function draw(model, el, state) {
     if (state.selected === item.id) {
       row.classList.add("jaxlab-kl-selected");
       detail(box, item, items);
+      if (summary.by_site && model.get("expanded") === item.id) siteDetail(box, model);
     }
   }
   tree.append(lists.get(null));
@@ -131,7 +152,9 @@ export default {
     model.on("change:items", redraw);
     model.on("change:reuses", redraw);
     model.on("change:summary", redraw);
+    model.on("change:detail", redraw);
     return () => {
+      model.off("change:detail", redraw);
       model.off("change:items", redraw);
       model.off("change:reuses", redraw);
       model.off("change:summary", redraw);
