@@ -650,6 +650,8 @@ def test_an_eager_mlp_lesson_logs_no_recompile_and_groups_its_operations(ip):
     assert "jax.jit(f) compiles a whole function once" in text
     assert "eager operations of JAX (run outside jax.jit)" in page
     assert page.count(f"border-left:3px solid {RECOMPILED}") == 1  # the legend's key only
+    (mine,) = log_figure(log).axes  # the user's chart: nothing of theirs, and it says why
+    assert mine.get_title(loc="left").endswith(f"({ops.count} eager operations not drawn)")
     (ax,) = log_figure(log, mine_only=False).axes
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels and all(label.endswith(" (eager)") for label in labels) and not ax.texts

@@ -369,15 +369,17 @@ def log_figure(log: CompileLog, last: int = 50, mine_only: bool = True) -> Any:
             )
         elif e.eager:
             ax.get_yticklabels()[i].set_color("#666666")
-    ax.set_ylim(len(events) - 0.5, -0.5)  # newest at the top
+    ax.set_ylim(max(len(events), 1) - 0.5, -0.5)  # newest at the top (one empty row if none)
     ax.set_xlabel("milliseconds", fontsize=CHART_TEXT_PT)
     hidden = len(log.events) - len(kept)
     eager = sum(e.eager for e in log.events)
     drawn = f"the last {len(events)} drawn" if len(events) < len(kept) else "all drawn"
     title = f"{count(len(kept), 'compilation')}{' of yours' if mine_only else ''}, {drawn}"
     if mine_only and hidden:
-        what = f"{eager} eager operations and " if eager else ""
-        title += f" ({what}{hidden - eager} of JAX and libraries not drawn)"
+        parts = [count(eager, "eager operation")] if eager else []
+        if hidden > eager:
+            parts.append(f"{hidden - eager} of JAX and libraries")
+        title += f" ({' and '.join(parts)} not drawn)"
     ax.set_title(_literal(title), fontsize=CHART_TEXT_PT, loc="left", pad=24)
     if notes:
         fig.text(0.01, 0.01, notes, fontsize=CHART_TEXT_PT, color="#333333", parse_math=False)
