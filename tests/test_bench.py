@@ -129,6 +129,7 @@ def test_bench_magic_returns_the_record_with_o(ip):
     r = ip.run_line_magic("bench", "-o -n 3 -r 2 f(x)")
     assert isinstance(r, jaxlab.BenchResult)
     assert r.name == "f(x)" and r.runs == 3 and r.repeats == 2
+    assert r.timeit_loops == 3  # as `%timeit -n 3` would loop
     assert r.flops == pytest.approx(2 * 64**3, rel=0.02)
 
 
@@ -403,3 +404,23 @@ def test_an_equinox_model_called_op_by_op_counts_its_dispatches():
     r = jaxlab.bench(loss, model, x, runs=2, repeats=1)
     assert not r.jitted and r.dispatches == len(eqx.filter_make_jaxpr(loss)(model, x)[0].eqns)
     assert r.flops is not None and r.flops >= 16 * 2 * (4 * 8 + 8 * 1)
+
+
+def test_a_peak_is_measured_again_when_the_load_changed_since_a_minute_ago(monkeypatch):
+    from jaxlab.timing import peak
+
+    measured = []
+
+    def fake(platform):
+        measured.append(platform)
+        return peak.Peak(platform, 1e12, 1e12, 1, 1, time.time(), 0.5)
+
+    monkeypatch.setattr(peak, "measure_peak", fake)
+    monkeypatch.setattr(peak, "load_average", lambda: 3.0)  # 2.5 above the planted peaks'
+    platform = jax.default_backend()
+    recent = peak.Peak(platform, 1e12, 1e12, 1, 1, time.time() - 5, 0.5)
+    monkeypatch.setattr(peak, "_PEAKS", {platform: recent})
+    assert peak.peak_for(1.0, 1.0).measured_at == recent.measured_at and not measured
+    old = peak.Peak(platform, 1e12, 1e12, 1, 1, time.time() - 120, 0.5)
+    monkeypatch.setattr(peak, "_PEAKS", {platform: old})
+    assert peak.peak_for(1.0, 1.0).measured_at > old.measured_at and measured == [platform]

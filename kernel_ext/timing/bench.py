@@ -197,11 +197,15 @@ def _choose_runs(t: _Target, runs: int | None) -> None:
         _measure_round(t)
 
 
-def _choose_timeit_loops(t: _Target) -> None:
-    """%timeit's own loop count (its autorange on unblocked calls), capped where %timeit
-    would queue more work than a couple of rounds (hours of it, for a slow call)."""
-    ready = statistics.median(t.rounds)
-    cap = max(1, min(int(2 * timed.ROUND_S / ready), HELD_BYTES // max(1, t.out_bytes)))
+def _choose_timeit_loops(t: _Target, runs: int | None) -> None:
+    """%timeit's own loop count (its autorange on unblocked calls; ``-n`` when given),
+    capped where %timeit would queue more work than a couple of rounds (hours of it, for a
+    slow call) or hold more bytes of outputs than the pipeline may."""
+    cap = max(1, HELD_BYTES // max(1, t.out_bytes))
+    if runs is not None:
+        t.timeit_loops = min(runs, cap)
+        return
+    cap = max(1, min(int(2 * timed.ROUND_S / statistics.median(t.rounds)), cap))
     t.timeit_loops, first = timed.autorange(functools.partial(timed.unblocked_round, t.call), cap)
     t.unblocked.append(first)
 
@@ -223,8 +227,8 @@ def measure(
         _first_call(t)
     for t in targets:
         _choose_runs(t, runs)
-        if not t.slow and t.arrays and t.rounds:
-            _choose_timeit_loops(t)
+        if not t.slow and t.arrays:
+            _choose_timeit_loops(t, runs)
     left = [repeats - len(t.rounds) for t in targets]
     # a fast call's round is followed by a pipeline and a %timeit round of about its length
     estimate = sum(

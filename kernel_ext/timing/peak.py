@@ -11,9 +11,9 @@ kept, with when it was measured and the load average then::
     p.measured_at, p.load               # "10:52:45", 1.07
     p = machine_peak(refresh=True)      # %bench --peak
 
-``share_of_peak`` is how a figure becomes a share: a share that would pass 100% (the peak
-was measured while the machine was busier) or a load average that changed since the
-measurement makes it measure again; a call still faster than the new peak raises the
+``peak_for`` is the peak a figure is divided by: a share that would pass 100% (the peak was
+measured while the machine was busier) or a load average that changed since a measurement
+a minute old makes it measure again; a call still faster than the new peak raises the
 peak to its own rate, so no share is ever above 100%.
 """
 
@@ -32,8 +32,9 @@ from ..compile.capture import jaxlab_work
 KERNEL_S = 0.05  # a peak kernel grows until one call lasts this long ...
 _MAX_MATMUL_N = {"cpu": 4096}  # ... or reaches this size (default 16,384: 1 GiB)
 _MAX_STREAM = {"cpu": 1 << 25}  # elements (128 MiB of float32; default 1 << 28)
-TRIES = 7  # calls per kernel; the median is kept
-LOAD_CHANGE = 1.0  # a load average this much higher or lower makes the peak stale
+TRIES = 5  # calls per kernel; the median is kept
+LOAD_CHANGE = 1.0  # a load average this much higher or lower makes the peak stale ...
+STALE_AFTER_S = 60.0  # ... once the measurement is this old
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,10 @@ def forget_peak() -> None:
 
 
 def _stale(peak: Peak) -> bool:
+    """The load average moved by LOAD_CHANGE since a measurement at least STALE_AFTER_S old
+    (a shared machine's load moves all the time: not a new measurement per %bench)."""
     now = load_average()
-    if now is None or peak.load is None:
+    if now is None or peak.load is None or time.time() - peak.measured_at < STALE_AFTER_S:
         return False
     return abs(now - peak.load) >= LOAD_CHANGE
 
