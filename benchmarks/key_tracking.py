@@ -1,16 +1,18 @@
 """What key tracking (``%keys on`` / ``jaxlab.track_keys()``) costs, on against off.
 
-Two comparisons, each measured side by side (interleaved rounds, medians):
+Two comparisons, each measured side by side in one run, rounds interleaved (off, on,
+on, off, ...), each block timed by process CPU time (``time.process_time()``, the steady
+figure on a shared machine) and wall time; the ratio is of the medians:
 
-1. eager: 10,000 split-and-sample calls (``key, sub = split(key); normal(sub, (8,))``),
-   each result blocked on (target: ratio <= 1.5);
+1. eager: split-and-draw calls (``key, sub = split(key); normal(sub, (8,))``), each
+   result blocked on. Target: CPU-time ratio at most 1.3.
 2. jitted: a Monte-Carlo estimate drawing 10^6 samples in 1,000 steps (a ``scan`` over
-   keys split at the top, 1,000 normals a step), called repeatedly (target: ratio <= 1.2).
+   keys split at the top), called repeatedly; the lineage is read (its calls replayed)
+   inside the timing. Target: CPU-time ratio at most 1.1.
 
-Each round with tracking on starts from an empty lineage; the jitted function is made
-and traced once with tracking on and once with it off (two functions), so each side runs
-its own compiled program; each round's lineage is read (replayed) inside the timing.
-Prints a table, then one JSON line of figures::
+Each side runs its own compiled program (the jitted function is made and traced once
+with tracking on and once off). Prints one PASS/FAIL line per target, then one JSON
+line of figures::
 
     .venv/bin/python benchmarks/key_tracking.py [--quick]
 """
@@ -29,24 +31,22 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax
 import jax.numpy as jnp
+from _targets import Targets
 
 from jaxlab import key_lineage, track_keys
 
 QUICK = "--quick" in sys.argv
-EAGER_CALLS = 1_000 if QUICK else 10_000
-EAGER_ROUNDS = 3 if QUICK else 5
-JIT_ROUNDS = 11 if QUICK else 31
-JIT_CALLS = 10  # calls per round (each 10^6 samples)
+EAGER_CALLS = 500 if QUICK else 2_000
+ROUNDS = 6 if QUICK else 10  # pairs of interleaved blocks
+JIT_CALLS = 10  # calls per block (each 10^6 samples)
 STEPS, PER_STEP = 1_000, 1_000
 
 
-def eager_loop(n: int) -> float:
+def eager_loop(n: int) -> None:
     key = jax.random.key(0)
-    t0 = time.perf_counter()
     for _ in range(n):
         key, sub = jax.random.split(key)
         jax.block_until_ready(jax.random.normal(sub, (8,)))
-    return time.perf_counter() - t0
 
 
 def monte_carlo() -> Callable[[jax.Array], jax.Array]:
@@ -65,70 +65,80 @@ def monte_carlo() -> Callable[[jax.Array], jax.Array]:
     return jax.jit(estimate)
 
 
-def timed_calls(fn: Callable[[jax.Array], jax.Array], start: int) -> float:
-    t0 = time.perf_counter()
+def jit_calls(fn: Callable[[jax.Array], jax.Array], start: int) -> None:
     for i in range(JIT_CALLS):
         jax.block_until_ready(fn(jax.random.key(start + i)))
-    jax.effects_barrier()  # any callbacks have run
     assert key_lineage().nodes is not None  # someone looks: the calls are replayed (timed)
-    return (time.perf_counter() - t0) / JIT_CALLS
+
+
+def timed(run: Callable[[], None], on: bool) -> tuple[float, float]:
+    """(process CPU s, wall s) of one block, tracking on or off; the lineage starts empty."""
+    key_lineage().clear()
+    with track_keys(on):
+        cpu, wall = time.process_time(), time.perf_counter()
+        run()
+        return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def interleaved(run_off, run_on) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {"off_cpu": [], "on_cpu": [], "off_wall": [], "on_wall": []}
+    for r in range(ROUNDS):
+        order = (("off", run_off), ("on", run_on))
+        for side, run in order if r % 2 == 0 else order[::-1]:
+            cpu, wall = timed(lambda run=run, r=r: run(r), side == "on")
+            found[f"{side}_cpu"].append(cpu)
+            found[f"{side}_wall"].append(wall)
+    return {k: v for k, v in found.items()}
 
 
 def main() -> None:
+    targets = Targets()
     warnings.simplefilter("error")  # a reuse warning would mean the benchmark is wrong
-    eager_off, eager_on = [], []
     eager_loop(50)
-    for _ in range(EAGER_ROUNDS):
-        eager_off.append(eager_loop(EAGER_CALLS))
-        key_lineage().clear()
-        with track_keys():
-            eager_on.append(eager_loop(EAGER_CALLS))
-    keys_recorded = len(key_lineage().nodes)
+    with track_keys():
+        eager_loop(50)
+    eager = interleaved(lambda r: eager_loop(EAGER_CALLS), lambda r: eager_loop(EAGER_CALLS))
 
     plain = monte_carlo()
     jax.block_until_ready(plain(jax.random.key(0)))
     with track_keys():  # as after `%keys on`: jitted and first called with tracking on
         tracked = monte_carlo()
         jax.block_until_ready(tracked(jax.random.key(0)))
-    jit_off, jit_on = [], []
-    for r in range(JIT_ROUNDS):
-        jit_off.append(timed_calls(plain, 1000 + r * JIT_CALLS))
-        key_lineage().clear()
-        with track_keys():
-            jit_on.append(timed_calls(tracked, 1000 + r * JIT_CALLS))
-    lineage = key_lineage()
-    splits = [e for e in lineage.events if e.op == "split"]
-    assert len(splits) == JIT_CALLS, len(splits)  # every call of the last round recorded
-    estimate_off = float(plain(jax.random.key(5)))
-    with track_keys():
-        estimate_on = float(tracked(jax.random.key(5)))
-    assert estimate_off == estimate_on  # bit-identical
-
-    e_off, e_on = statistics.median(eager_off), statistics.median(eager_on)
-    j_off, j_on = statistics.median(jit_off), statistics.median(jit_on)
-    rows = [
-        (f"eager: {EAGER_CALLS} split+normal", e_off, e_on, 1.5),
-        (f"jit: MC 10^6 samples / {STEPS} steps", j_off, j_on, 1.2),
-    ]
-    print(f"{'comparison':40} {'off':>12} {'on':>12} {'ratio':>7} {'target':>7}")
-    for name, off, on, target in rows:
-        flag = "" if on / off <= target else "  OVER"
-        print(
-            f"{name:40} {off * 1e3:9.2f} ms {on * 1e3:9.2f} ms {on / off:7.2f} {target:7.2f}{flag}"
-        )
-    print(f"eager keys recorded per round: {keys_recorded}; jitted E[x^2] = {estimate_on:.6f}")
-    print(
-        json.dumps(
-            {
-                "eager_off_s": e_off,
-                "eager_on_s": e_on,
-                "eager_ratio": e_on / e_off,
-                "jit_off_s": j_off,
-                "jit_on_s": j_on,
-                "jit_ratio": j_on / j_off,
-            }
-        )
+    jitted = interleaved(
+        lambda r: jit_calls(plain, 1000 + r * JIT_CALLS),
+        lambda r: jit_calls(tracked, 1000 + r * JIT_CALLS),
     )
+    with track_keys():
+        jit_calls(tracked, 0)
+        splits = [e for e in key_lineage().events if e.op == "split"]
+        assert len(splits) == JIT_CALLS, len(splits)  # every call recorded
+        estimate_on = float(tracked(jax.random.key(5)))
+    assert float(plain(jax.random.key(5))) == estimate_on  # bit-identical
+
+    figures: dict[str, float] = {}
+    for name, found, per in (("eager", eager, EAGER_CALLS), ("jit", jitted, JIT_CALLS)):
+        for k, v in found.items():
+            figures[f"{name}_{k}_per_call_us"] = round(statistics.median(v) / per * 1e6, 2)
+    eager_ratio = statistics.median(eager["on_cpu"]) / statistics.median(eager["off_cpu"])
+    jit_ratio = statistics.median(jitted["on_cpu"]) / statistics.median(jitted["off_cpu"])
+    eager_wall = statistics.median(eager["on_wall"]) / statistics.median(eager["off_wall"])
+    jit_wall = statistics.median(jitted["on_wall"]) / statistics.median(jitted["off_wall"])
+    print(f"{'comparison':38} {'off CPU':>10} {'on CPU':>10} {'CPU ratio':>9} {'wall ratio':>10}")
+    for label, name, ratio, wall in (
+        (f"eager split+normal, per pair ({EAGER_CALLS}/block)", "eager", eager_ratio, eager_wall),
+        (f"jit MC 10^6 samples, per call ({JIT_CALLS}/block)", "jit", jit_ratio, jit_wall),
+    ):
+        off, on = figures[f"{name}_off_cpu_per_call_us"], figures[f"{name}_on_cpu_per_call_us"]
+        print(f"{label:38} {off:8.1f}us {on:8.1f}us {ratio:9.2f} {wall:10.2f}")
+    targets.at_most("eager split-and-draw, tracking on/off (CPU time)", eager_ratio, 1.3)
+    targets.at_most("jitted Monte-Carlo, tracking on/off (CPU time)", jit_ratio, 1.1)
+    targets.print_clocks()
+    figures.update(
+        eager_cpu_ratio=eager_ratio, eager_wall_ratio=eager_wall,
+        jit_cpu_ratio=jit_ratio, jit_wall_ratio=jit_wall,
+    )  # fmt: skip
+    print(json.dumps({"benchmark": "key_tracking", **figures, **targets.figures()}))
+    sys.exit(targets.exit_code())
 
 
 if __name__ == "__main__":

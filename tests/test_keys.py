@@ -522,3 +522,17 @@ def test_results_are_bit_identical_for_functions_jitted_while_tracking():
     with track_keys():
         on = jax.jit(mc)(jax.random.key(3))
     assert np.array_equal(np.asarray(off), np.asarray(on))
+
+
+def test_a_loop_run_twice_from_one_seed_is_not_a_reuse():
+    def loop():
+        key = jax.random.key(0)
+        for _ in range(20):
+            key, sub = jax.random.split(key)
+            jax.random.normal(sub, (2,))
+
+    with track_keys():
+        loop()
+        loop()  # the same keys again, made anew: a cell run twice
+    assert key_lineage().reuses == ()
+    assert len(key_lineage().same_seeds) == 1

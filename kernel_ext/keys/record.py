@@ -46,11 +46,12 @@ EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
 class _Pending:
     event: int
     parents: list[int | None]  # one per key, or one for all (a split)
-    rows: np.ndarray  # (n, words) key data
+    rows: np.ndarray | None  # (n, words) key data; None: read from `source` when needed
     impl: str
     origin: str
     site: Site
     traced: bool
+    source: Any = None  # the key array a split made (its data read later: no stall)
 
 
 # Internally a node is a tuple (raw data, impl, origin, parent, index, event, site, traced)
@@ -260,26 +261,29 @@ class KeyLineage:
         self,
         op: str,
         parents: np.ndarray,
-        children: np.ndarray,
+        children: np.ndarray | None,
         impl: str,
         site: Site,
         traced: bool,
         obj: Any = None,
         out: Any = None,
+        shape: tuple[int, ...] = (),
     ) -> list[KeyReuse]:
         """``split`` (consumes its key), ``fold_in`` and ``clone`` (do not); ``obj`` and
-        ``out``, the key arrays given and made, when they are the user's objects."""
+        ``out``, the key arrays given and made, when they are the user's objects. A split's
+        ``children`` may be None: their data is read from ``out`` (of key shape ``shape``)
+        when someone needs it, so recording does not wait for JAX to compute them."""
         with self._lock:
             self._flush_calls()
             inputs = self._inputs(parents, impl, site, traced, obj)
-            event = self._event(
-                op, "derive", tuple(inputs), children.shape[:-1], "key", site, traced
-            )
+            made = children.shape[:-1] if children is not None else shape
+            event = self._event(op, "derive", tuple(inputs), made, "key", site, traced)
             found = self._consume(inputs, event) if op == "split" else []
             # a split's children all descend from its one key; fold_in and clone pair up
             owners: list[int | None] = list(inputs) if op != "split" else [inputs[0]]
-            self._add(_Pending(event, owners, children, impl, op, site, traced))
-            if len(children) == 1 and out is not None and op != "split":
+            later = out if children is None else None
+            self._add(_Pending(event, owners, children, impl, op, site, traced, later))
+            if children is not None and len(children) == 1 and out is not None and op != "split":
                 self._remember(out, self._next_node - 1)  # a clone shares its key's data
         self._notify()
         return found
@@ -416,12 +420,16 @@ class KeyLineage:
 
     def _add(self, pending: _Pending) -> None:
         self._pending.append(pending)
-        if len(pending.rows) <= EAGER_KEYS or len(self._pending) > 256:
+        small = pending.rows is not None and len(pending.rows) <= EAGER_KEYS
+        if small or len(self._pending) > 256:
             self._flush()
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
         for p in pending:
+            if p.rows is None:  # a split's keys: computed by now (or waited for here)
+                p.rows = rows_of(p.source)
+                p.source = None
             # one copy of the data, sliced per key: numpy row views cost more than the keys
             width = (p.rows.shape[-1] if p.rows.ndim else 1) * p.rows.itemsize
             blob = p.rows.tobytes()
@@ -435,10 +443,9 @@ class KeyLineage:
                 )  # fmt: skip
 
     def _lookup(self, raw: bytes) -> list[int]:
+        if self._pending:  # the newest keys first: an older key of the same data may be
+            self._flush()  # one a cell that ran before made (a cell run twice, one seed)
         ids = self._by_data.get(raw)
-        if ids is None and self._pending:
-            self._flush()
-            ids = self._by_data.get(raw)
         if ids is None:
             return []
         return [ids] if isinstance(ids, int) else ids
@@ -526,9 +533,7 @@ class KeyLineage:
         e, n = self._events.get(event), self._nodes.get(node)
         if e is None or n is None or e[0] == "split":
             return
-        shape = ",".join(str(s) for s in e[3])
-        label = f"{e[0]} {e[4]}[{shape}]" + (" (each iteration)" if e[7] else "")
-        self.sites.used((e[0], e[5].where, (n[2], n[6].where)), label, e[5], e[6])
+        self.sites.used((e[0], e[5].where, (n[2], n[6].where)), e)
 
     def _consume(self, inputs: Iterable[int], event: int) -> list[KeyReuse]:
         found = []

@@ -195,8 +195,13 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
         _record_traced(name, kind, key, out, site)
         return out
     parents, impl = _rows(key)
-    children, _ = _rows(out)
-    _warn(key_lineage().derived(name, parents, children, impl, site, False, key, out))
+    if name == "split":  # its keys are read when needed: reading now would wait for JAX
+        shape = tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
+        found = key_lineage().derived(name, parents, None, impl, site, False, key, out, shape)
+    else:
+        children, _ = _rows(out)
+        found = key_lineage().derived(name, parents, children, impl, site, False, key, out)
+    _warn(found)
     return out
 
 
@@ -204,15 +209,16 @@ def _traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-_TYPED: dict[Any, bool] = {}  # dtype -> a typed key? (asked on every call: cached)
-_IMPLS: dict[Any, str] = {}  # dtype -> its implementation's name
+_TYPED: dict[type, bool] = {}  # type of the key array -> a typed key? (asked on every call)
+_IMPLS: dict[str, str] = {}  # a typed key's dtype name (key<fry>) -> its implementation
 
 
 def _is_typed(key: Any) -> bool:
-    dtype = key.dtype
-    typed = _TYPED.get(dtype)
+    # by type: hashing a key dtype costs 3 µs, a typed key is always a PRNGKeyArray
+    kind = type(key)
+    typed = _TYPED.get(kind)
     if typed is None:
-        typed = _TYPED[dtype] = bool(jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key))
+        typed = _TYPED[kind] = bool(jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key))
     return typed
 
 
@@ -228,13 +234,12 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _impl(key: Any) -> str:
-    dtype = key.dtype
-    impl = _IMPLS.get(dtype)
-    if impl is None:  # a legacy key's implementation is the default one
-        typed = _is_typed(key)
-        impl = str(jax.random.key_impl(key) if typed else jax.config.jax_default_prng_impl)
-        if typed:  # a uint32 dtype says nothing about the default, which may change
-            _IMPLS[dtype] = impl
+    if not _is_typed(key):  # a legacy key's implementation is the default one (may change)
+        return str(jax.config.jax_default_prng_impl)
+    name = key.dtype.name  # a string: a cheap cache key, unlike the dtype itself
+    impl = _IMPLS.get(name)
+    if impl is None:
+        impl = _IMPLS[name] = str(jax.random.key_impl(key))
     return impl
 
 
