@@ -18,7 +18,6 @@ ends, whether or not it raised). The block's own exception propagates unchanged 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -79,7 +78,7 @@ def _named_syncs(spans: list[Span], recorder: SyncRecorder) -> list[Span]:
             site = recorder.mark_site(int(s.name)) if s.name.isdigit() else None
             if site is None:
                 continue
-            s = dataclasses.replace(s, name=f"{site.where}: {site.code}")
+            s = s._replace(name=f"{site.where}: {site.code}")
         named.append(s)
     return named
 

@@ -68,7 +68,9 @@ class ProfileResult:
         return list(self.called)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["spans"] = [s._asdict() for s in self.spans]  # named tuples, kept as records
+        return data
 
     def __str__(self) -> str:
         from .profile_view import profile_text

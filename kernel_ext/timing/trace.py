@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _DISPATCH = re.compile(r"^(?:PjitFunction|PmapFunction)\((.*)\)$")
 _MODULE_RUN = re.compile(r"^(.*?)(?:\(\d+\))?$")  # GPU modules read "jit_f(12)"
@@ -66,9 +64,10 @@ _HOST_WORK = (
 )
 
 
-@dataclass(frozen=True)
-class Span:
-    """One interval of the timeline, in seconds from the start of the trace."""
+class Span(NamedTuple):
+    """One interval of the timeline, in seconds from the start of the trace. (A named
+    tuple: a long loop's trace makes tens of thousands, and a frozen dataclass took about
+    five times as long to build.)"""
 
     lane: str  # "host", "jax" (tracing, lowering, compiling) or "device"
     kind: str  # "dispatch", "sync", "trace", "lower", "compile", "module" or "op"
@@ -118,39 +117,66 @@ def _read_events(data: Any) -> tuple[list[_Raw], list[_Raw]]:
     for plane in data.planes:
         for line in plane.lines:
             line_name = line.name
-            for event in line.events:
-                name = event.name
-                if line_name == "python":
-                    match = _DISPATCH.match(name)
-                    if match:
-                        kind, label = "dispatch", match.group(1)
-                    elif name in _PHASES:
-                        kind, label = _PHASES[name], ""
-                    elif name.startswith(SYNC_PREFIX):
-                        kind, label = "sync", name[len(SYNC_PREFIX) :]
-                    elif name.startswith(_HOST_WORK):
-                        continue
-                    else:  # maybe an XLA op run inline on the calling thread (small work)
-                        _add_op(device, plane.name, name, event, line_name)
-                        continue
-                    python.append((kind, label, event.start_ns, event.duration_ns, "", None))
-                    continue
-                if line_name == "XLA Modules":
-                    run_name = _MODULE_RUN.match(name)
-                    label = run_name.group(1) if run_name else name
+            if line_name == "python":
+                _read_python_line(line, plane.name, python, device)
+            elif line_name == "XLA Modules":
+                for event in line.events:
+                    run_name = _MODULE_RUN.match(event.name)
+                    label = run_name.group(1) if run_name else event.name
                     device.append(("module", label, event.start_ns, event.duration_ns, label, None))
-                    continue
-                if line_name.startswith("tf_xla-cpu-codegen") or name.startswith(_HOST_WORK):
-                    continue  # XLA compiling kernels, the executor's own bookkeeping
-                _add_op(device, plane.name, name, event, line_name)
+            elif not line_name.startswith("tf_xla-cpu-codegen"):  # XLA compiling kernels
+                _read_op_line(line, plane.name, device)
     return python, device
 
 
-def _add_op(device: list[_Raw], plane: str, name: str, event: Any, line: str) -> None:
-    """An XLA op: an event that names its HLO module (CPU), or any on a GPU's op line."""
-    module, run_id = _op_stats(event)
-    if module is not None or line == "XLA Ops":
-        module = module or ""
+def _read_python_line(line: Any, plane: str, python: list[_Raw], device: list[_Raw]) -> None:
+    """Calls, compile phases and sync marks; XLA ops run inline on the calling thread."""
+    for event in line.events:
+        name = event.name
+        if name.startswith(("PjitFunction(", "PmapFunction(")):
+            match = _DISPATCH.match(name)
+            if match is None:
+                continue
+            kind, label = "dispatch", match.group(1)
+        elif name in _PHASES:
+            kind, label = _PHASES[name], ""
+        elif name.startswith(SYNC_PREFIX):
+            kind, label = "sync", name[len(SYNC_PREFIX) :]
+        elif name.startswith(_HOST_WORK):
+            continue
+        else:  # maybe an XLA op run inline (small programs), maybe JAX's own step
+            module, run_id = _op_stats(event)
+            if module is not None:
+                device.append(
+                    ("op", name, event.start_ns, event.duration_ns, module, (module, run_id, plane))
+                )
+            continue
+        python.append((kind, label, event.start_ns, event.duration_ns, "", None))
+
+
+def _read_op_line(line: Any, plane: str, device: list[_Raw]) -> None:
+    """XLA ops of an executor thread (CPU) or a device's op line (GPU, TPU).
+
+    On a CPU executor thread, the ops between two ``ThreadpoolListener`` region marks are
+    one run of one module: their module and run are read from the region's first op only
+    (an event's stats are the slow part of reading a trace)."""
+    is_op_line = line.name == "XLA Ops"
+    region: tuple[str, Any] | None = None  # (module, run_id) of the current region
+    for event in line.events:
+        name = event.name
+        if name.startswith(_HOST_WORK):
+            if name.startswith("ThreadpoolListener::"):
+                region = None
+            continue
+        if region is not None:
+            module, run_id = region
+        else:
+            found, run_id = _op_stats(event)
+            if found is None and not is_op_line:
+                continue
+            module = found or ""
+            if not is_op_line:
+                region = (module, run_id)
         device.append(
             ("op", name, event.start_ns, event.duration_ns, module, (module, run_id, plane))
         )
@@ -198,17 +224,21 @@ def _tracing(call: Span, lowering_at: float) -> Span:
 
 def _device_spans(device: list[_Raw], origin: float) -> list[Span]:
     spans: list[Span] = []
-    runs: dict[Any, list[Span]] = defaultdict(list)
+    runs: dict[Any, list[float]] = {}  # CPU: (module, run, plane) → [first start, last end]
     has_modules = any(r[0] == "module" for r in device)
     for kind, name, start, duration, module, run in device:
-        span = Span("device", kind, name, (start - origin) * 1e-9, duration * 1e-9, module)
-        spans.append(span)
+        spans.append(Span("device", kind, name, (start - origin) * 1e-9, duration * 1e-9, module))
         if kind == "op" and not has_modules and run is not None:
-            runs[run].append(span)
-    for (module, _, _), ops in runs.items():  # CPU: a module run spans its ops
-        begin = min(o.start_s for o in ops)
-        end = max(o.end_s for o in ops)
-        spans.append(Span("device", "module", module, begin, end - begin, module))
+            extent = runs.get(run)
+            if extent is None:
+                runs[run] = [start, start + duration]
+            else:
+                extent[0] = min(extent[0], start)
+                extent[1] = max(extent[1], start + duration)
+    for (module, _, _), (begin, end) in runs.items():  # CPU: a module run spans its ops
+        spans.append(
+            Span("device", "module", module, (begin - origin) * 1e-9, (end - begin) * 1e-9, module)
+        )
     return spans
 
 
