@@ -427,9 +427,14 @@ def test_plurals_and_zero_times_read_right():
     text, page = log_text(log), log_html(log)
     assert "1 compilation of 1 function ·" in text and "1 compilation of 1 function" in page
     assert "compilations" not in text.splitlines()[0] and "functions" not in page
-    assert "other cell time 0 s" in text and "µs" not in text.splitlines()[0]
+    assert "µs" not in text.splitlines()[0]
+    # no cells timed (a script's recording): nothing to compare compiling with
+    assert "other cell time" not in text.splitlines()[0] and "% compiling" not in text
     log.record("g", compile_s=0.001)
     assert "2 compilations of 2 functions" in log_text(log)
+    log.add_cell_time(0.003, 0.003)  # a cell that only compiled
+    first = log_text(log).splitlines()[0]
+    assert "other cell time 0 s (100% compiling)" in first
 
 
 def test_recompile_count_links_to_its_reasons_and_colours_have_one_legend():

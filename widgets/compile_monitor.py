@@ -126,6 +126,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
             "dropped": self._log.dropped,
             "compile_s": self._log.compile_s,
             "other_s": self._log.other_s,
+            "cell_s": self._log.cell_s,
             "jaxlab_work_s": self._log.jaxlab_work_s,
             "functions": sum(not r.eager for r in rows),
             "mine": sum(r.user_code for r in rows),

@@ -59,10 +59,11 @@ def summary_text(log: CompileLog, functions: int) -> str:
     ``functions`` counts functions, not eager operations; their compilations are apart."""
     total = log.compile_s + log.other_s
     share = f" ({100 * log.compile_s / total:.0f}% compiling)" if total > 0 else ""
+    # no timed cells (a script's `recording()`): no other cell time to compare with
+    rest = f", {OTHER_NAME} {seconds(log.other_s)}{share}" if log.cell_s > 0 else ""
     text = (
         f"{count(log.count - log.eager_count, 'compilation')} of "
-        f"{count(functions, 'function')} · "
-        f"compiling {seconds(log.compile_s)}, {OTHER_NAME} {seconds(log.other_s)}{share}"
+        f"{count(functions, 'function')} · compiling {seconds(log.compile_s)}{rest}"
     )
     if log.eager_count:
         text += f" · {count(log.eager_count, 'compilation')} of JAX's eager operations"

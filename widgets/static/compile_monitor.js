@@ -4,7 +4,7 @@
 //                shapes, compiles: [{index, trace_s, lower_s, compile_s, recompile,
 //                            explanation, where, signature, cache, defined_at, eager}]}]
 //                (the user's functions first, then newest first; compiles newest first)
-//   session:   {count, dropped, compile_s, other_s, jaxlab_work_s, functions, mine,
+//   session:   {count, dropped, compile_s, other_s, cell_s, jaxlab_work_s, functions, mine,
 //               phase_s, jaxlab_count, eager_count, eager_text, eager_hint, weak_note}
 //   mine_only: the "my functions only" box (on by default)
 // Colours (one language with the static table and chart): trace, lower and compile
@@ -65,7 +65,9 @@ function sessionView(session, shown) {
   const eager = session.eager_count || 0;
   const text =
     `${count((session.count || 0) - eager, "compilation")} of ${count(shown, "function")} · ` +
-    `compiling ${seconds(session.compile_s)}, ${OTHER} ${seconds(otherS)}${share}` +
+    `compiling ${seconds(session.compile_s)}` +
+    // no timed cells (a log recorded in a script): no other cell time to compare with
+    (session.cell_s > 0 ? `, ${OTHER} ${seconds(otherS)}${share}` : "") +
     (eager ? ` · ${count(eager, "compilation")} of JAX's eager operations` : "") +
     (session.dropped ? ` · ${session.dropped} oldest not kept` : "") +
     (session.jaxlab_count || session.jaxlab_work_s
