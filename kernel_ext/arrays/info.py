@@ -1,0 +1,148 @@
+"""An array leaf -> ``ArrayInfo``: what it is, where it lives, its figures, its sample.
+
+Figures of a small array (at most ``SMALL`` elements, while the walk's host budget lasts)
+come from one batched copy of all of them, reduced with NumPy: a 714-layer parameter tree
+would otherwise cost one compiled reduction per distinct shape. Anything larger is reduced
+on its device (``stats.device_stats``) and only its drawn sample is copied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .record import ArrayInfo, ArrayStats
+from .sample import take_sample
+from .shards import shard_layout
+from .stats import device_stats, host_stats
+from .words import dtype_kind
+
+SMALL = 65_536  # elements: reduced on a host copy
+HOST_BUDGET = 64 * 2**20  # bytes the walk may copy for figures, all leaves together
+
+
+@dataclass
+class ArrayLeaf:
+    value: Any
+    copied: int = 0  # bytes copied to the host for its figures
+
+
+def is_array_like(x: Any) -> bool:
+    import jax
+
+    return isinstance(x, jax.Array | np.ndarray | np.generic | jax.ShapeDtypeStruct)
+
+
+def _state(x: Any) -> str:
+    import jax
+
+    if isinstance(x, jax.core.Tracer | jax.ShapeDtypeStruct):
+        return "abstract"
+    if isinstance(x, jax.Array) and x.is_deleted():
+        return "deleted"
+    return "live"
+
+
+def _devices(x: Any) -> tuple[str, ...]:
+    try:
+        return tuple(str(d) for d in sorted(x.devices(), key=lambda d: d.id))
+    except Exception:  # a deleted array may no longer say
+        return ()
+
+
+def _sharding(x: Any) -> str:
+    sharding = getattr(x, "sharding", None)
+    return "" if sharding is None else str(sharding)
+
+
+def array_infos(
+    leaves: list[ArrayLeaf], slice_at: tuple[int, ...] | None = None, draw: int = 4
+) -> list[ArrayInfo]:
+    """The ``ArrayInfo`` of every leaf, small ones' figures from one batched host copy."""
+    import jax
+
+    from ..compile.capture import jaxlab_work
+
+    small: list[int] = []
+    budget = HOST_BUDGET
+    for i, leaf in enumerate(leaves):
+        x = leaf.value
+        if (
+            isinstance(x, jax.Array)
+            and _state(x) == "live"
+            and x.is_fully_addressable
+            and dtype_kind(x.dtype) not in ("key", "other")
+            and x.size <= SMALL
+            and x.nbytes <= budget
+        ):
+            small.append(i)
+            budget -= int(x.nbytes)
+    with jaxlab_work():
+        copies = jax.device_get([leaves[i].value for i in small])
+    host = dict(zip(small, copies, strict=True))
+    out = []
+    drawn = 0
+    for i, leaf in enumerate(leaves):
+        copy = host.get(i)
+        if copy is not None:
+            leaf.copied = int(np.asarray(copy).nbytes)
+        wants_sample = drawn < draw
+        info = _info(leaf.value, copy, slice_at if wants_sample else None, wants_sample)
+        drawn += info.sample is not None
+        out.append(info)
+    return out
+
+
+def _info(x: Any, copy: Any, slice_at: tuple[int, ...] | None, wants_sample: bool) -> ArrayInfo:
+    import jax
+
+    shape = tuple(int(d) for d in x.shape)
+    kind = dtype_kind(x.dtype)
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    itemsize = int(getattr(x.dtype, "itemsize", 0) or 0)
+    state = _state(x) if not isinstance(x, np.ndarray | np.generic) else "live"
+    base = ArrayInfo(
+        shape=shape,
+        dtype=str(x.dtype),
+        weak=bool(getattr(x, "weak_type", False)),
+        kind=kind,
+        size=size,
+        nbytes=size * itemsize,
+        devices=_devices(x) if isinstance(x, jax.Array) else (),
+        sharding=_sharding(x) if isinstance(x, jax.Array) else "host (NumPy)",
+        state=state,
+    )
+    if state == "deleted":
+        note = "deleted (donated to a jitted call, or freed with .delete()): its values are gone"
+        return replace(base, note=note)
+    if state == "abstract":
+        return replace(base, note="abstract: a shape and dtype, no values")
+    if kind in ("key", "other"):
+        what = "PRNG key data" if kind == "key" else f"{x.dtype} values"
+        return replace(base, note=f"{what}: no statistics or drawing")
+    layout = shard_layout(x) if isinstance(x, jax.Array) else None
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        note = (
+            "held partly by other processes: figures and drawing need every process "
+            "(see the shard map for which blocks are here)"
+        )
+        return replace(base, layout=layout, note=note)
+    try:
+        stats = _stats(x, copy)
+        source = copy if copy is not None else x
+        sample = take_sample(source, kind, slice_at) if wants_sample else None
+    except RuntimeError as e:  # a device released under the array, a failed copy
+        return replace(base, layout=layout, note=f"its values could not be read: {e}")
+    if sample is not None and copy is not None:  # drawn from the figures' copy
+        sample = replace(sample, bytes=0)
+    return replace(base, stats=stats, sample=sample, layout=layout)
+
+
+def _stats(x: Any, copy: Any) -> ArrayStats:
+    if copy is not None:
+        return host_stats(np.asarray(copy))
+    if isinstance(x, np.ndarray | np.generic):
+        return host_stats(np.asarray(x))
+    return device_stats(x)

@@ -1,0 +1,184 @@
+"""The records ``%show`` draws: a tree of ``TreeNode`` with ``ArrayInfo`` at its array leaves.
+
+Records are plain frozen dataclasses (JSON-serialisable through ``asdict``); the views
+(``html``, ``draw``) read them, tests assert on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ArrayStats:
+    """An array's figures. Over the finite values: ``min``, ``max``, ``mean``, ``std``
+    (None when there is none); counts over all values. Complex arrays: of the magnitude;
+    booleans: ``mean`` is the share of True. ``computed_on`` says where: ``"device"``
+    (a JAX reduction on the array's own devices) or ``"host copy"`` (a small array already
+    copied for its table, reduced with NumPy)."""
+
+    size: int
+    nan: int
+    inf: int
+    zero: int
+    finite: int
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    computed_on: str
+
+    @property
+    def all_nan(self) -> bool:
+        return self.size > 0 and self.nan == self.size
+
+    def words(self) -> str:
+        """One line: ``min -1.2, max 3.4, mean 0.01, std 1.0; 2 NaN``."""
+        if self.size == 0:
+            return "empty: no values"
+        if self.finite == 0:
+            what = "all NaN" if self.all_nan else "no finite value"
+            return f"{what} ({self.nan} NaN, {self.inf} Inf of {self.size})"
+        parts = [
+            f"min {_num(self.min)}, max {_num(self.max)}, mean {_num(self.mean)}, "
+            f"std {_num(self.std)}"
+        ]
+        flags = [f"{n} {w}" for n, w in ((self.nan, "NaN"), (self.inf, "Inf")) if n]
+        flags.append(f"{self.zero} zero")
+        return "; ".join([*parts, ", ".join(flags)])
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4g}"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What was copied to the host to draw: ``values`` (nested lists, at most
+    ``sample.MAX_CELLS`` numbers), the original index each axis of it came from (``start``,
+    ``step`` per drawn axis) and the ``bytes`` copied. ``slice_at`` fixes the leading axes
+    of a 3-D+ array (the drawn 2-D slice)."""
+
+    values: Any  # list (1-D) or list of lists (2-D); complex as [re, im] pairs
+    kind: str  # "float", "integer", "boolean", "complex"
+    steps: tuple[int, ...]  # every step-th element along each drawn axis
+    slice_at: tuple[int, ...]  # fixed indices of the leading axes (3-D and more)
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One addressable or remote piece of a sharded array: which device holds which block."""
+
+    device: int
+    process: int
+    index: tuple[tuple[int, int], ...]  # (start, stop) per axis
+    bytes: int
+    here: bool  # held by this process (False: held elsewhere, drawn but not read)
+
+
+@dataclass(frozen=True)
+class ShardLayout:
+    mesh_shape: tuple[tuple[str, int], ...]  # axis name and size; () when not a mesh
+    spec: str  # the PartitionSpec as written, or the sharding's repr
+    replicated_axes: tuple[int, ...]  # array axes not split
+    partitioned_axes: tuple[int, ...]
+    shards: tuple[Shard, ...]
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """One array leaf: what it is, where it lives, its figures and its drawn sample."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    weak: bool
+    kind: str  # "float", "integer", "boolean", "complex", "key", "other"
+    size: int
+    nbytes: int
+    devices: tuple[str, ...]
+    sharding: str
+    state: str  # "live", "deleted", "abstract" (no values: ShapeDtypeStruct, tracer)
+    stats: ArrayStats | None = None
+    sample: Sample | None = None
+    layout: ShardLayout | None = None
+    note: str = ""  # why something is missing ("deleted or donated: its values are gone")
+
+    @property
+    def has_nan(self) -> bool:
+        return bool(self.stats and self.stats.nan)
+
+    @property
+    def has_inf(self) -> bool:
+        return bool(self.stats and self.stats.inf)
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """A node of the walked pytree. ``path`` is the leaf path as Python indexes it
+    (``['encoder'][2].W``); ``label`` what the node is (``Linear``, ``dict``, ``str``).
+    ``params``/``bytes``/``nan``/``inf`` are summed over the subtree, so a NaN deep in a
+    tree is flagged on every node above it."""
+
+    path: str
+    key: str  # the last step of the path, as drawn
+    label: str
+    params: int
+    bytes: int
+    nan: int
+    inf: int
+    array: ArrayInfo | None = None
+    value: str = ""  # a non-array leaf, as repr shows it (bounded)
+    children: tuple[TreeNode, ...] = ()
+    hidden: int = 0  # children not walked (a bound), counted
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    def find(self, path: str) -> TreeNode | None:
+        """The node at ``path`` (as printed), or None."""
+        if self.path == path:
+            return self
+        for child in self.children:
+            if path.startswith(child.path):
+                found = child.find(path)
+                if found is not None:
+                    return found
+        return None
+
+    def walk(self) -> list[TreeNode]:
+        """Every node, depth first."""
+        out = [self]
+        for child in self.children:
+            out.extend(child.walk())
+        return out
+
+
+@dataclass(frozen=True)
+class ShowRecord:
+    """What ``%show expr`` shows: the walked tree, the name it was given, and the bytes the
+    whole view copied to the host."""
+
+    name: str
+    root: TreeNode
+    copied_bytes: int
+    leaves: int
+    notes: tuple[str, ...] = field(default=())
+
+    def text(self) -> str:
+        from .html import tree_text
+
+        return tree_text(self)
+
+    def html(self) -> str:
+        from .html import tree_html
+
+        return tree_html(self)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": self.text(), "text/html": self.html()}

@@ -1,0 +1,148 @@
+"""Walk a pytree into ``TreeNode`` records: paths, per-subtree counts and bytes, NaN/Inf
+flags at every level, and each array leaf's ``ArrayInfo``.
+
+::
+
+    r = show_record({"w": jnp.ones((2, 3)), "act": jax.nn.relu})
+    r.root.params, r.root.bytes            # 6, 24
+    r.root.find("['act']").value           # 'relu'
+
+The walk follows JAX's own pytree registry one level at a time
+(``tree_flatten_with_path`` with every child a leaf), so equinox modules, flax nnx objects
+and any registered class show their own children under their own keys. It is bounded:
+at most ``MAX_NODES`` nodes are made; the rest are counted, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .info import ArrayLeaf, array_infos, is_array_like
+from .record import ArrayInfo, ShowRecord, TreeNode
+from .structure import haiku_groups, is_haiku_params, is_hidden_key, node_label, value_words
+
+MAX_NODES = 20_000
+MAX_DRAWN = 4  # array leaves of a tree given a drawing in the static view
+
+
+class _Walk:
+    def __init__(self) -> None:
+        self.nodes = 0
+        self.hidden = 0
+        self.leaves: list[ArrayLeaf] = []
+
+
+def show_record(
+    x: Any, name: str = "", slice_at: tuple[int, ...] | None = None, draw: int = MAX_DRAWN
+) -> ShowRecord:
+    """Walk ``x`` (an array or any pytree) and compute every array leaf's figures."""
+    walk = _Walk()
+    shape = _walk(x, name or "", "", walk)
+    infos = array_infos(walk.leaves, slice_at=slice_at, draw=draw)
+    root = _freeze(shape, infos)
+    notes: list[str] = []
+    if walk.hidden:
+        notes.append(f"{walk.hidden} more node(s) not walked (the view stops at {MAX_NODES})")
+    if not walk.leaves and not root.children and root.array is None and not root.value:
+        notes.append("an empty pytree: no leaves")
+    copied = sum(i.sample.bytes if i.sample else 0 for i in infos) + sum(
+        leaf.copied for leaf in walk.leaves
+    )
+    return ShowRecord(
+        name=name, root=root, copied_bytes=copied, leaves=len(walk.leaves), notes=tuple(notes)
+    )
+
+
+# A node before its figures: (path, key, label, value, array-leaf index, children, hidden)
+_Raw = tuple[str, str, str, str, int, list[Any], int]
+
+
+def _walk(node: Any, path: str, key: str, walk: _Walk) -> _Raw:
+    walk.nodes += 1
+    if is_array_like(node):
+        walk.leaves.append(ArrayLeaf(node))
+        return (path, key, _array_label(node), "", len(walk.leaves) - 1, [], 0)
+    if is_haiku_params(node):
+        return _walk_groups(haiku_groups(node), path, key, node_label(node), walk)
+    children = _children(node)
+    if children is None:
+        kind, text = value_words(node)
+        return (path, key, kind, text, -1, [], 0)
+    label = node_label(node)
+    if not children:
+        label += " (empty)"
+    out: list[_Raw] = []
+    hidden = 0
+    for child_key, child in children:
+        if walk.nodes >= MAX_NODES:
+            hidden += 1
+            continue
+        out.append(_walk(child, path + child_key, child_key, walk))
+    walk.hidden += hidden
+    return (path, key, label, "", -1, out, hidden)
+
+
+def _walk_groups(groups: dict[str, Any], path: str, key: str, label: str, walk: _Walk) -> _Raw:
+    """Haiku's flat dict drawn as its module tree; each module keeps its real path."""
+    out: list[_Raw] = []
+    for part, entry in groups.items():
+        walk.nodes += 1
+        if isinstance(entry, tuple):  # (the flat key, that module's parameters)
+            flat_key, params = entry
+            child_path = f"{path}[{flat_key!r}]"
+            kids = [_walk(v, f"{child_path}[{k!r}]", f"[{k!r}]", walk) for k, v in params.items()]
+            out.append((child_path, part, "haiku module", "", -1, kids, 0))
+        else:
+            group = _walk_groups(entry, f"{path} {part}/", part, "haiku module", walk)
+            out.append(group)
+    return (path, key, label, "", -1, out, 0)
+
+
+def _children(node: Any) -> list[tuple[str, Any]] | None:
+    """The node's children with their path steps, or None for a leaf that is not an array."""
+    import jax
+
+    if node is None:
+        return None
+    flat, _ = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda c: c is not node)
+    if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
+        return None  # a leaf of the registry: a function, a string, a number
+    out = []
+    for key_path, child in flat:
+        step = jax.tree_util.keystr(key_path)
+        if not is_hidden_key(step):
+            out.append((step, child))
+    return out
+
+
+def _array_label(x: Any) -> str:
+    if isinstance(x, np.ndarray):
+        return "numpy array"
+    if isinstance(x, np.generic):
+        return "numpy scalar"
+    name = type(x).__name__
+    return "array" if name in ("ArrayImpl", "Array") else name
+
+
+def _freeze(raw: _Raw, infos: list[ArrayInfo]) -> TreeNode:
+    path, key, label, value, index, children, hidden = raw
+    if index >= 0:
+        info = infos[index]
+        nan = info.stats.nan if info.stats else 0
+        inf = info.stats.inf if info.stats else 0
+        return TreeNode(path, key, label, info.size, info.nbytes, nan, inf, array=info)
+    kids = tuple(_freeze(c, infos) for c in children)
+    return TreeNode(
+        path=path,
+        key=key,
+        label=label,
+        params=sum(k.params for k in kids),
+        bytes=sum(k.bytes for k in kids),
+        nan=sum(k.nan for k in kids),
+        inf=sum(k.inf for k in kids),
+        value=value,
+        children=kids,
+        hidden=hidden,
+    )
