@@ -368,6 +368,8 @@ def test_the_sync_table_names_the_cell_as_it_ran(ip):
         ("for i in range(2):\n    yield from range(i)", "line 4: `yield from`"),
         ("import asyncio\nawait asyncio.sleep(0)", "line 4: `await` at the top of the cell"),
         ("nonlocal y", "line 3: `nonlocal` at the top of the cell"),
+        ("[i async for i in y]", "line 3: an `async for` comprehension"),
+        ("class A:\n    return 1", "line 4: 'return' outside function"),
     ],
 )
 def test_statements_only_a_function_may_hold_are_usage_errors(ip, cell, words):
@@ -415,8 +417,9 @@ def test_a_cell_that_starts_the_profiler_is_told_that_profile_holds_it(ip, tmp_p
     for cell in (
         "import jax\nwith jax.profiler.trace(folder):\n    z = 1",
         "from jax import profiler\nprofiler.start_trace(folder)",
+        "import jax\njax.profiler.stop_trace()",
     ):
-        with pytest.raises(UsageError, match=r"line 3 starts jax\.profiler, which %%profile holds"):
+        with pytest.raises(UsageError, match=r"line 3 (starts|stops) jax\.profiler's trace, wh"):
             ip.run_cell_magic("profile", "", cell)
     assert "z" not in ip.user_ns
     # called from a function, it cannot be seen in the cell: JAX's error says who holds it
@@ -425,6 +428,12 @@ def test_a_cell_that_starts_the_profiler_is_told_that_profile_holds_it(ip, tmp_p
     assert isinstance(result.error_in_exec, RuntimeError)
     assert any("%%profile" in note for note in result.error_in_exec.__notes__)
     with jaxlab.profile() as p:  # the profiler was released
+        pass
+    assert p.result is not None
+    ip.user_ns["stop"] = jax.profiler.stop_trace  # stopping %%profile's trace from inside
+    with pytest.raises(UsageError, match="stopped by the code it traced"):
+        ip.run_cell_magic("profile", "", "z = 2\nstop()")
+    with jaxlab.profile() as p:  # and the profiler is free again
         pass
     assert p.result is not None
 

@@ -224,11 +224,18 @@ def _refuse_top_level(tree: ast.Module) -> None:
         for kind, why in _NOT_AT_TOP.items():
             if isinstance(node, kind):
                 raise UsageError(f"%%profile: line {getattr(node, 'lineno', 0)}: {why}")
+        if isinstance(node, ast.comprehension) and node.is_async:
+            line = getattr(node.iter, "lineno", 0)
+            raise UsageError(
+                f"%%profile: line {line}: an `async for` comprehension at the top of the cell: "
+                "%%profile runs the cell synchronously; put it in an async def and call "
+                "asyncio.run(...) in the cell"
+            )
         todo.extend(ast.iter_child_nodes(node))
 
 
-def _starts_a_trace(tree: ast.Module) -> int | None:
-    """The line of a call of ``jax.profiler.trace`` / ``start_trace`` in the cell."""
+def _profiler_call(tree: ast.Module) -> tuple[int, str] | None:
+    """(line, what it does) of a call that starts or stops ``jax.profiler``'s trace."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             name, owner = node.func.attr, node.func.value
@@ -236,7 +243,9 @@ def _starts_a_trace(tree: ast.Module) -> int | None:
                 isinstance(owner, ast.Name) and owner.id == "profiler"
             )
             if name == "start_trace" or (name == "trace" and profiler):
-                return node.lineno
+                return node.lineno, "starts"
+            if name == "stop_trace":
+                return node.lineno, "stops"
     return None
 
 
@@ -265,16 +274,6 @@ def _peak_text(peak: Any) -> str:
     )
 
 
-def _peak_text(peak: Any) -> str:
-    from ..timing.bench_view import rate
-
-    return (
-        f"%bench --peak: {rate(peak.flops_s, 'FLOP/s')} (a {peak.matmul_n}² matmul), "
-        f"{rate(peak.bytes_s, 'B/s')} (a streaming kernel of {peak.stream_bytes >> 20} MiB) "
-        f"on {peak.platform}, {peak.conditions}"
-    )
-
-
 def _compile_cell(shell: Any, line: str, cell: str) -> tuple[Any, Any]:
     """The cell as (statements, last expression or None), compiled under IPython's name for
     the cell with the ``%%profile`` line counted as line 1, so syncs and tracebacks read
@@ -288,20 +287,20 @@ def _compile_cell(shell: Any, line: str, cell: str) -> tuple[Any, Any]:
         ) from e
     ast.increment_lineno(tree, 1)  # below the %%profile line
     _refuse_top_level(tree)
-    started = _starts_a_trace(tree)
-    if started is not None:
+    call = _profiler_call(tree)
+    if call is not None:
         raise UsageError(
-            f"%%profile: line {started} starts jax.profiler, which %%profile holds while the "
-            "cell runs (JAX runs one trace at a time): run the cell without %%profile, or "
-            "drop its own trace"
+            f"%%profile: line {call[0]} {call[1]} jax.profiler's trace, which %%profile holds "
+            "while the cell runs (JAX runs one trace at a time): run the cell without "
+            "%%profile, or drop its own trace"
         )
     shown = f"%%profile {line}".rstrip() + "\n" + source
     filename = shell.compile.cache(shown, _cell_number(shell), raw_code=shown)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        expr = ast.Expression(tree.body.pop().value)
-        last = compile(expr, filename, "eval")
     try:
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            expr = ast.Expression(tree.body.pop().value)
+            last = compile(expr, filename, "eval")
         return compile(tree, filename, "exec"), last
     except SyntaxError as e:  # what the checks above did not foresee
         raise UsageError(f"%%profile: line {e.lineno}: {e.msg}") from e

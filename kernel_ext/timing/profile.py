@@ -136,5 +136,8 @@ def profile() -> Iterator[Profile]:
     finally:
         duration = time.perf_counter() - t0
         _active.remove(session)
-        spans = trace.stop(read=finished)
+        try:
+            spans = trace.stop(read=finished)
+        except TraceError as e:
+            raise ProfileError(str(e)) from e
     session.result = _result(spans, duration, session._recorder)

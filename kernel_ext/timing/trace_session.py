@@ -79,6 +79,15 @@ class TraceSession:
 
     def stop(self, read: bool = True) -> list[Span]:
         """End the trace; its spans (none when ``read`` is False, after an error)."""
+        try:
+            return self._stop(read)
+        except RuntimeError as e:  # the traced code stopped it (jax.profiler.stop_trace())
+            raise TraceError(
+                f"the trace was stopped by the code it traced ({e}); leave "
+                "jax.profiler.stop_trace() out of the profiled code"
+            ) from e
+
+    def _stop(self, read: bool) -> list[Span]:
         if self._session is not None:
             data = self._session.stop()
             return spans_from_profile(data) if read and data is not None else []
