@@ -230,11 +230,14 @@ def test_the_page_sets_only_the_controls_it_owns(log):
         monitor.close()
     from jaxlab import widgets
 
-    for cls in (widgets.CompileMonitor, widgets.GraphExplorer, widgets.KeyLineage):
-        assert cls.class_trait_names(front_end=True) == (
-            ["mine_only"] if cls is widgets.CompileMonitor else []
-        )
-    assert widgets.ProfileTimeline.class_trait_names(front_end=True) == []
+    assert widgets.CompileMonitor.class_trait_names(front_end=True) == ["mine_only"]
+    assert widgets.GraphExplorer.class_trait_names(front_end=True) == []  # all the kernel's
+    # No widget lets the page write what the kernel computes for it to draw.
+    computed = {"view", "model", "found", "functions", "session", "items", "spans", "_esm"}
+    for name in widgets.__all__ if hasattr(widgets, "__all__") else dir(widgets):
+        cls = getattr(widgets, name)
+        if isinstance(cls, type) and issubclass(cls, JaxlabWidget):
+            assert not computed & set(cls.class_trait_names(front_end=True)), name
 
 
 def test_static_svg_writes_numbers_only():
