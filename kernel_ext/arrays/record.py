@@ -139,14 +139,8 @@ class TreeNode:
 
     def find(self, path: str) -> TreeNode | None:
         """The node at ``path`` (as printed), or None."""
-        if self.path == path:
-            return self
-        for child in self.children:
-            if path.startswith(child.path):
-                found = child.find(path)
-                if found is not None:
-                    return found
-        return None
+        # a full walk: haiku's module groups are not prefixes of their leaves' paths
+        return next((n for n in self.walk() if n.path == path), None)
 
     def walk(self) -> list[TreeNode]:
         """Every node, depth first."""

@@ -84,18 +84,22 @@ def _walk(node: Any, path: str, key: str, walk: _Walk) -> _Raw:
     return (path, key, label, "", -1, out, hidden)
 
 
-def _walk_groups(groups: dict[str, Any], path: str, key: str, label: str, walk: _Walk) -> _Raw:
-    """Haiku's flat dict drawn as its module tree; each module keeps its real path."""
+def _walk_groups(
+    groups: dict[str, Any], path: str, key: str, label: str, walk: _Walk, root: str = ""
+) -> _Raw:
+    """Haiku's flat dict drawn as its module tree; each module keeps its real path
+    (``root['mlp/~/linear_0']``); a group's path names its prefix (``root mlp/``)."""
+    root = root or path
     out: list[_Raw] = []
     for part, entry in groups.items():
         walk.nodes += 1
         if isinstance(entry, tuple):  # (the flat key, that module's parameters)
             flat_key, params = entry
-            child_path = f"{path}[{flat_key!r}]"
+            child_path = f"{root}[{flat_key!r}]"
             kids = [_walk(v, f"{child_path}[{k!r}]", f"[{k!r}]", walk) for k, v in params.items()]
             out.append((child_path, part, "haiku module", "", -1, kids, 0))
         else:
-            group = _walk_groups(entry, f"{path} {part}/", part, "haiku module", walk)
+            group = _walk_groups(entry, f"{path} {part}/", part, "haiku module", walk, root)
             out.append(group)
     return (path, key, label, "", -1, out, 0)
 
