@@ -85,8 +85,20 @@ def key_leaves(tree: Any, legacy: bool) -> tuple[tuple[int, Any], ...]:
     return tuple((i, x) for i, x in enumerate(leaves) if is_key_like(x, legacy))
 
 
+_TYPED: dict[type, bool] = {}  # type of a key array -> a typed key?
+
+
+def is_typed(key: Any) -> bool:
+    """Whether a concrete key array is a typed key (asked per call: cached by type; a
+    typed key is always a PRNGKeyArray, and hashing its dtype costs 3 µs)."""
+    kind = type(key)
+    typed = _TYPED.get(kind)
+    if typed is None:
+        typed = _TYPED[kind] = bool(jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key))
+    return typed
+
+
 def rows_of(key: Any) -> np.ndarray:
     """Key data as rows of words, one row per key."""
-    typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
-    data = key_data_now(key) if typed else np.asarray(key)
+    data = key_data_now(key) if is_typed(key) else np.asarray(key)
     return data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1)

@@ -36,16 +36,27 @@ class SiteRow:
     reused: bool = False
 
 
+MAX_SITES = 20_000  # beyond this the oldest sites are forgotten (every cell is new lines)
+
+
 @dataclass
 class SiteTable:
     keys: dict[SiteKey, SiteRow] = field(default_factory=dict)
     uses: dict[UseKey, SiteRow] = field(default_factory=dict)
+    under: dict[SiteKey, list[SiteRow]] = field(default_factory=dict)  # draws per key site
+    unknown: int = 0  # keys of unknown origin recorded (made before tracking, or unseen)
+    _next: int = 0  # row ids are never reused, so a page's "expanded" stays meaningful
 
     def made(self, key: SiteKey, site: Any, traced: bool, parent: SiteKey | None) -> None:
         row = self.keys.get(key)
         if row is None:
-            row = self.keys[key] = SiteRow(f"s{len(self.keys)}", key, 0, site, traced)
+            self._next += 1
+            row = self.keys[key] = SiteRow(f"s{self._next}", key, 0, site, traced)
+            if len(self.keys) > MAX_SITES:
+                self._forget()
         row.count += 1
+        if key[0] == "unknown":
+            self.unknown += 1
         if row.parent is None and parent is not None and parent != key:
             row.parent = parent  # a chain `key, sub = split(key)` stays on its own row
 
@@ -57,8 +68,26 @@ class SiteTable:
             op, _, _, shape, dtype, site, traced, in_loop = event
             label = f"{op} {dtype}[{','.join(str(s) for s in shape)}]"
             label += " (each iteration)" if in_loop else ""
-            row = self.uses[key] = SiteRow(f"u{len(self.uses)}", key, 0, site, traced, label)
+            self._next += 1
+            row = self.uses[key] = SiteRow(f"u{self._next}", key, 0, site, traced, label)
+            self.under.setdefault(key[2], []).append(row)
         row.count += 1
+
+    def newest(self, count: int) -> list[SiteRow]:
+        """The ``count`` call sites that made keys most recently first seen (oldest first)."""
+        rows: list[SiteRow] = []
+        for key in reversed(self.keys):
+            rows.append(self.keys[key])
+            if len(rows) >= count:
+                break
+        return rows[::-1]
+
+    def _forget(self) -> None:
+        old = list(self.keys)[: MAX_SITES // 2]
+        for key in old:
+            del self.keys[key]
+            for row in self.under.pop(key, ()):
+                self.uses.pop(row.key, None)
 
     def reused(self, key: SiteKey | None) -> None:
         if key is not None and key in self.keys:

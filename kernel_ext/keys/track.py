@@ -39,7 +39,7 @@ import numpy as np
 
 from .._jax_compat import key_data_now, tracing_loop_body
 from .._warning import JaxlabWarning
-from .calls import TRACING, TemplateOp
+from .calls import TRACING, TemplateOp, is_typed
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
 from .site import Site, user_site
@@ -209,17 +209,10 @@ def _traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-_TYPED: dict[type, bool] = {}  # type of the key array -> a typed key? (asked on every call)
 _IMPLS: dict[str, str] = {}  # a typed key's dtype name (key<fry>) -> its implementation
 
 
-def _is_typed(key: Any) -> bool:
-    # by type: hashing a key dtype costs 3 µs, a typed key is always a PRNGKeyArray
-    kind = type(key)
-    typed = _TYPED.get(kind)
-    if typed is None:
-        typed = _TYPED[kind] = bool(jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key))
-    return typed
+_is_typed = is_typed
 
 
 _DTYPE_NAMES: dict[Any, str] = {}

@@ -22,6 +22,7 @@ from typing import Any
 from .record import KeyEvent, KeyLineage, KeyNode
 
 GROUP = 8  # more untouched siblings than this from one call are drawn as one item
+KEY_BY_KEY = 500  # keys drawn one by one at most (beyond: one row per call site)
 MAX_DEPTH = 64  # a longer chain (`key, sub = split(key)` in a loop) is drawn by call site
 
 
@@ -66,8 +67,10 @@ def _use_label(event: KeyEvent) -> str:
 
 def lineage_tree(lineage: KeyLineage, max_items: int = 2000) -> Forest:
     """The forest of ``lineage``: every key and consumer, or call sites when too many."""
-    if lineage.size > max_items or lineage.event_count > 4 * max_items:
-        return site_forest(lineage, max_items)  # read from the table kept per call site
+    # Key by key only while small: its cost grows with the keys, and a view is redrawn
+    # after every cell. Beyond that, per call site, from the table kept while recording.
+    if lineage.size > min(max_items, KEY_BY_KEY) or lineage.event_count > 2 * KEY_BY_KEY:
+        return site_forest(lineage, max_items)
     nodes = lineage.nodes
     events = lineage.events
     reused = {r.key for r in lineage.reuses}
@@ -240,8 +243,10 @@ def site_forest(lineage: KeyLineage, max_items: int = 2000) -> Forest:
     lineage's per-site table (its cost grows with the lines, not with the keys)."""
     with lineage._lock:
         lineage._flush_all()
-        rows = list(lineage.sites.keys.values())
-        uses = list(lineage.sites.uses.values())
+        # the newest sites: a long session makes new lines with every cell
+        rows = lineage.sites.newest(max(1, max_items // 2))
+        under = {row.key: list(lineage.sites.under.get(row.key, ())) for row in rows}
+        older = len(lineage.sites.keys) - len(rows)
     by_key = {row.key: row for row in rows}
     order: list[Any] = []
     placed: set[Any] = set()
@@ -254,9 +259,6 @@ def site_forest(lineage: KeyLineage, max_items: int = 2000) -> Forest:
         for r in reversed(chain):
             placed.add(r.key)
             order.append(r)
-    under: dict[Any, list[Any]] = defaultdict(list)
-    for use in uses:
-        under[use.key[2]].append(use)
     items: list[TreeItem] = []
     drawn: set[str] = set()
     for row in order:
@@ -280,7 +282,7 @@ def site_forest(lineage: KeyLineage, max_items: int = 2000) -> Forest:
                     use.site.code, use.site.cell, row.reused, use.count, use.traced,
                 )
             )  # fmt: skip
-    hidden = max(0, len(items) - max_items)
+    hidden = max(0, len(items) - max_items) + older  # older sites are not drawn
     return Forest(tuple(items[:max_items]), hidden, True)
 
 

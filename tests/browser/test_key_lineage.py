@@ -29,7 +29,7 @@ def test_key_lineage_renders_and_a_click_shows_the_source_line(
     row.wait_for()  # the widget rendered (the static list has no data-id)
     assert row.locator(".jaxlab-kl-label").inner_text() == "split [0]"
     assert "jaxlab-kl-reused" in (row.locator(".jaxlab-kl-label").get_attribute("class") or "")
-    assert "1 reused" in page.locator(".jaxlab-kl-summary").inner_text()
+    assert "1 reuse" in page.locator(".jaxlab-kl-summary").inner_text()
     assert page.locator(".jaxlab-kl-consume").count() == 2  # normal and uniform
 
     row.click()
