@@ -130,6 +130,7 @@ def test_bench_magic_returns_the_record_with_o(ip):
     assert isinstance(r, jaxlab.BenchResult)
     assert r.name == "f(x)" and r.runs == 3 and r.repeats == 2
     assert r.timeit_loops == 3  # as `%timeit -n 3` would loop
+    assert r.pipeline_calls == 3  # the pipeline round queues no more than a round's calls
     assert r.flops == pytest.approx(2 * 64**3, rel=0.02)
 
 
@@ -225,7 +226,7 @@ def test_the_headline_is_one_call_awaited_before_the_next():
     a = jnp.ones((400, 400))
     rounds.ready_round(lambda: f(a), 30)
     assert found[:-1] == [True] * 29
-    r = jaxlab.bench(g, a, runs=3, repeats=2)
+    r = jaxlab.bench(g, a, runs=30, repeats=2)
     assert r.pipeline_s is not None and r.pipeline_calls == 20
     assert "each awaited" in str(r) and "20 queued at once" in str(r)
     assert r.ready_min_s <= r.ready_s <= r.ready_max_s and r.ready_s >= r.dispatch_s

@@ -116,8 +116,16 @@ class _Coster:
         self.loops: list[LoopCount] = []
         self.uncosted = 0
         self.costed = 0
+        # one body costed once: a jitted function called 64 times in a Python loop holds
+        # 64 scans of the very same body object (the jaxpr keeps it alive meanwhile)
+        self.known: dict[int, dict[str, float] | None] = {}
 
     def body_costs(self, body: Any) -> dict[str, float] | None:
+        if id(body) not in self.known:
+            self.known[id(body)] = self._compile_costs(body)
+        return self.known[id(body)]
+
+    def _compile_costs(self, body: Any) -> dict[str, float] | None:
         import jax
         from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 

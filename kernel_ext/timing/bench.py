@@ -86,8 +86,18 @@ class _Target:
 
     @property
     def depth(self) -> int:
-        """Calls queued at once in a pipeline round (bounded by their outputs' bytes)."""
-        return max(2, min(PIPELINE_DEPTH, HELD_BYTES // max(1, self.out_bytes)))
+        """Calls queued at once in a pipeline round: bounded by their outputs' bytes, and by
+        the calls of a round (``-n 2`` asks for two calls at a time, not twenty)."""
+        return max(1, min(PIPELINE_DEPTH, self.held, self.runs or PIPELINE_DEPTH))
+
+    @property
+    def held(self) -> int:
+        """Outputs that may be alive at once: two, or more small ones within HELD_BYTES."""
+        return max(2, HELD_BYTES // max(1, self.out_bytes))
+
+    def pipeline_round(self) -> None:
+        """As many calls as a timed round, queued ``depth`` at a time."""
+        self.pipeline.append(timed.pipeline_round(self.call, self.runs, self.depth))
 
 
 def _name(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> str:
@@ -214,7 +224,7 @@ def _measure_round(t: _Target) -> None:
     t.rounds.append(_ready_round(t, t.runs))
     if t.slow or not t.arrays:
         return
-    t.pipeline.append(timed.pipeline_round(t.call, max(t.depth, t.runs // 2), t.depth))
+    t.pipeline_round()
     t.unblocked.append(timed.unblocked_round(t.call, t.timeit_loops))
 
 
@@ -230,7 +240,7 @@ def measure(
         if not t.slow and t.arrays:
             _choose_timeit_loops(t, runs)
     left = [repeats - len(t.rounds) for t in targets]
-    # a fast call's round is followed by a pipeline and a %timeit round of about its length
+    # a fast call's round is followed by a pipeline round (as many calls) and a %timeit round
     estimate = sum(
         n * t.runs * (t.rounds[0] if t.rounds else t.compile_s) * (1 if t.slow else 2.5)
         for n, t in zip(left, targets, strict=True)
@@ -244,7 +254,7 @@ def measure(
             progress.advance()
     for t in targets:  # one round was all (-r 1): the pipeline is still measured once
         if not t.slow and t.arrays and not t.pipeline:
-            t.pipeline.append(timed.pipeline_round(t.call, max(t.depth, t.runs // 2), t.depth))
+            t.pipeline_round()
     return [_result(t, repeats, explain) for t in targets]
 
 
@@ -252,7 +262,7 @@ def _timeline(t: _Target) -> tuple[CallSpan, ...]:
     """A few back-to-back calls: when each returned, and when its outputs were ready."""
     starts, returns, outs = [], [], []
     t0 = time.perf_counter()
-    for _ in range(min(TIMELINE_CALLS, t.depth if not t.slow else 2)):
+    for _ in range(min(TIMELINE_CALLS, t.held if not t.slow else 2)):
         starts.append(time.perf_counter() - t0)
         outs.append(t.call())
         returns.append(time.perf_counter() - t0)
@@ -277,7 +287,8 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
             t.returns = timed.recorded_round(t.call, 1)[1]
         dispatch = naive = unblocked = statistics.median(t.returns)
     else:
-        dispatch = statistics.median(timed.recorded_round(t.call, DISPATCH_CALLS)[1])
+        calls = max(3, min(DISPATCH_CALLS, int(timed.ROUND_S / ready)))  # within about a round
+        dispatch = statistics.median(timed.recorded_round(t.call, calls)[1])
         naive = statistics.median(timed.single_unblocked(t.call, NAIVE_CALLS))
         unblocked = statistics.median(t.unblocked)
     cost = call_cost(t.fun, t.args, t.kwargs) if asynchronous else CallCost()
