@@ -100,6 +100,15 @@ def test_bad_input_is_a_usage_error_and_changes_nothing(ip):
         ip.run_line_magic("keys", "--max 0")
     with pytest.raises(UsageError, match="see %keys"):
         ip.run_line_magic("keys", "--nope")
+    # refused with a reason even while tracking is off (issue 22)
+    with pytest.raises(
+        UsageError, match=r"--cell takes a cell as IPython numbers it, like In\[4\]"
+    ):
+        ip.run_line_magic("keys", "--cell nonsense")
+    with pytest.raises(UsageError, match=r"nothing was recorded in In\[4\]: key tracking is off"):
+        ip.run_line_magic("keys", "--cell In[4]")
+    with pytest.raises(UsageError, match="--static chooses what a view shows; %keys on shows"):
+        ip.run_line_magic("keys", "on --static")
     assert not track.is_tracking()
     assert set(ip.user_ns) == set(before)
 
