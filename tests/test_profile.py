@@ -488,3 +488,47 @@ def test_a_library_program_equinox_filter_jit_step():
     r = p.result
     assert r.called == {"eqx_step": 20}
     assert [c.function for c in r.compilations if not c.during] == ["eqx_step"]
+
+
+def test_fuzzed_cells_are_compiled_or_refused_never_a_raw_syntax_error(ip):
+    import random
+
+    from jaxlab.magics.timing import _compile_cell
+
+    heads = ["", "x = ", "y = [", "for i in range(2):\n    ", "if x:\n    ", "with a as b:\n    "]
+    bodies = [
+        "return 1",
+        "yield x",
+        "yield from y",
+        "await z",
+        "nonlocal q",
+        "global q",
+        "[i async for i in y]",
+        "lambda: (yield)",
+        "async for i in y: pass",
+        "async with a: pass",
+        "break",
+        "continue",
+        "del",
+        "(",
+        "f'{'",
+        "print(*)",
+        "def f():\n    return (yield)",
+        "class A:\n    return 1",
+        "x = 1",
+        "%time 1",
+        "jax.profiler.trace('/tmp')",
+        "profiler.stop_trace()",
+        "import jax",
+    ]
+    rng = random.Random(18)
+    outcomes = {"compiled": 0, "refused": 0}
+    for _ in range(300):
+        cell = "\n".join(rng.choice(heads) + rng.choice(bodies) for _ in range(rng.randint(1, 3)))
+        try:
+            _compile_cell(ip, "", cell)
+            outcomes["compiled"] += 1
+        except UsageError as e:
+            assert str(e).startswith("%%profile: ")
+            outcomes["refused"] += 1
+    assert outcomes["compiled"] > 0 and outcomes["refused"] > 0
