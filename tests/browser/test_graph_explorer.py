@@ -214,3 +214,40 @@ def test_explorer_opens_a_run_then_an_inner_jit_of_2000_equations_and_finds_insi
     assert page.locator(".jaxlab-ge-selected").count() == 1
     assert page.locator(".jaxlab-ge-upstream").count() >= 1
     assert page.requests.outside() == []
+
+
+def test_a_cell_run_again_draws_a_new_explorer_that_works(open_notebook: Any, page: Any) -> None:
+    """Running the %jaxpr cell again releases its old explorer (issue 22): the page shows
+    one explorer, drawn by the new model, and a click still asks the kernel for a view."""
+    probe = (
+        "from jaxlab.magics import _cell_widgets\n"
+        "from jaxlab.widgets import GraphExplorer\nimport gc\n"
+        "print('held', _cell_widgets._session.live(), 'open', sum(isinstance(o, GraphExplorer)"
+        " and o.comm is not None for o in gc.get_objects()))"
+    )
+    notebook = open_notebook("explorer_rerun.ipynb", [*CELLS, probe])
+    for i in range(len(CELLS)):
+        notebook.run(i)
+        notebook.wait_idle()
+    notebook.locator(".jaxlab-ge-svg").first.wait_for()
+    assert notebook.locator(".jaxlab-ge-svg").count() == 1
+    for _ in range(3):
+        notebook.run(1)
+        notebook.wait_idle()
+    notebook.locator(".jaxlab-ge-svg").first.wait_for()
+    assert notebook.locator(".jaxlab-ge-svg").count() == 1
+    notebook.run(len(CELLS))
+    notebook.wait_idle()
+    # JupyterLab names the cell it runs: the kernel closed the three explorers it replaced.
+    printed = notebook.locator('[data-mime-type="application/vnd.jupyter.stdout"]')
+    assert printed.inner_text().split() == ["held", "1", "open", "1"]
+    assert notebook.locator(".jaxlab-ge-error").count() == 0
+    # The released explorers' twins were rewritten into outputs that are gone: no stray
+    # static drawing shows beside the live one.
+    assert notebook.locator(".jaxlab-twin-released").count() == 0
+    before = notebook.locator(".jaxlab-ge-svg g[data-id]").count()
+    notebook.locator(".jaxlab-ge-closed").first.click()
+    page.wait_for_function(
+        "n => document.querySelectorAll('.jaxlab-ge-svg g[data-id]').length > n", arg=before
+    )
+    assert notebook.locator(".jaxlab-ge-frame").count() == 1
