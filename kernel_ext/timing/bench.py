@@ -176,7 +176,10 @@ def _first_call(t: _Target) -> None:
             t.output += f", … ({len(arrays)} arrays)"
     else:
         leaves = jax.tree_util.tree_leaves(out)
-        t.output = type(out).__name__ if not leaves else f"{len(leaves)} non-array leaves"
+        if not leaves or leaves == [out]:  # None, a float: named by its type
+            t.output = type(out).__name__
+        else:
+            t.output = f"{len(leaves)} non-array leaf" + ("" if len(leaves) == 1 else "s")
 
 
 def _ready_round(t: _Target, n: int) -> float:
@@ -239,10 +242,13 @@ def measure(
         _choose_runs(t, runs)
         if not t.slow and t.arrays:
             _choose_timeit_loops(t, runs)
+    for t in targets:  # with the runs given, a first round tells how long the rest takes
+        if not t.rounds:
+            _measure_round(t)
     left = [repeats - len(t.rounds) for t in targets]
     # a fast call's round is followed by a pipeline round (as many calls) and a %timeit round
     estimate = sum(
-        n * t.runs * (t.rounds[0] if t.rounds else t.compile_s) * (1 if t.slow else 2.5)
+        n * t.runs * t.rounds[0] * (1 if t.slow else 2.5)
         for n, t in zip(left, targets, strict=True)
     )
     progress = Progress(max(left), estimate, targets[0].name)

@@ -21,10 +21,9 @@ CELLS = [
     "%load_ext jaxlab\n"
     "import jax, jax.numpy as jnp\n"
     "f = jax.jit(lambda a: a @ a)\n"
-    "x = jnp.ones((128, 128))",
-    # runs given: the progress estimate is taken from the first call, compile included,
-    # so the bar is shown although the measurement itself is short
-    "%bench -n 20 -r 3 f(x)",
+    "x = jnp.ones((256, 256))",
+    # long enough for the progress bar (shown when the rounds left take over 1 s)
+    "%bench -n 1000 -r 4 f(x)",
 ]
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
