@@ -396,7 +396,9 @@ def test_check_runs_in_the_reported_dtypes_and_never_touches_x64():
 
     r = grad_report(f, jnp.linspace(0, 1, 5), check=True)
     assert r.check.passed and r.check.dtype == "float32"
-    assert len(seen) >= 1 + 2 * 4 and not any(seen)  # value + 4 evaluations per direction
+    # The check compiles the function once for its evaluations; jax_enable_x64 is part of
+    # jit's cache key, so a check that switched it on would trace again and be seen here.
+    assert len(seen) >= 2 and not any(seen)
     assert "central differences in float32" in r.check.text()
 
 

@@ -57,6 +57,21 @@ def exact_step(leaf: Any, direction: np.ndarray, h: float) -> np.ndarray:
     return np.where(exact & np.isfinite(delta), delta, 0.0)
 
 
+def exact_ladder(leaf: Any, direction: np.ndarray, h: float, most: int) -> np.ndarray:
+    """``δ ≈ h · direction`` such that ``leaf + k δ`` is exact in the leaf's dtype for every
+    ``k`` in ``-most … most``: equally spaced points, as a noise estimate needs. A component
+    whose ladder is not exact (it crosses into a coarser binade) is left out (``δ = 0``)."""
+    dtype = leaf_dtype(leaf)
+    wide = _wide(dtype)
+    x = np.asarray(leaf, dtype=wide).astype(dtype).astype(wide)
+    delta = exact_step(leaf, direction, h)
+    exact = np.ones(np.shape(delta), dtype=bool)
+    for k in range(2, most + 1):
+        for point in (x + k * delta, x - k * delta):
+            exact &= point.astype(dtype).astype(wide) == point
+    return np.where(exact, delta, 0.0)
+
+
 def shifted(
     diff: Sequence[Sequence[Any]], delta: Sequence[Sequence[np.ndarray]], sign: float
 ) -> Tree:

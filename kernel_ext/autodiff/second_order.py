@@ -27,8 +27,18 @@ import numpy as np
 
 from . import differences as fd
 from .args import GradError, Selection
-from .check import NOISE_ULPS, ArgCheck, Direction, GradCheck, tolerance_for
+from .check import (
+    NOISE_SIGMAS,
+    NOISE_SPACING,
+    NOISE_ULPS,
+    ArgCheck,
+    Direction,
+    GradCheck,
+    compiled,
+    tolerance_for,
+)
 from .derivative import CUSTOM_VJP_FORWARD, HESSIAN, HVP, Derivative, contract, primary, traced
+from .noise import evaluation_noise
 
 # Second differences divide by h²: a larger step keeps the function's rounding small.
 STEP2 = {"float64": 1e-2, "float32": 5e-2, "float16": 1e-1, "bfloat16": 1e-1}
@@ -141,7 +151,7 @@ def check_second_order(
         return fun(*x)
 
     rng = np.random.default_rng(seed)
-    out0 = value(diff)
+    evaluate, out0 = compiled(value, diff)  # once, for the many evaluations that follow
     f0, eps = fd.flat(out0), fd.eps_of(out0)
     leaves = [leaf for per in result.per_arg for leaf in jax.tree_util.tree_leaves(per)]
     tol = tolerance if tolerance is not None else tolerance_for(jnp.result_type(*leaves), 2)
@@ -154,14 +164,19 @@ def check_second_order(
     results = []
     for i, name in enumerate(sel.names):
         h = fd.step_for(all_leaves if v_hat else diff[i], STEP2)
+        # One evaluation's rounding, measured (a cancelled sum is rounded as its terms
+        # are, not as its value): the allowance never falls below it.
+        near = fd.unit_direction(np.random.default_rng(seed + 1), diff, i)
+        sigma = NOISE_SIGMAS * evaluation_noise(evaluate, diff, near, h * NOISE_SPACING, f0).sigma
         per_direction = []
         for _ in range(directions):
             d = fd.unit_direction(rng, diff, i)
             if v_hat is None:
-                q_fd, q_ad = _quadratic(value, diff, d, h, f0, eps, result.apply)
+                q_fd, q_ad = _quadratic(evaluate, diff, d, h, f0, eps, result.apply, sigma)
             else:
-                plus, _ = _quadratic(value, diff, fd.combine(d, v_hat, 1, 1), h, f0, eps)
-                minus, _ = _quadratic(value, diff, fd.combine(d, v_hat, 1, -1), h, f0, eps)
+                dp, dm = fd.combine(d, v_hat, 1, 1), fd.combine(d, v_hat, 1, -1)
+                plus, _ = _quadratic(evaluate, diff, dp, h, f0, eps, sigma=sigma)
+                minus, _ = _quadratic(evaluate, diff, dm, h, f0, eps, sigma=sigma)
                 q_fd = ((plus[0] - minus[0]) / 4, (plus[1] + minus[1]) / 4)
                 q_ad = float(result.apply(fd.cast_like(d, diff))) / v_norm
             found = Direction.compare(np.array([q_fd[0]]), np.array([q_ad]), q_fd[1], tol)
@@ -178,8 +193,10 @@ def _quadratic(
     f0: np.ndarray,
     eps: float,
     apply: Any = None,
+    sigma: float = 0.0,
 ) -> tuple[tuple[float, float], float]:
-    """((dᵀHd by second differences, its noise), dᵀHd from ``apply``: H·d, or 0.0)."""
+    """((dᵀHd by second differences, its noise), dᵀHd from ``apply``: H·d, or 0.0).
+    ``sigma``: a bound on one evaluation's rounding, measured."""
     qs, ads, sizes = [], [], [abs(float(f0[0].real))]
     for s in (h, h / 2):
         delta = [
@@ -196,6 +213,6 @@ def _quadratic(
             ads.append(float(np.vdot(fd.flat(unit), hu).real))
     # Richardson: (4 q(h/2) - q(h)) / 3; the noise of q(s) is 4 ε|f| / s².
     q = (4 * qs[1] - qs[0]) / 3
-    noise = (68 / 3) * NOISE_ULPS * eps * max(sizes) / h**2
+    noise = (68 / 3) * max(NOISE_ULPS * eps * max(sizes), sigma) / h**2
     ad = (4 * ads[1] - ads[0]) / 3 if ads else 0.0
     return (q, noise), ad
