@@ -17,7 +17,6 @@ when the cell ends (``%keys`` registers that), not on every update.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict
 from typing import Any
 
 import traitlets
@@ -64,7 +63,7 @@ class KeyLineage(JaxlabWidget, static="key_lineage"):
         ``max_items`` rows: beyond that the per-site table kept while recording is read."""
         lineage = self._lineage
         forest = lineage_tree(lineage, self.max_items)
-        items = [asdict(item) for item in forest.items]
+        items = [dict(vars(item)) for item in forest.items]  # asdict: 10x slower
         reuses = [
             {
                 "key": r.key,
@@ -104,7 +103,7 @@ class KeyLineage(JaxlabWidget, static="key_lineage"):
 
     def _expand(self, *_: Any) -> None:
         found = site_detail(self._lineage, self.expanded) if self.expanded else ()
-        self.detail = [asdict(item) for item in found]
+        self.detail = [dict(vars(item)) for item in found]
 
     def _synced_change(self, change: dict[str, Any]) -> None:
         # The twin is rewritten when the cell ends (cell_ended), not on every update while

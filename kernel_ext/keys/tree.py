@@ -23,6 +23,7 @@ from .record import KeyEvent, KeyLineage, KeyNode
 
 GROUP = 8  # more untouched siblings than this from one call are drawn as one item
 KEY_BY_KEY = 500  # keys drawn one by one at most (beyond: one row per call site)
+SITE_ROWS = 200  # the newest call sites drawn (older ones counted as not drawn)
 MAX_DEPTH = 64  # a longer chain (`key, sub = split(key)` in a loop) is drawn by call site
 
 
@@ -240,11 +241,13 @@ def _by_site(nodes, uses, reused, max_items) -> Forest:
 
 def site_forest(lineage: KeyLineage, max_items: int = 2000) -> Forest:
     """One item per line that made keys and per line that drew from them, read from the
-    lineage's per-site table (its cost grows with the lines, not with the keys)."""
+    lineage's per-site table: the newest ``SITE_ROWS`` lines (a long session makes new
+    lines with every cell), so a redraw costs the same in the ten-thousandth cell as in
+    the tenth."""
     with lineage._lock:
         lineage._flush_all()
         # the newest sites: a long session makes new lines with every cell
-        rows = lineage.sites.newest(max(1, max_items // 2))
+        rows = lineage.sites.newest(max(1, min(max_items // 2, SITE_ROWS)))
         under = {row.key: list(lineage.sites.under.get(row.key, ())) for row in rows}
         older = len(lineage.sites.keys) - len(rows)
     by_key = {row.key: row for row in rows}
