@@ -340,8 +340,10 @@ def test_compiles_while_a_magic_reads_its_arguments_name_the_cell(ip):
     # user's cell, not jaxlab's own evaluation of the line.
     ip.run_cell("import jax, jax.numpy as jnp\ndef g(x):\n    return x + 1", store_history=True)
     n = ip.execution_count
+    # An earlier test may have compiled the same eager broadcast: start from no cache.
+    jax.clear_caches()
     before = jaxlab.compile_log().count
-    ip.run_cell("%jit -o g(jnp.full((5,), 2.0))", store_history=True)
+    ip.run_cell("%jit -o g(jnp.full((5, 3), 2.0))", store_history=True)
     events = [e for e in jaxlab.compile_log().events if e.index >= before]
     eager = [e for e in events if e.fun_name == "broadcast_in_dim"]  # jnp.full, eagerly
     assert eager and all(e.where == f"In[{n}], line 1" for e in eager), [
