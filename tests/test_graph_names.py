@@ -8,6 +8,8 @@ argument.
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -182,3 +184,101 @@ def test_grad_split_programs_name_inputs_tangents_and_gradients():
     grads = jax.tree_util.tree_leaves(jax.grad(loss)(params, jnp.ones((5, 3)), jnp.ones((5, 1))))
     for got, want in zip(split.apply_transposed(), grads, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- issue 20: names
+
+
+def rnn(params, xs, h):
+    def step(h, x):
+        h = jnp.tanh(h @ params["Wh"] + x @ params["Wx"])
+        return h, h
+
+    h, hs = jax.lax.scan(step, h, xs)
+    return jnp.sum(hs) + jnp.sum(h)
+
+
+def _rnn_args():
+    p = {"Wh": jnp.ones((4, 4)), "Wx": jnp.ones((3, 4))}
+    return p, jnp.ones((20, 3)), jnp.ones(4)
+
+
+def test_an_opened_scan_body_names_its_carries_and_what_it_stacks():
+    from jaxlab.widgets import GraphExplorer
+
+    w = GraphExplorer(jaxlab.jaxpr_graph(rnn, *_rnn_args()))
+    (scan,) = [c["id"] for c in w.model["clusters"] if c["primitive"] == "scan"]
+    w.toggle(scan)
+    labels = {n["id"]: n["label"] for n in w.model["nodes"]}
+    body = [labels[k] for k in sorted(labels) if k.startswith(f"{scan}/in")]
+    # Closed-over parameters by the outer name, the carry and the slice by the body's own.
+    assert body == ["params['Wh']", "params['Wx']", "h", "x"]
+    results = [labels[f"{scan}/out0"], labels[f"{scan}/out1"]]
+    assert results == ["h", "stacked h"]
+    # The body's products read with those names, not "· @ ·".
+    assert {"h @ params['Wh']", "x @ params['Wx']"} <= set(labels.values())
+    assert not any(re.fullmatch(r"(in|out)\d+", label) for label in labels.values())
+
+
+def test_a_single_output_takes_the_function_name_and_several_their_paths():
+    g = jaxlab.jaxpr_graph(rnn, *_rnn_args())
+    assert [n.label for n in _io(g, m.OUTPUT)] == ["rnn"]
+
+    def stats(x):
+        return {"mean": jnp.mean(x), "spread": (jnp.min(x), jnp.max(x))}
+
+    g = jaxlab.jaxpr_graph(stats, jnp.ones(3))
+    outputs = [n.label for n in _io(g, m.OUTPUT)]
+    assert outputs == ["stats['mean']", "stats['spread'][0]", "stats['spread'][1]"]
+
+
+def test_inner_jit_and_cond_operands_carry_their_names():
+    @jax.jit
+    def inner(a, b):
+        return {"s": a * b, "t": a}
+
+    def f(h, u):
+        r = inner(h, u)
+        return jax.lax.cond(h[0] > 0, lambda p, q: p + q, lambda p, q: p - q, r["s"], u).sum()
+
+    g = jaxlab.jaxpr_graph(f, jnp.ones(3), jnp.ones(3))
+    ports = {n.id: n.label for n in g.nodes if n.kind == m.PORT}
+    jit_id = next(c.id for c in g.clusters if c.primitive == "pjit" or c.label.startswith("jit"))
+    assert [ports[f"{jit_id}/in0"], ports[f"{jit_id}/in1"]] == ["a", "b"]
+    assert [ports[f"{jit_id}/out0"], ports[f"{jit_id}/out1"]] == ["inner['s']", "inner['t']"]
+    cond = next(c.id for c in g.clusters if c.primitive == "cond")
+    assert [ports[f"{cond}/0/in0"], ports[f"{cond}/0/in1"]] == ["p", "q"]
+
+
+def test_names_up_to_40_characters_are_drawn_whole():
+    from jaxlab.graph.names import WHOLE, shorten
+    from jaxlab.widgets import GraphExplorer
+    from jaxlab.widgets.graph_explorer import shown_title
+
+    def hamiltonian(params, state):
+        kinetic = jnp.sum(params["mass_of_each_particle_in_kg"] * state["velocity"] ** 2)
+        long = params["a_parameter_whose_name_runs_past_forty_characters"]
+        return kinetic + jnp.sum(long * state["position_of_the_particles"])
+
+    params = {
+        "mass_of_each_particle_in_kg": jnp.ones(3),
+        "a_parameter_whose_name_runs_past_forty_characters": jnp.ones(3),
+    }
+    state = {"velocity": jnp.ones(3), "position_of_the_particles": jnp.ones(3)}
+    for grad in (False, True):
+        w = GraphExplorer(jaxlab.jaxpr_graph(hamiltonian, params, state, grad=grad))
+        records = {n["id"]: n for n in w.model["nodes"]}
+        drawn = 0
+        for node_id, (_, _, width, _) in w.view["nodes"].items():
+            if node_id not in records:
+                continue
+            label = records[node_id]["label"]
+            shown = shown_title(label, width)
+            if len(label) <= WHOLE:
+                assert shown == label, (label, width)
+                drawn += 1
+            else:  # shortened, keeping the distinguishing end
+                assert shown == shorten(label) and shown.endswith(label[-20:])
+        assert drawn >= 4
+    long_name = "∂hamiltonian/∂params['a_parameter_whose_name_runs_past_forty_characters']"
+    assert len(shorten(long_name)) == WHOLE and shorten(long_name).endswith("characters']")

@@ -34,6 +34,7 @@ import traitlets
 
 from jaxlab.graph import model as m
 from jaxlab.graph.explore import Explorer, Views
+from jaxlab.graph.names import shorten
 
 from ._base import JaxlabWidget
 from .graph_layout import box_clusters, lay_out, layout, visible
@@ -333,13 +334,14 @@ def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
             c = clusters.get(node_id[len("cluster:") :])
             if c is None:
                 continue
-            title, rows, tip = f"▸ {c.label}", [f"{c.n_equations} equations"], c.label
+            title, rows, tip = f"▸ {shorten(c.label)}", [f"{c.n_equations} equations"], c.label
             dash = ' stroke-dasharray="4 2"'
         else:
             n = by_id.get(node_id)
             if n is None:
                 continue
-            title, tip = n.label, " · ".join(x for x in (n.label, n.raw, n.source or "") if x)
+            title = shorten(n.label)
+            tip = " · ".join(x for x in (n.label, n.raw, n.source or "") if x)
             rows = [" ".join(n.types)] if n.types else []
             rows += [f"= {n.value.text()}"] if n.value is not None else []
             rows += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
@@ -369,6 +371,13 @@ def _num(value: Any) -> float:
     if number != number or number in (float("inf"), float("-inf")):
         raise ValueError(f"not a finite coordinate: {value!r}")
     return number
+
+
+def shown_title(text: str, width: float) -> str:
+    """A node's name as the explorer draws it in a box ``width`` wide (graph_explorer.js
+    does the same): whole up to ``names.WHOLE`` characters, else shortened keeping its
+    end, and never past the box."""
+    return _clip(shorten(text), width, 8.5)
 
 
 def _clip(text: str, width: float, px: float) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from jaxlab.graph import model as m
+from jaxlab.graph.names import shorten
 
 from .graph_dot import dot_text, run_dot
 
@@ -138,19 +139,21 @@ def _stub(a: list[float], b: list[float], *, into: bool) -> list[list[float]]:
 def _size(
     key: str, by_id: dict[str, m.Node], clusters: dict[str, m.Cluster]
 ) -> tuple[float, float]:
-    """A drawn node's box in points: the browser draws 14 px titles (about 8 px a
-    character) and 12 px rows (about 0.85 of a title character)."""
+    """A drawn node's box in points: the browser draws 14 px titles (at most 8.5 px a
+    character, graph_explorer.js's ``clip``) and 12 px rows (7 px). A name is drawn
+    whole up to ``names.WHOLE`` characters (longer ones shortened, ``names.shorten``),
+    so its box is as wide as it needs."""
     width: float
     if key.startswith("cluster:"):
-        width, rows = len(clusters[key[len("cluster:") :]].label) + 10, 2
+        width, rows = len(shorten(clusters[key[len("cluster:") :]].label)) + 10, 2
     else:
         n = by_id[key]
         rows = 1 + bool(n.types) + (n.value is not None) + (n.adjoint is not None)
         texts = [" ".join(n.types)]
         texts += [f"= {n.value.text()}"] if n.value is not None else []
         texts += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
-        width = max([len(n.label), *(len(t) * 0.85 for t in texts), 14])
-    return min(max(width * 8 + 20, 60), 420), rows * 17 + 12
+        width = max([len(shorten(n.label)), *(len(t) * 7 / 8.5 for t in texts), 14])
+    return min(max(width * 8.5 + 22, 60), 440), rows * 17 + 12
 
 
 def layout(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:

@@ -31,7 +31,8 @@ from .labels import (
     param_summary,
     type_text,
 )
-from .marks import carry_edges, mark_unused
+from .marks import carry_edges, mark_unused, scan_counts
+from .names import program_names, result_name
 from .walk import Block, Item, name_stack, source_line, walk
 
 DEFAULT_BUDGET = 400  # drawn nodes
@@ -171,6 +172,7 @@ def graph_from_jaxpr(
         emitter = _Emitter(plan, grad=grad)
         if output_names and len(output_names) == len(tree.jaxpr.outvars):
             emitter.output_names = output_names
+        emitter.title = title
         emitter.program(tree, names)
         edges = tuple(dict.fromkeys(emitter.edges))
         if len(edges) <= EDGE_BUDGET or node_budget <= MIN_BUDGET:
@@ -373,8 +375,12 @@ class _Emitter:
         self.clusters: list[m.Cluster] = []
         self.var_node: dict[Any, str] = {}
         self.output_names: list[str] | None = None
+        self.title = ""  # the program's function name: a single output is named by it
         self.producer: dict[Any, Any] = {}  # Var -> the equation that made it
         self.input_label: dict[str, str] = {}  # input node id -> its name
+        # Var -> the name a reader knows it by: an argument, a nested program's parameter
+        # or result (graph/names.py); labels such as ``h @ params['Wh']`` read it.
+        self.var_name: dict[Any, str] = {}
 
     # -- helpers
     def _edge_from(self, var: Any, dst: str) -> None:
@@ -408,7 +414,7 @@ class _Emitter:
         """What a reader calls an operand: an argument's name, a literal's value."""
         if isinstance(v, jcore.Literal):
             return literal_text(v)
-        return self.input_label.get(self.var_node.get(v, ""))
+        return self.var_name.get(v)
 
     # -- the top level
     def program(self, tree: Block, input_names: list[str]) -> None:
@@ -427,6 +433,7 @@ class _Emitter:
             self.nodes.append(m.Node(node_id, m.INPUT, label, types=types))
             if len(positions) == 1:
                 self.input_label[node_id] = name
+                self.var_name[j.invars[positions[0]]] = name
             for k in positions:
                 self.var_node[j.invars[k]] = node_id
         self.block(tree, cluster=None, phase=None)
@@ -442,8 +449,9 @@ class _Emitter:
                     for v in j.outvars:
                         self._edge_from(v, "out0")
                 return
+        own = self._program_results(tree.jaxpr, self.title)
         for k, v in enumerate(j.outvars):
-            name = self.output_names[k] if self.output_names else f"out{k}"
+            name = self.output_names[k] if self.output_names else own[k] or f"out{k}"
             label = f"{name} = {literal_text(v)}" if isinstance(v, jcore.Literal) else name
             self.nodes.append(m.Node(f"out{k}", m.OUTPUT, label, types=(type_text(v.aval),)))
             self._edge_from(v, f"out{k}")
@@ -522,6 +530,7 @@ class _Emitter:
             self._edge_from(eqn.invars[0], port)
         results = [f"{item.id}/out{k}" for k in range(len(eqn.outvars))]
         several = len(item.blocks) > 1
+        port_names: dict[str, list[str | None]] = {}
         for sub in item.blocks:
             inner = item.id
             if several:
@@ -536,13 +545,17 @@ class _Emitter:
                         sub.n_equations,
                     )
                 )
+            port_names[sub.prefix] = self._parameter_names(sub)
             for k, (v, fed_by) in enumerate(zip(sub.jaxpr.invars, sub.feeds, strict=True)):
                 port = f"{sub.prefix}in{k}"
+                known = port_names[sub.prefix][k]
+                if known:
+                    self.var_name[v] = known
                 self.nodes.append(
                     m.Node(
                         port,
                         m.PORT,
-                        f"in{k}",
+                        known or f"in{k}",
                         cluster=inner,
                         types=(type_text(v.aval),),
                         phase=phase,
@@ -561,13 +574,78 @@ class _Emitter:
             if sub.gives_results:
                 for v, result in zip(sub.jaxpr.outvars, results, strict=True):
                     self._edge_from(v, result)
+        named = self._result_names(item, port_names)
         for k, (v, result) in enumerate(zip(eqn.outvars, results, strict=True)):
             if isinstance(v, jcore.DropVar):
                 continue
+            label = named[k] or f"out{k}"
             self.nodes.append(
-                m.Node(result, m.PORT, f"out{k}", cluster=item.id, types=(types[k],), phase=phase)
+                m.Node(result, m.PORT, label, cluster=item.id, types=(types[k],), phase=phase)
             )
             self.var_node[v] = result
+            if named[k]:
+                self.var_name[v] = label
+
+    # -- names carried into and out of nested programs (graph/names.py)
+    def _parameter_names(self, sub: Block) -> list[str | None]:
+        """A nested program's parameters: its own names (``h``, ``x``), else the names of
+        the outer values that feed them (a closed-over ``params['Wh']``)."""
+        own = program_names(sub.jaxpr).args
+        found: list[str | None] = []
+        for k, fed_by in enumerate(sub.feeds):
+            name = own[k] if own is not None and own[k] else None
+            if name is None and fed_by is not None and not isinstance(fed_by, jcore.Literal):
+                name = self.var_name.get(fed_by)
+            found.append(name)
+        return found
+
+    def _program_results(self, jaxpr: Any, function: str | None = None) -> list[str | None]:
+        """A program's results named by its function and their pytree paths (``f``,
+        ``inner['s']``, ``step[1]``)."""
+        names = program_names(jaxpr)
+        function = names.function or function or None
+        paths = names.results or (None,) * len(jaxpr.outvars)
+        single = len(jaxpr.outvars) == 1
+        return [result_name(function, path, single=single) for path in paths]
+
+    def _result_names(
+        self, item: Item, port_names: dict[str, list[str | None]] | None = None
+    ) -> list[str | None]:
+        """Names for a nested program's results: a scan's or while's carries keep the
+        carry's name and a scan's stacked outputs say what they stack; other programs'
+        results are named by the function (``inner['s']``), a jit's single one by its name."""
+        eqn = item.eqn
+        n = len(eqn.outvars)
+        port_names = port_names or {}
+        if item.primitive == "scan" and len(item.blocks) == 1:
+            body = item.blocks[0]
+            counts = scan_counts(eqn.params)
+            if counts is None:
+                return [None] * n
+            consts, carries = counts
+            params = port_names.get(body.prefix) or self._parameter_names(body)
+            found = params[consts : consts + carries]
+            outs = body.jaxpr.outvars
+            for k in range(carries, n):
+                inner = outs[k] if k < len(outs) else None
+                what = self.var_name.get(inner) if inner is not None else None
+                if what is None and inner is not None and inner in outs[:carries]:
+                    what = found[list(outs[:carries]).index(inner)]
+                found.append(f"stacked {what}" if what else None)
+            return found
+        if item.primitive == "while":
+            bodies = [b for b in item.blocks if b.role == "body_jaxpr"]
+            if not bodies:
+                return [None] * n
+            params = port_names.get(bodies[0].prefix) or self._parameter_names(bodies[0])
+            skip = int(eqn.params.get("body_nconsts", 0))
+            found = params[skip : skip + n]
+            return found + [None] * (n - len(found))
+        if not item.blocks:
+            return [None] * n
+        name = eqn.params.get("name")
+        found = self._program_results(item.blocks[0].jaxpr, name if isinstance(name, str) else None)
+        return found if len(found) == n else [None] * n
 
     def _equation_node(
         self, item: Item, cluster: str | None, phase: str | None, types: tuple[str, ...]
@@ -610,6 +688,10 @@ class _Emitter:
         for v in eqn.invars:
             self._edge_from(v, item.id)
         self._produce(eqn.outvars, item.id, eqn)
+        if collapsed:  # its results keep their names for the labels that read them
+            for v, name in zip(eqn.outvars, self._result_names(item), strict=False):
+                if name and not isinstance(v, jcore.DropVar):
+                    self.var_name[v] = name
 
 
 def _scope(stack: str) -> str:

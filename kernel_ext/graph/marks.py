@@ -24,16 +24,16 @@ from . import model as m
 from .walk import Block, Item
 
 
-def _scan_counts(params: dict[str, Any]) -> tuple[int, int] | None:
+def scan_counts(params: dict[str, Any]) -> tuple[int, int] | None:
     """(consts, carry) of a scan; None where this JAX's scan is not understood."""
     if "num_consts" in params:  # JAX <= 0.10
         return int(params["num_consts"]), int(params["num_carry"])
     try:  # 0.12 groups them in a private flat tree: read through the compat module
-        from .._jax_compat import scan_counts
+        from .._jax_compat import scan_counts as compat_counts
     except ImportError:
         return None
     try:
-        return scan_counts(params)
+        return compat_counts(params)
     except NotImplementedError:
         return None
 
@@ -42,7 +42,7 @@ def _bodies(item: Item) -> list[tuple[Block, int, int]]:
     """(body block, its first carry parameter, number of carries) of a scan or while."""
     p = item.eqn.params
     if item.primitive == "scan" and len(item.blocks) == 1:
-        counts = _scan_counts(p)
+        counts = scan_counts(p)
         return [(item.blocks[0], *counts)] if counts else []
     if item.primitive == "while":
         bodies = [b for b in item.blocks if b.role == "body_jaxpr"]

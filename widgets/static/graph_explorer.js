@@ -38,6 +38,16 @@ function clip(text, width, px) {
   return text.length <= most ? text : text.slice(0, most - 1) + "…";
 }
 
+/** A name whole up to WHOLE characters; a longer one keeps its start and its
+ * distinguishing end around "…" (jaxlab.graph.names.shorten, the same rule). */
+const WHOLE = 40;
+function shorten(text, most = WHOLE) {
+  const chars = Array.from(text);
+  if (chars.length <= most) return text;
+  const head = Math.min(14, Math.floor(most / 3));
+  return chars.slice(0, head).join("") + "…" + chars.slice(chars.length - (most - head - 1)).join("");
+}
+
 function rows(n) {
   const out = [];
   if (n.types && n.types.length) out.push(["jaxlab-ge-type", n.types.join(" ")]);
@@ -168,7 +178,7 @@ function draw(model, el, state) {
       const c = clusters.get(id.slice(8)) || { id: id.slice(8), label: id.slice(8), n_equations: 0 };
       item.setAttribute("class", "jaxlab-ge-node jaxlab-ge-closed");
       item.append(s("rect", { width: w, height: hh, rx: 6 }));
-      item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(`▸ ${c.label}`, w, 8.5)));
+      item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(`▸ ${shorten(c.label)}`, w, 8.5)));
       item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, clip(`${c.n_equations} equations · click to open`, w, 7)));
       item.append(s("title", {}, `${c.label}: ${c.n_equations} equations${c.summary ? "\n" + c.summary : ""}`));
       item.addEventListener("click", () => model.send({ type: "toggle", cluster: c.id }));
@@ -177,7 +187,7 @@ function draw(model, el, state) {
       const n = byId.get(id);
       item.setAttribute("class", classes(n));
       item.append(s("rect", { width: w, height: hh, rx: n.kind === "port" ? hh / 2 : 4 }));
-      item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(n.label, w, 8.5)));
+      item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(shorten(n.label), w, 8.5)));
       rows(n).forEach(([cls, text], k) =>
         item.append(
           s("text", { x: 8, y: 36 + 17 * k, class: "jaxlab-ge-row " + cls }, clip(text, w, 7)),
