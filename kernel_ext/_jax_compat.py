@@ -262,3 +262,25 @@ def scan_counts(params: dict[str, Any]) -> tuple[int, int]:
         return len(list(consts.vals)), len(list(carry.vals))
     except (AttributeError, TypeError, ValueError) as e:
         raise NotImplementedError("this JAX's scan equation is not understood") from e
+
+
+# --------------------------------------------------------------------------- call frames
+# The graph groups equations by the user's function calls: an equation's traceback (kept
+# on its source_info by JAX, read through jaxlib's Traceback.frames) gives the calls that
+# made it. Guarded: a release without tracebacks gives no frames, and no grouping by call.
+class Frame(NamedTuple):
+    file: str
+    function: str
+    line: int
+
+
+def equation_frames(source_info: Any) -> tuple[Frame, ...]:
+    """The frames of the Python stack that made an equation, outermost first ((): none)."""
+    traceback = getattr(source_info, "traceback", None)
+    if traceback is None:
+        return ()
+    try:
+        frames = traceback.frames
+        return tuple(Frame(f.file_name, f.function_name, f.line_num) for f in reversed(frames))
+    except (AttributeError, TypeError):
+        return ()
