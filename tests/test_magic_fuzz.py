@@ -5,20 +5,55 @@ out of jaxlab's frames — and a magic that fails leaves the notebook's namespac
 Inputs are drawn from pieces a user types (each magic's options with good and bad values,
 the notebook's names, calls with ``*``/``**`` and keywords, cells with statements that
 write outside the cell, unbalanced quotes and brackets), plus arbitrary text from an
-alphabet of Python punctuation. Derandomized: CI sees the same examples every run.
+alphabet of Python punctuation. ``%bench``, ``%%profile``, ``%keys`` and ``%show`` are
+fuzzed with sequences of one to three steps (``%keys on``, a cell that makes keys, then
+``%keys --cell In[3]``), each step held to the same property.
+
+Derandomized: CI sees the same examples every run. The long hunt::
+
+    JAXLAB_FUZZ_EXAMPLES=1500 JAXLAB_FUZZ_SEED=1 pytest tests/test_magic_fuzz.py -k bench
+
+(``JAXLAB_FUZZ_SEED`` draws other examples; without it hypothesis's fixed seed is used).
 """
 
 import copy
 import os
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
 
+import jaxlab
 from jaxlab.explain.source import user_frames
 from jaxlab.magics._failures import raised_in_jaxlab
+
+_SEED = os.environ.get("JAXLAB_FUZZ_SEED")
+
+
+def fuzz_settings(examples: int) -> Callable[[Any], Any]:
+    """Hypothesis settings for a fuzz test: ``examples`` cases, or JAXLAB_FUZZ_EXAMPLES;
+    derandomized unless JAXLAB_FUZZ_SEED picks a seed."""
+
+    def apply(test: Any) -> Any:
+        test = settings(
+            max_examples=int(os.environ.get("JAXLAB_FUZZ_EXAMPLES", str(examples))),
+            deadline=None,
+            derandomize=_SEED is None,
+            database=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        )(test)
+        return test if _SEED is None else seed(int(_SEED))(test)
+
+    return apply
+
 
 SETUP = """
 import jax
@@ -59,6 +94,17 @@ d = {"a": jnp.ones(2)}
 m = M()
 m.k = 1.0
 params = {"w": jnp.ones(3), "b": 0.5}
+
+def gen(x):
+    yield x
+
+async def coro(x):
+    return x
+
+async def agen(x):
+    yield x
+
+jf = jax.jit(f)
 """
 
 # Objects a failing magic might write into: compared by value, not only by identity.
@@ -218,6 +264,14 @@ def magic_input(draw: st.DrawFn) -> tuple[str, str, str | None]:
     return magic, opts, None
 
 
+def _users_own(error: BaseException) -> bool:
+    """Whether ``error`` passed through the user's code (a cell, a function of the notebook):
+    this test's own frame, where it is caught, does not count."""
+    here = os.path.abspath(__file__)
+    frames = user_frames(error.__traceback__)
+    return any(os.path.abspath(f.f_code.co_filename) != here for f, _ in frames)
+
+
 def _snapshot(ns: dict) -> dict:
     plain = {k: id(v) for k, v in ns.items() if not k.startswith("_")}
     state = {k: copy.deepcopy(_state(ns[k])) for k in MUTABLE if k in ns}
@@ -254,14 +308,8 @@ def _restore(ip) -> None:
     jax.config.update("jax_debug_nans", False)
 
 
-# About 30 s on two cores; JAXLAB_FUZZ_EXAMPLES=2000 for a longer hunt.
-@settings(
-    max_examples=int(os.environ.get("JAXLAB_FUZZ_EXAMPLES", "250")),
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+# About 10 s on two cores; JAXLAB_FUZZ_EXAMPLES=2000 for a longer hunt.
+@fuzz_settings(250)
 @given(case=magic_input())
 def test_any_magic_input_gets_a_value_a_usage_error_or_the_users_own_error(fuzz_shell, case):
     ip = fuzz_shell
@@ -277,7 +325,266 @@ def test_any_magic_input_gets_a_value_a_usage_error_or_the_users_own_error(fuzz_
         pass
     except Exception as e:
         assert not raised_in_jaxlab(e), f"{magic} {line!r} {body!r}: jaxlab raised {e!r}"
-        assert user_frames(e.__traceback__), f"{magic} {line!r} {body!r}: raw {e!r}"
+        assert _users_own(e), f"{magic} {line!r} {body!r}: raw {e!r}"
     else:
         return  # it worked: a cell magic may store its results
     assert _snapshot(ip.user_ns) == before, f"{magic} {line!r} {body!r} changed the namespace"
+
+
+# ------------------------------------------- %bench, %%profile, %keys, %show (issue 22)
+
+# Cheap by default: one call per round, one round (the fuzzed options come after these, and
+# argparse keeps the last -n/-r), so a case costs a compile and a few calls of a tiny array.
+BENCH_CHEAP = "-n 1 -r 1"
+BENCH_OPTIONS = [
+    "-n 1",
+    "-n 2",
+    "-r 1",
+    "-r 2",
+    "-n 0",
+    "-n -1",
+    "-n x",
+    "-r 0",
+    "-r 1.5",
+    "-n",
+    "--compare f(x)",
+    "--compare g(x, 3.0)",
+    "--compare=jf(x)",
+    "--compare boom(x)",
+    "--compare gen(x)",
+    "--compare nope(",
+    "--compare",
+    "--explain",
+    "--explain",
+    "-o",
+    "-o",
+    "--nope",
+    "--peak",
+]
+BENCH_CALLS = [
+    "gen(x)",
+    "coro(x)",
+    "agen(x)",
+    "M()",
+    "M(x)",
+    "jax.jit(f, static_argnums=0)(x)",
+    "jax.jit(f)(x)",
+    "jax.jit(power, static_argnums=1)(x, 3)",
+    "jf(x)",
+    "jf(w)",
+    "(lambda: coro(x))()",
+    "jnp.dot(w.T, w)",
+    "lst.append(x)",
+    "float(f(x))",
+    "",
+]
+
+PROFILE_OPTIONS = ["--static", "--static", "-o", "-o", "--explain", "--nope", "-n 1", "x", "'"]
+PROFILE_STATEMENTS = [
+    "for _ in range(3):\n    y = float(jf(x))",
+    "for _ in range(2):\n    y = jf(x)",
+    "y = jf(x).block_until_ready()",
+    "nonlocal q",
+    "yield from x",
+    "async for a in b:\n    pass",
+    "async with a:\n    pass",
+    "z = [a async for a in b]",
+    "with jax.profiler.TraceAnnotation('step'):\n    y = jf(x)",
+    "jax.profiler.stop_trace()",
+    "def gen2():\n    yield x",
+    "async def main():\n    await coro(x)",
+]
+
+KEYS_OPTIONS = [
+    "on",
+    "on",
+    "off",
+    "show",
+    "clear",
+    "--cell In[1]",
+    "--cell In[2]",
+    "--cell In[99]",
+    "--cell nonsense",
+    "--cell",
+    "--static",
+    "--static",
+    "-o",
+    "--max 1",
+    "--max 0",
+    "--max x",
+    "x",
+    "undefined_name",
+    "f(x)",
+    "--nope",
+]
+# Cells that make, split, fold and draw keys, eagerly and under jit, run between %keys steps.
+KEY_CELLS = [
+    "k = jax.random.key(0)\nk1, k2 = jax.random.split(k)\nv = jax.random.normal(k1, (2,))",
+    "v = jax.random.uniform(jax.random.PRNGKey(1), (3,))",
+    "kk = jax.random.key(2)\nv1 = jax.random.normal(kk)\nv2 = jax.random.normal(kk)",
+    "@jax.jit\ndef draw(k):\n    return jax.random.normal(k, (2,))\nv = draw(jax.random.key(3))",
+    "kf = jax.random.fold_in(jax.random.key(4), 7)\nks = jax.random.split(kf, 3)",
+]
+
+SHOW_OPTIONS = [
+    "--static",
+    "--static",
+    "--slice 1,2",
+    "--slice 0",
+    "--slice x",
+    "--slice",
+    "--slice=1",
+    "-o",
+    "-o",
+    "--nope",
+]
+SHOW_EXPRESSIONS = [
+    "x",
+    "w",
+    "params",
+    "d",
+    "lst",
+    "m",
+    "s",
+    "i",
+    "x + 1",
+    "jnp.zeros((2, 3, 4))",
+    "jnp.array([jnp.nan, jnp.inf])",
+    "{'a': x, 'b': [w, None]}",
+    "f(x)",
+    "boom(x)",
+    "undefined_name",
+    "lambda: 1",
+    "1 / 0",
+    "x[",
+    "on",
+    "off",
+    "",
+]
+# Cells whose value is displayed (as jaxlab's view after %show on).
+DISPLAY_CELLS = ["x", "params", "w * 2", "d", "(x, s)", "jnp.zeros((2, 3, 4))"]
+
+
+def _pieces(pool: list[str]) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(pool) | NOISE.map(lambda t: t[:4]), max_size=3).map(" ".join)
+
+
+@st.composite
+def bench_step(draw: st.DrawFn) -> tuple[str, str, str | None]:
+    # half the cases options and a call that fit: a refusal alone would not measure anything
+    target = draw(st.sampled_from(FITTING) | call() | st.sampled_from(BENCH_CALLS))
+    opts = draw(
+        st.sampled_from(["", "-o", "--explain", "--compare jf(x)"]) | _pieces(BENCH_OPTIONS)
+    )
+    return "bench", f"{BENCH_CHEAP} {opts} {target}".strip(), None
+
+
+@st.composite
+def profile_step(draw: st.DrawFn) -> tuple[str, str, str | None]:
+    statements = st.sampled_from(PROFILE_STATEMENTS) | st.sampled_from(STATEMENTS)
+    body = draw(st.lists(statements, max_size=3)) or [draw(cell())]
+    # mostly options that run (a refused line would hide the cell behind it)
+    line = draw(st.sampled_from(["", "", "--static", "-o"]) | _pieces(PROFILE_OPTIONS))
+    return "profile", line, "\n".join([*body, draw(st.sampled_from(FINALS))])
+
+
+@st.composite
+def keys_step(draw: st.DrawFn) -> tuple[str, str, str | None]:
+    if draw(st.integers(0, 2)) == 0:
+        return "cell", draw(st.sampled_from(KEY_CELLS)), None
+    return "keys", draw(_pieces(KEYS_OPTIONS)), None
+
+
+@st.composite
+def show_step(draw: st.DrawFn) -> tuple[str, str, str | None]:
+    if draw(st.integers(0, 3)) == 0:
+        return "cell", draw(st.sampled_from(DISPLAY_CELLS)), None
+    expression = draw(st.sampled_from(SHOW_EXPRESSIONS) | st.sampled_from(NAMES) | call())
+    return "show", f"{draw(_pieces(SHOW_OPTIONS))} {expression}".strip(), None
+
+
+STEPS = {"bench": bench_step, "profile": profile_step, "keys": keys_step, "show": show_step}
+# Default cases per magic: about +30 s on two cores for the four together.
+EXAMPLES = {"bench": 40, "profile": 40, "keys": 60, "show": 60}
+# Steps per case: a %bench case is one measurement (cases are independent anyway); %keys
+# and %show steps build on each other (on, a cell, a view).
+MOST_STEPS = {"bench": 1, "profile": 2, "keys": 4, "show": 3}
+
+
+# What each step came to, per magic: printed with JAXLAB_FUZZ_TALLY=1 (how many cases ran
+# their call or cell, not only refusals).
+TALLY: Counter[tuple[str, str]] = Counter()
+
+
+def _run_step(ip, case: str, magic: str, line: str, body: str | None) -> None:
+    outcome = _step(ip, magic, line, body)
+    TALLY[(case, f"{magic} {outcome}")] += 1
+
+
+def _step(ip, magic: str, line: str, body: str | None) -> str:
+    """One step under the property; a plain cell (keys made, a value displayed) must run
+    as it runs without jaxlab, and print no traceback (a display formatter's included)."""
+    where = f"{'%%' if body is not None else '%'}{magic} {line!r} {body!r}"
+    if magic == "cell":
+        with capture_output() as out, warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")  # a reused key warns: told, not raised
+            result = ip.run_cell(line, store_history=True)
+        assert result.error_in_exec is None, f"cell {line!r}: {result.error_in_exec!r}"
+        assert "Traceback" not in out.stdout + out.stderr, f"cell {line!r}: {out.stdout}"
+        return "ran"
+    before = _snapshot(ip.user_ns)
+    try:
+        if body is None:
+            ip.run_line_magic(magic, line)
+        else:
+            ip.run_cell_magic(magic, line, body)
+    except UsageError as e:
+        if magic == "profile" and not str(e).startswith("%%profile"):
+            assert _users_own(e), f"{where}: jaxlab raised {e!r}"
+            return "user's error"  # a magic inside the cell refused: as in any cell
+        outcome = "UsageError"
+    except Exception as e:
+        assert not raised_in_jaxlab(e), f"{where}: jaxlab raised {e!r}"
+        assert _users_own(e), f"{where}: raw {e!r} from a library frame, not the user's"
+        outcome = "user's error"
+        if magic == "profile":
+            return outcome  # the cell's own error: the cell ran up to it, as any cell does
+    else:
+        return "value"  # it worked: a cell may assign, %keys on may wrap a notebook's functions
+    assert _snapshot(ip.user_ns) == before, f"{where} changed the namespace"
+    return outcome
+
+
+def _settle(ip, has_show: bool) -> None:
+    """Each case starts with key tracking off and nothing recorded, and %show off."""
+    jaxlab.track_keys(False)
+    jaxlab.key_lineage().clear()
+    if has_show:
+        ip.run_line_magic("show", "off")
+    _restore(ip)
+
+
+@pytest.mark.parametrize("magic", list(STEPS))
+def test_timing_keys_and_show_input_gets_a_value_a_usage_error_or_the_users_own_error(
+    fuzz_shell, magic, capsys
+):
+    ip = fuzz_shell
+    has_show = ip.find_line_magic("show") is not None
+    if magic == "show" and not has_show:
+        pytest.skip("%show is not in this checkout")
+
+    @fuzz_settings(EXAMPLES[magic])
+    @given(steps=st.lists(STEPS[magic](), min_size=1, max_size=MOST_STEPS[magic]))
+    def check(steps: list[tuple[str, str, str | None]]) -> None:
+        _settle(ip, has_show)
+        try:
+            for step in steps:
+                _run_step(ip, magic, *step)
+        finally:
+            _settle(ip, has_show)
+            capsys.readouterr()  # the views' printed text is not kept across cases
+
+    check()
+    if os.environ.get("JAXLAB_FUZZ_TALLY"):
+        counts = {k[1]: n for k, n in sorted(TALLY.items()) if k[0] == magic}
+        print(f"\n{magic} (seed {_SEED or 'derandomized'}): {counts}", file=sys.__stderr__)
