@@ -226,7 +226,8 @@ def test_dot_says_what_its_colours_and_rows_mean():
     grad = jaxlab.jaxpr_graph(loss, w, x, grad=True).to_dot()
     valued = jaxlab.jaxpr_graph(loss, w, x, grad=True, values=True).to_dot()
     assert "forward pass" not in plain and "adjoint" not in plain
-    assert "forward pass" in grad and "backward pass" in grad and "adjoint" not in grad
+    # No adjoint row to explain without values (add_any's label says "adjoints summed").
+    assert "forward pass" in grad and "backward pass" in grad and "∂ adjoint" not in grad
     assert "∂ adjoint" in valued and "μ mean [min, max]" in valued
     # a cond branch of one equation is "1 eqn"
     one = jaxlab.jaxpr_graph(lambda a: lax.cond(a > 0, jnp.sin, jnp.cos, a), 1.0).to_dot()
@@ -361,11 +362,36 @@ def test_gradient_matmuls_read_as_transposed_products():
     assert "·ᵀ" in {n.label for n in g.equations if n.primitive == "transpose"}
 
 
-def test_batched_dot_general_keeps_its_primitive_name():
+def test_batched_dot_general_reads_as_a_product_per_batch_axis():
     f = jax.vmap(lambda a, b: a @ b)
     g = jaxlab.jaxpr_graph(f, jnp.ones((5, 2, 3)), jnp.ones((5, 3, 4)))
     (dot,) = g.equations
-    assert dot.label == "dot_general" and "dimension_numbers" in dot.params
+    # Not mistaken for a plain matrix product; the raw parameters only on hover.
+    assert dot.label == "a @ b per axis 0" and dot.params == ""
+    assert dot.raw.startswith("dot_general dimension_numbers=(((2,), (1,)), ((0,), (0,)))")
+    # A contraction that is no product is said in words, axes and all.
+    g = jaxlab.jaxpr_graph(
+        lambda a, b: jnp.tensordot(a, b, ((0, 1), (1, 0))), *[jnp.ones((2, 3)), jnp.ones((3, 2))]
+    )
+    (dot,) = g.equations
+    assert dot.label == "a·b over axes 0,1·1,0" and "dimension_numbers" not in dot.params
+
+
+def test_backward_primitives_read_as_maths():
+    def f(x):
+        h = jnp.tanh(x)
+        return jnp.sum(h.astype(jnp.float16).astype(jnp.float32) + h)
+
+    g = jaxlab.jaxpr_graph(f, jnp.ones((32, 16)), grad=True)
+    labels = {n.raw.split(" ")[0]: n.label for n in g.equations}
+    assert labels["add_any"] == "adjoints summed"
+    assert labels["convert_element_type"] in ("as f16", "as f32")
+    assert labels["broadcast_in_dim"] == "broadcast to f32[32,16]"
+    if "one_minus_square" in labels:  # JAX 0.12 differentiates tanh with it
+        assert labels["one_minus_square"] == "1 - ·²"
+    assert not any("dimension_numbers" in n.params or "new_dtype" in n.params for n in g.equations)
+    zeros = jaxlab.jaxpr_graph(lambda x: jnp.zeros((3, 2)) + x, 1.0)
+    assert "zeros f32[3,2]" in {n.label for n in zeros.equations}
 
 
 def test_integer_pow_is_written_as_a_power_not_y_equals():

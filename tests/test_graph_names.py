@@ -282,3 +282,21 @@ def test_names_up_to_40_characters_are_drawn_whole():
         assert drawn >= 4
     long_name = "∂hamiltonian/∂params['a_parameter_whose_name_runs_past_forty_characters']"
     assert len(shorten(long_name)) == WHOLE and shorten(long_name).endswith("characters']")
+
+
+def test_text_calls_arguments_by_the_graphs_names():
+    from jaxlab.graph.text import jaxpr_text
+
+    def f(c, params):  # "c" is also a name JAX gives one of its own variables
+        return jnp.sum(jnp.sin(c) * params["w"] + c)
+
+    args = (jnp.ones(3), {"w": jnp.ones(3)})
+    g = jaxlab.jaxpr_graph(f, *args)
+    text = g.to_text()
+    assert re.search(r"^\{ lambda ; c:f32\[3\] params\['w'\]:f32\[3\]\. let", text, re.M)
+    # JAX's own "c" made distinct, not confused with the argument.
+    assert "c_:f32[3] = sin c\n" in text and "= mul c_ params['w']\n" in text
+    assert jaxpr_text(g.jaxpr).text == text  # the names JAX kept on the program agree
+    # Run as JAX's text would be: the same program, variable for variable.
+    jax_text = str(jax.make_jaxpr(f)(*args))
+    assert len(text.split()) == len(jax_text.split())

@@ -199,23 +199,59 @@ def _ndims(avals: list[Any]) -> list[int]:
 
 
 def _matmul(params: dict[str, Any], avals: list[Any], names: list[str | None]) -> str | None:
-    """``x @ w``, ``xᵀ @ g``, ``g @ wᵀ`` for a dot_general that is a plain matrix product."""
+    """``x @ w``, ``xᵀ @ g``, ``g @ wᵀ`` for a dot_general that is a matrix product;
+    ``a @ b per axis 0`` for one batched over leading axes (``jax.vmap(a @ b)``); any other
+    contraction in words (``a·b over axes 2·1``), the raw form one hover away."""
     dims = params.get("dimension_numbers")
     if len(avals) != 2 or dims is None:
         return None
     try:
         (lc, rc), (lb, rb) = dims
+        lc, rc, lb, rb = (tuple(int(d) for d in x) for x in (lc, rc, lb, rb))
     except (TypeError, ValueError):
         return None
     ln, rn = _ndims(avals)
-    if tuple(lb) or tuple(rb) or len(lc) != 1 or len(rc) != 1 or ln > 2 or rn > 2:
-        return None
     a, b = _operand(names[0]), _operand(names[1])
-    left = {ln - 1: a, 0: a + "ᵀ"}.get(lc[0]) if ln == 2 else (a if lc[0] == 0 else None)
-    right = {0: b, rn - 1: b + "ᵀ"}.get(rc[0]) if rn == 2 else (b if rc[0] == 0 else None)
+    k = len(lb)
+    if lb == rb == tuple(range(k)) and len(lc) == len(rc) == 1:
+        product = _product(lc[0] - k, rc[0] - k, ln - k, rn - k, a, b)
+        if product is not None:
+            if not k:
+                return product
+            return f"{product} per {'axis' if k == 1 else 'axes'} {','.join(map(str, lb))}"
+    text = f"{a}·{b} over axes {_axes(lc)}·{_axes(rc)}"
+    return text + (f", batch {_axes(lb)}·{_axes(rb)}" if k else "")
+
+
+def _axes(dims: tuple[int, ...]) -> str:
+    return ",".join(map(str, dims)) or "none"
+
+
+def _product(lc: int, rc: int, ln: int, rn: int, a: str, b: str) -> str | None:
+    """A 1- or 2-d operand pair contracted on one axis each, as ``a @ b`` (transposed
+    where the contracted axis says so), or None."""
+    if ln > 2 or rn > 2 or ln < 1 or rn < 1:
+        return None
+    left = {ln - 1: a, 0: a + "ᵀ"}.get(lc) if ln == 2 else (a if lc == 0 else None)
+    right = {0: b, rn - 1: b + "ᵀ"}.get(rc) if rn == 2 else (b if rc == 0 else None)
     if left is None or right is None:
         return None
     return f"{left} @ {right}"
+
+
+def _broadcast(params: dict[str, Any], avals: list[Any], names: list[str | None]) -> str:
+    """``zeros f32[8,16]``, ``broadcast to f32[32,16]``: what a broadcast_in_dim makes."""
+    shape = tuple(params.get("shape", ()))
+    dtype = dtype_text(getattr(avals[0], "dtype", "")) if avals else ""
+    target = f"{dtype}[{','.join(map(str, shape))}]"
+    value = names[0] if names else None
+    if value in ("0.0", "0", "-0.0", "False"):
+        return f"zeros {target}"
+    if value in ("1.0", "1", "True"):
+        return f"ones {target}"
+    if value is not None and len(value) <= _MAX_OPERAND:
+        return f"{value} broadcast to {target}"
+    return f"broadcast to {target}"
 
 
 def friendly_label(
@@ -232,6 +268,24 @@ def friendly_label(
         return f"{_REDUCTIONS[primitive]} over {word} {','.join(map(str, axes))}"
     if primitive == "integer_pow":
         return f"{_operand(names[0] if names else None)} ** {params.get('y')}"
-    if primitive == "transpose" and tuple(params.get("permutation", ())) == (1, 0):
-        return f"{_operand(names[0] if names else None)}ᵀ"
-    return None
+    operand = _operand(names[0] if names else None)
+    if primitive == "transpose":
+        axes = tuple(params.get("permutation", ()))
+        return f"{operand}ᵀ" if axes == (1, 0) else f"transpose to ({_axes(axes)})"
+    rule = _WORDS.get(primitive)
+    return rule(params, avals, names) if rule else None
+
+
+def _one_minus_square(params: dict[str, Any], avals: list[Any], names: list[str | None]) -> str:
+    """tanh's derivative from its result t: ``1 - t²``."""
+    return f"1 - {_operand(names[0] if names else None)}²"
+
+
+# The gradient program's own primitives, in words; the raw form stays on hover.
+_WORDS: dict[str, Callable[[dict[str, Any], list[Any], list[str | None]], str]] = {
+    "add_any": lambda p, a, n: "adjoints summed",
+    "convert_element_type": lambda p, a, n: f"as {dtype_text(p.get('new_dtype', '?'))}",
+    "broadcast_in_dim": _broadcast,
+    "one_minus_square": _one_minus_square,
+    "zeros_like": lambda p, a, n: f"zeros {type_text(a[0])}" if a else "zeros",
+}

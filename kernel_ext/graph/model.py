@@ -170,10 +170,25 @@ class Graph:
         return graph_to_svg(self, timeout=timeout)
 
     def to_text(self) -> str:
-        """The pretty-printed jaxpr this graph draws (without terminal colour codes)."""
-        from .text import plain_text
+        """The pretty-printed jaxpr this graph draws (without terminal colour codes), its
+        arguments called by the names drawn (``x``, ``params['w']``)."""
+        from .text import jaxpr_text
 
-        return plain_text(self.jaxpr) if self.jaxpr is not None else self.title
+        if self.jaxpr is None:
+            return self.title
+        return jaxpr_text(self.jaxpr, names=self.input_names()).text
+
+    def input_names(self) -> list[str] | None:
+        """The drawn name of each argument of the program, in order; None when they are
+        not drawn one node each (hundreds grouped by argument)."""
+        invars = getattr(getattr(self.jaxpr, "jaxpr", None), "invars", None)
+        if invars is None:
+            return None
+        named = {n.id: n.label for n in self.nodes if n.kind == INPUT}
+        names = [named.get(f"in{k}") for k in range(len(invars))]
+        if any(name is None for name in names):
+            return None
+        return [name for name in names if name is not None]
 
     def to_dict(self) -> dict[str, Any]:
         return {

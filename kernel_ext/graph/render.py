@@ -414,7 +414,7 @@ def graph_mimebundle(graph: m.Graph, timeout: float | None = None) -> dict[str, 
     except RenderError as e:
         from .text import jaxpr_text
 
-        view = jaxpr_text(graph.jaxpr)._repr_mimebundle_()
+        view = jaxpr_text(graph.jaxpr, names=graph.input_names())._repr_mimebundle_()
         note = str(e)
         return {
             "text/plain": f"{note}\n{view.get('text/plain', '')}",

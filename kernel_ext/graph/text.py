@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,10 +94,63 @@ class JaxprText:
         return {"text/plain": self.text, "text/html": self.html()}
 
 
-def jaxpr_text(closed_jaxpr: Any, title: str = "") -> JaxprText:
-    """The pretty-printed ``closed_jaxpr`` (anything ``jax.make_jaxpr`` returns).
+def jaxpr_text(closed_jaxpr: Any, title: str = "", names: Sequence[str] | None = None) -> JaxprText:
+    """The pretty-printed ``closed_jaxpr`` (anything ``jax.make_jaxpr`` returns), its
+    arguments called by the names the graph gives them (``names``, by default those JAX
+    kept on the program: ``x``, ``params['w']``) rather than JAX's ``a, b``.
 
     >>> jaxpr_text(jax.make_jaxpr(jnp.sin)(1.0)).text   # doctest: +SKIP
-    '{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }'
+    '{ lambda ; x:f32[]. let a:f32[] = sin x in (a,) }'
     """
-    return JaxprText(plain_text(closed_jaxpr), title)
+    text = plain_text(closed_jaxpr)
+    if names is None:
+        names = _kept_names(closed_jaxpr)
+    return JaxprText(with_names(text, names) if names else text, title)
+
+
+def _kept_names(closed_jaxpr: Any) -> tuple[str, ...] | None:
+    jaxpr = getattr(closed_jaxpr, "jaxpr", None)
+    if jaxpr is None or not hasattr(jaxpr, "invars"):
+        return None
+    from .names import program_names
+
+    return program_names(jaxpr).args
+
+
+# A variable as JAX prints it: letters (and a dropped result's "_"), not a parameter's
+# name (followed by "="), a type ("f32[") or a primitive (after " = ").
+_VAR = re.compile(r"(?<![\w.'\"=<\[])([a-z_]+)(?![\w'\"(\[=<])")
+# The program's own header is the last one that starts a line (shared sub-programs such as
+# "let _uniform = { lambda ..." are printed before it).
+_HEADER = re.compile(r"^\{ lambda ([^;]*); (.*?)\. let", re.MULTILINE | re.DOTALL)
+_SAFE_NAME = re.compile(r"[^\s:=,(){}]+")
+
+
+def with_names(text: str, names: Sequence[str]) -> str:
+    """``text`` (a printed jaxpr) with its top-level arguments renamed to ``names``; a
+    variable of JAX's that a name would shadow gets a ``_`` (``x`` -> ``x_``). ``text``
+    as it is when its arguments cannot be read or a name cannot be printed as one."""
+    header = next(reversed(list(_HEADER.finditer(text))), None)
+    if header is None:
+        return text
+    binders = [b.split(":", 1)[0] for b in header.group(2).split()]
+    if len(binders) != len(names) or not all(n and _SAFE_NAME.fullmatch(n) for n in names):
+        return text
+    rename = dict(zip(binders, names, strict=True))
+    taken = set(names)
+    used = {m.group(1) for m in _VAR.finditer(text)} - {"lambda", "let", "in"}
+
+    def fresh(token: str) -> str:
+        while token in taken or token in used:
+            token += "_"
+        return token
+
+    clash = {t: fresh(t) for t in used if t in taken and t not in rename}
+
+    def swap(match: re.Match[str]) -> str:
+        token = match.group(1)
+        if text[max(0, match.start() - 3) : match.start()] == " = ":  # a primitive
+            return token
+        return rename.get(token) or clash.get(token) or token
+
+    return _VAR.sub(swap, text)
