@@ -380,6 +380,17 @@ def test_statements_only_a_function_may_hold_are_usage_errors(ip, cell, words):
     assert "z" not in ip.user_ns and ip.user_ns.keys() == before.keys()
 
 
+def test_a_cell_ipython_cannot_tokenize_is_a_usage_error_with_its_line(ip):
+    # found by the fuzz (issue 22): a line unindented to no enclosing level fails in
+    # IPython's own transform, before the cell is parsed; it was a raw IndentationError
+    before = dict(ip.user_ns)
+    with pytest.raises(UsageError, match="%%profile: the cell is not valid Python") as caught:
+        ip.run_cell_magic("profile", "", "for k in range(2):\n    y = k\n 0\n")
+    assert "unindent does not match" in str(caught.value)
+    assert "(line 4)" in str(caught.value)  # the third line of the cell, below %%profile
+    assert ip.user_ns.keys() == before.keys()
+
+
 def test_a_def_in_the_cell_may_return_yield_and_await(ip):
     cell = (
         "def gen():\n    yield 1\n    return 2\n"

@@ -278,8 +278,9 @@ def _compile_cell(shell: Any, line: str, cell: str) -> tuple[Any, Any]:
     """The cell as (statements, last expression or None), compiled under IPython's name for
     the cell with the ``%%profile`` line counted as line 1, so syncs and tracebacks read
     ``In[5], line 3`` for the third line the user sees."""
-    source = shell.transform_cell(cell)
     try:
+        # IPython's transform tokenizes the cell first: a bad indent fails there already
+        source = shell.transform_cell(cell)
         tree = ast.parse(source)
     except SyntaxError as e:
         raise UsageError(
