@@ -12,6 +12,9 @@ Importing this package imports no IPython, graphviz, matplotlib or widget code.
 from typing import Any
 
 from ._warning import JaxlabWarning as JaxlabWarning
+from .arrays.record import ShowRecord as ShowRecord
+from .arrays.show import ShowHandle as ShowHandle
+from .arrays.show import show as show
 from .autodiff.cell import CellGrad as CellGrad
 from .autodiff.cell import grad_cell as grad_cell
 from .autodiff.report import GradReport as GradReport

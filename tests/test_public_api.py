@@ -45,6 +45,9 @@ PUBLIC_NAMES = {
     "KeyLineage",
     "key_lineage",
     "track_keys",
+    "show",
+    "ShowHandle",
+    "ShowRecord",
     "load_ipython_extension",
     "unload_ipython_extension",
 }
@@ -61,6 +64,7 @@ PUBLIC_MAGICS = {
     ("line", "bench"),
     ("cell", "profile"),
     ("line", "keys"),
+    ("line", "show"),
 }
 
 # The top of kernel_ext/: the entry point and the shared modules (plus the warning

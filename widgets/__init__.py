@@ -7,6 +7,7 @@ in the wheel and loaded from nowhere else::
     CompileMonitor()
 """
 
+from .array_view import ArrayView as ArrayView
 from .compile_monitor import CompileMonitor as CompileMonitor
 from .graph_explorer import GraphExplorer as GraphExplorer
 from .key_lineage import KeyLineage as KeyLineage

@@ -28,6 +28,7 @@ FAMILIES = (
     "errors",
     "timing",
     "keys",
+    "arrays",
     "_cell_widgets",
 )
 

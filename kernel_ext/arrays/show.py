@@ -1,0 +1,70 @@
+"""``jaxlab.show(x)``: a live view of an array or pytree, and its handle.
+
+::
+
+    view = jaxlab.show(params, name="params")   # displayed now (in a notebook)
+    for step in range(1000):
+        params = train_step(params)
+        view.update(params)                     # redraws in place, a few times a second
+    view.flush()                                # the last state, drawn now
+
+Outside IPython nothing is displayed; ``view.record`` still holds the walked tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .record import ShowRecord
+
+
+class ShowHandle:
+    """What :func:`show` returns: ``update(new)`` redraws the displayed view in place."""
+
+    def __init__(self, widget: Any) -> None:
+        self.widget = widget
+
+    def update(self, value: Any) -> None:
+        """Show ``value`` in place of the last (throttled to the view's rate)."""
+        self.widget.update(value)
+
+    def flush(self) -> None:
+        """Draw the latest value now."""
+        self.widget.flush()
+
+    @property
+    def record(self) -> ShowRecord:
+        """The latest ``ShowRecord`` drawn."""
+        return self.widget.record
+
+    def __repr__(self) -> str:
+        name = self.widget.name or "value"
+        return f"<jaxlab.show view of {name}: .update(new) redraws it>"
+
+
+def show(
+    x: Any, name: str = "", slice_at: tuple[int, ...] | None = None, rate: float = 4.0
+) -> ShowHandle:
+    """Display ``x`` (an array or any pytree) as a live view and return its handle.
+
+    ``rate`` bounds redraws per second while ``update`` is called in a loop; ``slice_at``
+    picks the leading indices of a 3-D+ array's drawn slice.
+    """
+    from jaxlab.widgets.array_view import ArrayView
+
+    widget = ArrayView(x, name=name, rate=rate, slice_at=list(slice_at or ()))
+    if _in_ipython():
+        from IPython.display import display
+
+        display(widget)
+    return ShowHandle(widget)
+
+
+def _in_ipython() -> bool:
+    import sys
+
+    if "IPython" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    return get_ipython() is not None

@@ -1,0 +1,118 @@
+"""``%show`` and ``%memory``: arrays, pytrees and device memory you can see.
+
+::
+
+    %show params                 # the live ArrayView: tree, counts, flags, drawings
+    %show --static field         # the static HTML view (no widget)
+    %show --slice 4 volume       # a 3-D array drawn at volume[4, :, :]
+    r = %show -o params          # the ShowRecord, not displayed
+    %show on                     # JAX arrays and pytrees display as this view
+    %show off                    # IPython's display again, exactly as it was
+
+Its plain-Python twin is ``jaxlab.show(x)``, which returns a handle with ``update``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
+
+from ._options import parse_options, split_options
+
+
+def _free_names(expr: str) -> list[str]:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as e:
+        raise UsageError(f"%show: {expr!r} is not an expression: {e.msg}") from e
+    bound = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    names = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    return [n for n in dict.fromkeys(names) if n not in bound]
+
+
+def _slice(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError as e:
+        raise UsageError(
+            f"%show: --slice takes indices separated by commas, e.g. --slice 4 or "
+            f"--slice 0,3, not {text!r}"
+        ) from e
+
+
+@magics_class
+class ArrayMagics(Magics):
+    @magic_arguments()
+    @argument("--static", action="store_true", help="The static HTML view, not the widget.")
+    @argument(
+        "--slice",
+        metavar="I,J",
+        help="Leading indices of the drawn 2-D slice of a 3-D+ array (default: the middle).",
+    )
+    @argument("-o", dest="output", action="store_true", help="Return the ShowRecord.")
+    @line_magic
+    def show(self, line: str = "") -> Any:
+        """Show an array or pytree: its paths, shapes, dtypes, devices, counts, bytes,
+        NaN/Inf flags and statistics, and a drawing of its arrays. ``%show on`` makes this
+        the display of JAX arrays and pytrees; ``%show off`` restores IPython's.
+
+        Example: ``%show params``.
+        """
+        from ..arrays import formatter
+
+        options, expr = split_options(line, frozenset({"--slice"}))
+        args = parse_options(self.show, options)
+        if expr in ("on", "off"):
+            (formatter.turn_on if expr == "on" else formatter.turn_off)(self.shell)
+            print(
+                f"%show {expr}: JAX arrays and pytrees display as "
+                + ("jaxlab's view" if expr == "on" else "IPython's default")
+            )
+            return None
+        if not expr:
+            raise UsageError("%show: name what to show, e.g. %show params (or %show on|off)")
+        slice_at = _slice(args.slice)
+        value = self._evaluate(expr)
+        from ..arrays.show import show
+        from ..arrays.tree import show_record
+
+        if args.output:
+            return show_record(value, expr, slice_at=slice_at)
+        if args.static or getattr(self.shell, "kernel", None) is None:
+            display(show_record(value, expr, slice_at=slice_at))
+            return None
+        show(value, name=expr, slice_at=slice_at)
+        return None
+
+    def _evaluate(self, expr: str) -> Any:
+        ns = self.shell.user_ns if self.shell is not None else {}
+        missing = [n for n in _free_names(expr) if n not in ns and not hasattr(builtins, n)]
+        if missing:
+            raise UsageError(
+                f"%show: name {missing[0]!r} is not defined in the notebook; "
+                f"run the cell that defines it first (in: %show {expr})"
+            )
+        try:
+            return eval(compile(expr, "<%show>", "eval"), ns)  # the user's own expression
+        except Exception as e:
+            raise UsageError(f"%show {expr}: {type(e).__name__}: {e}") from e
+
+
+def install(ip: Any) -> Any:
+    """Unloading the extension turns ``%show on`` off."""
+    from ..arrays import formatter
+
+    return lambda: formatter.turn_off(ip)
+
+
+MAGICS = (ArrayMagics,)

@@ -1,0 +1,156 @@
+"""``%show`` in a real shell, ``jaxlab.show`` and its handle, the ArrayView widget, and
+``%show on|off`` as the notebook's display."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from IPython.core.error import UsageError
+
+import jaxlab
+from jaxlab.arrays.record import ShowRecord
+from jaxlab.widgets import ArrayView
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def live_ip(ip, monkeypatch):
+    """The shell as a notebook's kernel: %show shows the widget."""
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)
+    return ip
+
+
+def test_show_returns_the_record_of_the_named_value(ip):
+    ip.run_cell("import jax.numpy as jnp\nparams = {'W': jnp.ones((3, 2)), 'b': jnp.zeros(2)}")
+    r = ip.run_line_magic("show", "-o params")
+    assert isinstance(r, ShowRecord)
+    assert r.name == "params" and r.root.params == 8
+    assert r.root.find("params['W']").array.shape == (3, 2)
+    # expressions are the user's: an item of a pytree
+    w = ip.run_line_magic("show", "-o params['W']")
+    assert w.root.array.stats.mean == 1.0
+
+
+def test_show_slice_option_draws_the_chosen_slice(ip):
+    ip.run_cell("import jax.numpy as jnp\nv = jnp.arange(60.0).reshape(3, 4, 5)")
+    r = ip.run_line_magic("show", "--slice 2 -o v")
+    assert r.root.array.sample.slice_at == (2,)
+    assert r.root.array.sample.values[0][0] == 40.0
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("nothing_here", "name 'nothing_here' is not defined"),
+        ("x[", "is not an expression"),
+        ("", "name what to show"),
+        ("--slice a,b x", "--slice takes indices"),
+        ("x['missing']", "KeyError"),
+    ],
+)
+def test_bad_input_is_a_usage_error_and_changes_nothing(ip, line, words):
+    ip.run_cell("x = {'a': 1}")
+    before = dict(ip.user_ns)
+    with pytest.raises(UsageError, match=words.replace("[", r"\[")):
+        ip.run_line_magic("show", line)
+    assert ip.user_ns.keys() == before.keys() and ip.user_ns["x"] == {"a": 1}
+
+
+def test_show_in_a_live_kernel_displays_the_widget_and_its_twin(live_ip, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append((obj, kw)))
+    live_ip.run_cell("import jax.numpy as jnp\nfield = jnp.ones((50, 60)).at[3, 4].set(jnp.nan)")
+    assert live_ip.run_line_magic("show", "field") is None
+    widget = next(o for o, _ in shown if isinstance(o, ArrayView))
+    assert widget.name == "field" and widget.rows[0]["flags"] == "NaN x1"
+    assert widget.drawing["shape"] == [50, 60]
+    widget.close()
+
+
+def test_handle_update_redraws_in_place():
+    x = jnp.zeros((4, 4))
+    view = jaxlab.show(x, name="state", rate=1000.0)
+    try:
+        assert view.record.root.array.stats.max == 0.0
+        first = view.widget.updates
+        view.update(jnp.full((4, 4), 7.0))
+        view.flush()
+        assert view.widget.updates > first
+        assert view.record.root.array.stats.max == 7.0
+        assert view.widget.drawing["sample"]["values"][0][0] == 7.0
+        assert "state" in view.widget._static_html()
+        assert repr(view).startswith("<jaxlab.show view of state")
+    finally:
+        view.widget.close()
+
+
+def test_updates_in_a_fast_loop_are_throttled_and_end_on_the_latest():
+    view = jaxlab.show(jnp.zeros(3), name="s", rate=2.0)
+    try:
+        start = view.widget.updates
+        for k in range(50):
+            view.update(jnp.full(3, float(k)))
+        assert view.widget.updates - start <= 2  # not one redraw per call
+        view.flush()
+        assert view.record.root.array.stats.max == 49.0
+    finally:
+        view.widget.close()
+
+
+def test_the_page_chooses_the_leaf_and_the_slice():
+    tree = {"a": jnp.arange(5.0), "v": jnp.arange(24.0).reshape(2, 3, 4)}
+    view = ArrayView(tree, name="t")
+    try:
+        assert view.selected == "t['a']"
+        view.set_state({"selected": "t['v']"})
+        assert view.drawing["shape"] == [2, 3, 4]
+        view.set_state({"slice_at": [1]})
+        assert view.drawing["sample"]["slice_at"] == [1]
+        assert view.drawing["sample"]["values"][0][0] == 12.0
+        view.set_state({"rows": []})  # the kernel's trait: not the page's
+        assert view.rows
+    finally:
+        view.close()
+
+
+def test_the_static_twin_escapes_user_keys():
+    view = ArrayView({"<img src=x onerror=alert(1)>": jnp.ones(2)}, name="<b>n</b>")
+    try:
+        page = view.static_bundle()["text/html"]
+        assert "<img src=x" not in page and "<b>n</b>" not in page
+        assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    finally:
+        view.close()
+
+
+def test_show_on_is_the_display_of_arrays_and_pytrees_and_off_restores_exactly(ip):
+    formatter = ip.display_formatter.formatters["text/html"]
+    before = dict(formatter.type_printers)
+    ip.run_line_magic("show", "on")
+    html, _ = ip.display_formatter.format(jnp.arange(3.0))
+    assert "jaxlab-show" in html["text/html"]
+    html, _ = ip.display_formatter.format({"w": jnp.ones(2)})
+    assert "jaxlab-show" in html["text/html"]
+    plain, _ = ip.display_formatter.format({"name": "no arrays"})
+    assert "text/html" not in plain  # a dict without arrays displays as before
+    assert "text/html" not in ip.display_formatter.format(np.ones(2))[0]
+    ip.run_line_magic("show", "off")
+    assert dict(formatter.type_printers) == before
+    assert "text/html" not in ip.display_formatter.format(jnp.arange(3.0))[0]
+
+
+def test_unloading_turns_show_on_off(ip):
+    formatter = ip.display_formatter.formatters["text/html"]
+    before = dict(formatter.type_printers)
+    ip.run_line_magic("show", "on")
+    ip.run_line_magic("unload_ext", "jaxlab")
+    assert dict(formatter.type_printers) == before
+    ip.run_line_magic("load_ext", "jaxlab")
+
+
+def test_equinox_model_through_the_magic(ip):
+    pytest.importorskip("equinox")
+    ip.run_cell("import equinox as eqx, jax\nmodel = eqx.nn.MLP(2, 1, 4, 1, key=jax.random.key(0))")
+    r = ip.run_line_magic("show", "-o model")
+    assert r.root.label == "MLP (equinox)"
+    assert r.root.params == 2 * 4 + 4 + 4 * 1 + 1

@@ -1,0 +1,165 @@
+"""``ArrayView``: an array or pytree, live (``%show``, ``jaxlab.show``).
+
+::
+
+    from jaxlab.widgets import ArrayView
+    view = ArrayView(params, name="params")
+    view.update(new_params)      # redraws in place, at most ``rate`` times a second
+
+The tree of paths with counts, bytes and NaN/Inf flags; a click on an array leaf draws
+it (a line, or a heat map with values on hover); a 3-D+ array's slice is chosen with a
+control per leading axis, and the kernel sends that slice's bounded sample. The static
+twin (the saved notebook's view) is the ``ShowRecord``'s HTML of the latest state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import traitlets
+
+from jaxlab.arrays.draw import sample_caption
+from jaxlab.arrays.html import array_line, flags
+from jaxlab.arrays.record import ShowRecord, TreeNode
+from jaxlab.arrays.tree import show_record
+
+from ._base import JaxlabWidget, Throttle
+
+MAX_ROWS = 3000  # tree rows sent to the page; the rest counted
+
+
+class ArrayView(JaxlabWidget, static="array_view"):
+    """A live view of an array or pytree; :meth:`update` redraws it in place."""
+
+    name = traitlets.Unicode("").tag(sync=True)
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    drawing = traitlets.Dict().tag(sync=True)
+    footer = traitlets.Unicode("").tag(sync=True)
+    updates = traitlets.Int(0).tag(sync=True)
+    # the page chooses which leaf to draw and, for 3-D+, the slice of its leading axes
+    selected = traitlets.Unicode("").tag(sync=True, front_end=True)
+    slice_at = traitlets.List(traitlets.Int()).tag(sync=True, front_end=True)
+
+    def __init__(self, value: Any = None, name: str = "", rate: float = 4.0, **kwargs: Any):
+        super().__init__(name=name, **kwargs)
+        self._value = value
+        self._record: ShowRecord | None = None
+        self._throttle = Throttle(self._redraw, interval=1.0 / rate)
+        self._redraw()
+        self.observe(self._choose, names=["selected", "slice_at"])
+
+    @property
+    def record(self) -> ShowRecord:
+        assert self._record is not None
+        return self._record
+
+    def update(self, value: Any) -> None:
+        """Show ``value`` now, or, when the last redraw was less than ``1/rate`` s ago, once
+        that interval ends (the latest value wins), so a loop is slowed by its redraws
+        only, never by every call."""
+        self._value = value
+        self._throttle.changed()
+
+    def flush(self) -> None:
+        """Redraw the latest value now (a loop ended)."""
+        self._throttle.changed(now=True)
+
+    def _redraw(self) -> None:
+        record = show_record(self._value, self.name, draw=1, slice_at=self._slice())
+        self._record = record
+        rows = tree_rows(record.root)
+        if not self.selected or record.root.find(self.selected) is None:
+            first = next((n for n in record.root.walk() if n.array is not None), None)
+            selected = first.path if first is not None else ""
+        else:
+            selected = self.selected
+        with self.hold_sync():
+            self.rows = rows
+            self.footer = "; ".join(record.notes)
+            self.selected = selected
+            self.drawing = self._drawing(selected)
+            self.updates += 1
+        self.update_static()
+
+    def _slice(self) -> tuple[int, ...] | None:
+        return tuple(self.slice_at) if self.slice_at else None
+
+    def _choose(self, *_: Any) -> None:
+        if self._record is not None:
+            self.drawing = self._drawing(self.selected)
+
+    def _drawing(self, path: str) -> dict[str, Any]:
+        record = self._record
+        node = record.root.find(path) if record is not None and path else None
+        if node is None or node.array is None:
+            return {}
+        info = node.array
+        if info.sample is None or tuple(info.sample.slice_at) != (self._slice() or ()):
+            redone = show_record(self._leaf(path), path, slice_at=self._slice(), draw=1)
+            info = redone.root.array or info
+        sample = None
+        if info.sample is not None:  # as JSON will carry it: tuples become lists
+            sample = {
+                k: list(v) if isinstance(v, tuple) else v for k, v in asdict(info.sample).items()
+            }
+        return {
+            "path": path,
+            "shape": list(info.shape),
+            "line": array_line(info),
+            "kind": info.kind,
+            "sample": sample,
+            "caption": sample_caption(info) if info.sample is not None else info.note,
+        }
+
+    def _leaf(self, path: str) -> Any:
+        """The array at ``path`` in the current value (its drawing asked again)."""
+        import jax
+
+        for key_path, leaf in jax.tree_util.tree_flatten_with_path(self._value)[0]:
+            if self.name + jax.tree_util.keystr(key_path) == path:
+                return leaf
+        return self._value
+
+    def _synced_change(self, change: dict[str, Any]) -> None:
+        # the twin is rewritten once per redraw (_redraw), not once per trait
+        return
+
+    def close(self) -> None:
+        self._throttle.cancel()
+        super().close()
+
+    def _static_html(self) -> str:
+        return self.record.html()
+
+    def _static_text(self) -> str:
+        return self.record.text()
+
+
+def tree_rows(root: TreeNode) -> list[dict[str, Any]]:
+    """The tree as rows for the page: depth first, with depth, counts and flags."""
+    rows: list[dict[str, Any]] = []
+
+    def add(node: TreeNode, depth: int) -> None:
+        if len(rows) >= MAX_ROWS:
+            return
+        rows.append(
+            {
+                "path": node.path,
+                "key": node.key or node.path or "value",
+                "label": node.label,
+                "depth": depth,
+                "leaf": node.is_leaf,
+                "array": node.array is not None,
+                "line": array_line(node.array) if node.array is not None else node.value,
+                "params": node.params,
+                "bytes": node.bytes,
+                "flags": flags(node),
+                "more": node.hidden,
+            }
+        )
+        for child in node.children:
+            add(child, depth + 1)
+
+    add(root, 0)
+    return rows
