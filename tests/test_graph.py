@@ -124,9 +124,10 @@ def test_grad_of_mlp_marks_forward_and_backward():
     assert all(n.phase == m.FORWARD for n in g.equations if n.primitive == "tanh")
     back = [n for n in g.equations if n.phase == m.BACKWARD]
     assert sum(n.primitive == "dot_general" for n in back) >= 3
-    # Every backward equation comes after the forward ones it uses: no edge runs back.
+    # Every backward equation comes after the forward ones it uses: no edge runs back
+    # (but the one from the function's value to its seed, drawn below it).
     index = {n.id: i for i, n in enumerate(g.nodes)}
-    assert all(index[e.src] < index[e.dst] for e in g.edges)
+    assert all(index[e.src] < index[e.dst] for e in g.edges if e.kind != m.SEEDS)
     # The outputs are the gradient leaves: one per parameter array.
     assert sum(n.kind == m.OUTPUT for n in g.nodes) == 6
 
@@ -316,6 +317,26 @@ def test_a_layout_past_its_time_limit_falls_back_to_the_text_view():
     assert "took longer than" in bundle["text/plain"] and "scan" in bundle["text/plain"]
 
 
+def test_dot_is_budgeted_cpu_time_not_wall_time():
+    import subprocess
+    import sys
+    import time
+
+    from jaxlab.graph.render import run_budgeted
+
+    # A process that waits (as dot does on a busy machine) is not cut off by the clock...
+    start = time.monotonic()
+    done = run_budgeted([sys.executable, "-c", "import time; time.sleep(1.2)"], b"", 0.6)
+    assert done.returncode == 0 and time.monotonic() - start >= 1.2
+    # ...one that computes past its CPU budget is, long before its wall-clock limit.
+    start = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_budgeted([sys.executable, "-c", "while True: pass"], b"", 0.3, wall_factor=30)
+    assert time.monotonic() - start < 9
+    done = run_budgeted(["cat"], b"through stdin", 5)
+    assert done.stdout == b"through stdin"
+
+
 def test_model_round_trips_to_json():
     import json
 
@@ -443,6 +464,28 @@ def test_equations_that_reach_no_output_are_marked_unused():
     assert not g.node(next(n.id for n in g.equations if n.primitive == "cos")).unused
 
 
+def test_a_gradients_forward_value_is_live_and_its_seed_sits_by_it():
+    def loss(w, x):
+        _ = jnp.sin(w).sum()  # truly unused: still marked
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+    w, x = jnp.ones((3, 2)), jnp.ones((4, 3))
+    g = jaxlab.jaxpr_graph(loss, w, x, grad=True, values=True)
+    forward = [n for n in g.equations if n.phase == m.FORWARD]
+    unused = [n.primitive for n in forward if n.unused]
+    assert sorted(unused) == ["cos", "reduce_sum", "sin"]  # sin(w).sum() and its jvp's cos
+    live = [n.primitive for n in forward if not n.unused]
+    assert {"tanh", "integer_pow", "reduce_sum", "div"} <= set(live)
+    (seeds,) = [e for e in g.edges if e.kind == m.SEEDS]
+    value, seed = g.node(seeds.src), g.node(seeds.dst)
+    assert seed.role == m.SEED and value.phase == m.FORWARD and not value.unused
+    # The node the seed differentiates holds the function's value, as JAX computes it.
+    assert value.value.scalar == pytest.approx(float(loss(w, x)), rel=1e-6)
+    # Drawn: the seed below the value it differentiates (an edge dot ranks by).
+    dot = g.to_dot()
+    assert f'"{value.id}" -> "{seed.id}" [style=dotted' in dot
+
+
 # --------------------------------------------------------------------------- GraphExplorer
 
 
@@ -527,18 +570,19 @@ def test_explorer_groups_named_scopes_forward_and_backward_apart():
     scopes = {n.id: n.scope for n in g.equations}
     assert set(scopes.values()) == {"layer1", "head"}  # transform wrappers stripped
     w = GraphExplorer(g)
-    boxes = {c["id"]: c for c in w.model["clusters"] if c["primitive"] == "scope"}
-    assert set(boxes) == {
-        "scope:forward:layer1",
-        "scope:forward:head",
-        "scope:backward:layer1",
-        "scope:backward:head",
-    }
-    assert boxes["scope:backward:head"]["label"] == "head · backward"
+    # Each scope is one box, forward and backward apart; the backward boxes mirror the
+    # forward ones in reverse (graph/groups.py).
+    boxes = {c["label"]: c for c in w.model["clusters"]}
+    assert list(boxes) == ["layer1", "head", "∂ head", "∂ layer1"]
+    seg = {n.id: n for n in g.rebuild(frozenset()).nodes if n.kind == m.SEGMENT}
+    assert [seg[boxes[k]["id"]].phase for k in boxes] == [m.FORWARD] * 2 + [m.BACKWARD] * 2
     forward_layer1 = [n for n in g.equations if n.scope == "layer1" and n.phase == m.FORWARD]
-    assert boxes["scope:forward:layer1"]["n_equations"] == len(forward_layer1)
+    assert boxes["layer1"]["n_equations"] == len(forward_layer1)
     # Closed, each scope is one box; opened, its equations are drawn.
-    assert set(w.view["nodes"]) >= {"cluster:" + c for c in boxes}
-    w.toggle("scope:forward:layer1")
-    assert {n.id for n in forward_layer1} <= set(w.view["nodes"])
-    assert w.view["frames"] == ["scope:forward:layer1"]
+    assert set(w.view["nodes"]) >= {"cluster:" + c["id"] for c in boxes.values()}
+    w.toggle(boxes["layer1"]["id"])
+    inside = [n for n in w.model["nodes"] if n["kind"] == m.EQUATION]
+    assert sorted(n["primitive"] for n in inside) == sorted(
+        n.primitive for n in forward_layer1
+    )
+    assert w.view["frames"] == [boxes["layer1"]["id"]]
