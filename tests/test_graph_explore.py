@@ -128,11 +128,19 @@ def test_explorer_widget_sends_only_the_view_and_reveals_search_matches(big, exp
     w = GraphExplorer(big)
     assert len(w.model["nodes"]) + len(w.model["clusters"]) <= 40
     run = next(k for k in w.view["nodes"] if k.startswith("cluster:run"))
-    # The parameters' hub edges are drawn (straight, not by dot) to their consumers.
-    hub = [e for e in w.view["edges"] if e["src"] == "in0"]
-    assert hub and {e["kind"] for e in hub} == {"hub"}
+    # The first view is the program's own structure: the Python loop of jitted layers.
+    assert w.model["clusters"][0]["label"].startswith(f"loop ×{LAYERS}")
     w.toggle(run[len("cluster:") :])
     assert w.view["frames"] == [run[len("cluster:") :]]
+    # Opened, its iterations in ranges named by what they hold, never by their size.
+    labels = [c["label"] for c in w.model["clusters"]]
+    assert not [label for label in labels if "equations" in label]
+    ranges = [label for label in labels if label.startswith("iteration ")]
+    assert len(ranges) <= RUN_ITEMS and ranges[0] == "iteration 0–21"
+    assert ranges[-1].endswith(f"–{LAYERS - 1}")
+    # The parameters' hub edges are drawn (straight, not by dot) to their consumers.
+    hub = [e for e in w.view["edges"] if e["src"] == "in0"]
+    assert len(hub) >= len(ranges) and {e["kind"] for e in hub} == {"hub"}
     found = w.search("tanh")
     assert found["total"] == LAYERS and len(found["matches"]) == min(LAYERS, 200)
     hidden = found["matches"][150]
@@ -144,8 +152,9 @@ def test_explorer_widget_sends_only_the_view_and_reveals_search_matches(big, exp
     # Closing the outer run closes the runs and programs opened inside it.
     held = explorer.holders(hidden["id"])
     assert len(held) >= 3 and set(held) <= set(w.opened)
-    w.toggle(held[0])
-    assert not set(held) & set(w.opened) and run[len("cluster:") :] in w.opened
+    assert held[0] == run[len("cluster:") :]
+    w.toggle(held[1])
+    assert not set(held[1:]) & set(w.opened) and held[0] in w.opened
 
 
 def small(x, w):

@@ -300,3 +300,55 @@ def test_text_calls_arguments_by_the_graphs_names():
     # Run as JAX's text would be: the same program, variable for variable.
     jax_text = str(jax.make_jaxpr(f)(*args))
     assert len(text.split()) == len(jax_text.split())
+
+
+def test_the_legend_lists_exactly_the_marks_drawn():
+    from jaxlab.widgets import GraphExplorer
+
+    def marks(w):
+        return [entry["mark"] for entry in w.legend]
+
+    w = GraphExplorer(jaxlab.jaxpr_graph(rnn, *_rnn_args()))
+    # Not a gradient: no forward or backward colour; the scan closed, no carry yet.
+    assert marks(w) == ["input", "output", "closed", "upstream", "downstream"]
+    (scan,) = [c["id"] for c in w.model["clusters"] if c["primitive"] == "scan"]
+    w.toggle(scan)
+    assert marks(w) == ["input", "output", "port", "carry", "upstream", "downstream"]
+    assert {e["kind"] for e in w.view["edges"]} >= {m.CARRY}
+
+    def loss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+    g = jaxlab.jaxpr_graph(loss, jnp.ones((3, 2)), jnp.ones((4, 3)), grad=True, values=True)
+    w = GraphExplorer(g)
+    drawn = [g.node(k) for k in w.view["nodes"] if not k.startswith("cluster:")]
+    assert not any(n.unused for n in drawn)  # the forward pass is live: no "unused" entry
+    assert marks(w) == [
+        "forward",
+        "backward",
+        "input",
+        "output",
+        "seed",
+        "residual",
+        "fixed",
+        "seeds",
+        "upstream",
+        "downstream",
+    ]
+    # Each entry's words say what the mark is; the saved view keeps them.
+    texts = {entry["mark"]: entry["text"] for entry in w.legend}
+    assert texts["fixed"].startswith("faded") and texts["seed"].startswith("seed ∂f/∂f")
+    assert texts["backward"] in w.static_bundle()["text/html"]
+
+
+def test_the_dependency_highlight_has_colours_of_its_own():
+    from pathlib import Path
+
+    import jaxlab.widgets
+
+    css = (Path(jaxlab.widgets.__file__).parent / "static" / "graph_explorer.css").read_text()
+    colour = dict(re.findall(r"--ge-(\w+): (#[0-9a-f]{6});", css))
+    highlight = {colour["upstream"], colour["downstream"]}
+    assert len(highlight) == 2 and not highlight & {colour["forward"], colour["backward"]}
+    for side in ("upstream", "downstream"):
+        assert re.search(rf"\.jaxlab-ge-{side} rect \{{ stroke: var\(--ge-{side}\)", css)

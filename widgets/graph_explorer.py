@@ -39,7 +39,15 @@ from jaxlab.graph.names import shorten
 from ._base import JaxlabWidget
 from .graph_layout import box_clusters, lay_out, layout, visible
 
-__all__ = ["GraphExplorer", "box_clusters", "layout", "static_svg", "visible", "with_scopes"]
+__all__ = [
+    "GraphExplorer",
+    "box_clusters",
+    "layout",
+    "legend_entries",
+    "static_svg",
+    "visible",
+    "with_scopes",
+]
 
 
 def with_scopes(graph: m.Graph) -> m.Graph:
@@ -102,6 +110,60 @@ def view_model(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# Every mark the explorer can draw, in the legend's order: (mark, what it says). The page
+# draws each with the same CSS class as the thing it explains (jaxlab-ge-legend-<mark>).
+LEGEND = (
+    ("forward", "forward pass"),
+    ("backward", "backward pass"),
+    ("input", "input: an argument"),
+    ("output", "output: a result"),
+    ("const", "constant"),
+    ("seed", "seed ∂f/∂f = 1: starts the backward pass"),
+    ("port", "a nested program's parameter or result"),
+    ("residual", "residual: kept for the backward pass"),
+    ("unused", "dotted: reaches no output"),
+    ("fixed", "faded: argument held fixed (not differentiated)"),
+    ("closed", "dashed box: closed program or run (click to open)"),
+    ("carry", "dashed arrow: a loop's carry, fed back to the next iteration"),
+    ("seeds", "dotted arrow: the value the seed differentiates"),
+    ("upstream", "after a click: what the node depends on"),
+    ("downstream", "after a click: what depends on the node"),
+)
+
+
+def legend_entries(graph: m.Graph, view: dict[str, Any]) -> list[dict[str, str]]:
+    """The legend of a laid-out view: one entry ``{mark, text}`` per colour or mark it
+    draws, no more (a forward-only program has no "backward pass" entry)."""
+    by_id = {n.id: n for n in graph.nodes}
+    # A closed box ("cluster:run0-2") wears its node's phase and kind too.
+    ids = (k.removeprefix("cluster:") for k in view["nodes"])
+    shown = [by_id[k] for k in ids if k in by_id]
+    marks: set[str] = set()
+    for n in shown:
+        marks.update(x for x in (n.phase, n.kind) if x)
+        marks.update(
+            mark
+            for mark, on in (
+                ("residual", n.residual),
+                ("unused", n.unused),
+                ("fixed", n.role == m.FIXED),
+                ("seed", n.role == m.SEED),
+            )
+            if on
+        )
+    if m.SEED in marks:
+        marks.discard("const")  # the seed is the only constant of a gradient, named
+        if any(n.kind == m.CONST and n.role != m.SEED for n in shown):
+            marks.add("const")
+    if any(k.startswith("cluster:") for k in view["nodes"]):
+        marks.add("closed")
+    kinds = {e.get("kind") for e in view["edges"]}
+    marks.update(k for k in (m.CARRY, m.SEEDS) if k in kinds)
+    if view["edges"]:
+        marks.update(("upstream", "downstream"))
+    return [{"mark": mark, "text": text} for mark, text in LEGEND if mark in marks]
+
+
 class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     """An explorable view of a :class:`jaxlab.graph.Graph` (``%jaxpr``, ``%grad --graph``)."""
 
@@ -110,6 +172,9 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     view = traitlets.Dict().tag(sync=True)  # the layout of what is visible
     found = traitlets.Dict().tag(sync=True)  # the last search: query, total, matches
     error = traitlets.Unicode("").tag(sync=True)
+    # The view's legend, computed here from what it draws (see ``legend``); the page
+    # only renders it.
+    legend = traitlets.List(traitlets.Dict()).tag(sync=True)
 
     def __init__(self, graph: m.Graph, *, opened: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -257,6 +322,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         self._drawn, self._rep = drawn, chosen["rep"]
         # The records first: the browser redraws when the view changes.
         self.model = view_model(drawn, laid)
+        self.legend = legend_entries(drawn, laid)
         self.view = laid
         self.error = ""
         if self._query:
@@ -284,7 +350,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         # run, and the saved notebook shows what the user last saw (with its tooltips).
         if not self.view.get("nodes"):
             return f"<pre>{html.escape(self.error)}\n{html.escape(self._graph.describe())}</pre>"
-        return static_svg(self._drawn, self.view)
+        return static_svg(self._drawn, self.view, self.legend)
 
     def _static_text(self) -> str:
         return self._graph.describe()
@@ -304,7 +370,9 @@ _STATIC_STYLE = (
 )
 
 
-def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
+def static_svg(
+    graph: m.Graph, view: dict[str, Any], legend: list[dict[str, str]] | None = None
+) -> str:
     """An inline SVG of a laid-out view (every user string escaped, no script): boxes,
     titles at 14 px and rows at 12 px, edges, a <title> tooltip per node."""
     esc = html.escape
@@ -326,7 +394,9 @@ def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
             f"{p[i + 2][0]:.1f},{p[i + 2][1]:.1f}"
             for i in range(1, len(p) - 2, 3)
         )
-        dash = ' stroke-dasharray="6 3"' if e.get("kind") == m.CARRY else ""
+        dash = {m.CARRY: ' stroke-dasharray="6 3"', m.SEEDS: ' stroke-dasharray="1 3"'}.get(
+            e.get("kind", ""), ""
+        )
         out.append(f'<path d="{d}" stroke-opacity="0.55"{dash}/>')
     for node_id, box in view["nodes"].items():
         x, y, w, h = (_num(v) for v in box)
@@ -361,7 +431,9 @@ def static_svg(graph: m.Graph, view: dict[str, Any]) -> str:
         out.append("</g>")
     out.append("</g></svg>")
     notes = "".join(f"<div>{esc(note)}</div>" for note in graph.notes)
-    return f"<div><b>{esc(graph.title)}</b>{notes}{''.join(out)}</div>"
+    key = " · ".join(esc(entry.get("text", "")) for entry in legend or [])
+    key = f'<div class="jaxlab-ge-legend">{key}</div>' if key else ""
+    return f"<div><b>{esc(graph.title)}</b>{notes}{key}{''.join(out)}</div>"
 
 
 def _num(value: Any) -> float:

@@ -31,7 +31,7 @@ from .labels import (
     param_summary,
     type_text,
 )
-from .marks import carry_edges, mark_unused, scan_counts
+from .marks import carry_edges, mark_unused, primal_and_seed, scan_counts
 from .names import program_names, result_name
 from .walk import Block, Item, name_stack, source_line, walk
 
@@ -201,11 +201,20 @@ def assemble(
 ) -> m.Graph:
     """The Graph of what ``emitter`` emitted: unused equations marked, loop carries added
     (``n_equations``: the program's, when the caller has counted them already)."""
-    nodes = mark_unused(tuple(emitter.nodes), edges)
+    live: tuple[str, ...] = ()
+    seeds: tuple[m.Edge, ...] = ()
+    if grad:  # the forward value the report prints is live, its seed drawn next to it
+        primal, seed = primal_and_seed(tree, closed_jaxpr)
+        value, seed_node = emitter.var_node.get(primal), emitter.var_node.get(seed)
+        if value is not None:
+            live = (value,)
+            if seed_node is not None and seed_node != value:
+                seeds = (m.Edge(value, seed_node, m.SEEDS),)
+    nodes = mark_unused(tuple(emitter.nodes), edges, live)
     return m.Graph(
         title=title,
         nodes=nodes,
-        edges=edges + carry_edges(tree, {n.id for n in nodes}, emitter.var_node),
+        edges=edges + seeds + carry_edges(tree, {n.id for n in nodes}, emitter.var_node),
         clusters=tuple(emitter.clusters),
         notes=notes,
         n_equations=tree.n_equations if n_equations is None else n_equations,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -32,6 +33,7 @@ import jax.extend.core as jcore
 
 from . import model as m
 from .build import _Emitter, _group_inputs, _io_nodes, _phase, _Plan, _summary, assemble
+from .groups import Path_, Piece, item_path, split_range
 from .labels import param_summary, type_text
 from .walk import Block, Item, name_stack, source_line
 
@@ -85,6 +87,10 @@ class Explorer:
         self._backward: dict[str, list[bool]] = {}
         self._haystack: list[tuple[str, str]] | None = None
         self._runs: dict[str, _RunSummary] = {}
+        # The structure the program says (graph/groups.py): each equation's path, per
+        # block, and the named box of every range it made.
+        self._paths: dict[str, list[Path_]] = {}
+        self._named: dict[tuple[str, int, int], Piece] = {}
         self.n_equations = tree.n_equations  # counted once: every view says it
 
     def _index(self, block: Block) -> None:
@@ -108,6 +114,9 @@ class Explorer:
 
     def _split(self, block: Block, lo: int, hi: int) -> list[tuple[int, int]] | None:
         n = hi - lo + 1
+        named = self._structure(block, lo, hi)
+        if named is not None:
+            return named
         if n <= RUN_ITEMS:
             return None
         # Balanced: L levels of runs reach single equations (RUN_ITEMS ** L >= n), each
@@ -128,6 +137,79 @@ class Explorer:
                 found.append((start, k - 1))
                 start = k
         return found
+
+    def _structure(self, block: Block, lo: int, hi: int) -> list[tuple[int, int]] | None:
+        """Items ``lo..hi`` as the boxes the program's own structure makes (named scopes,
+        the user's calls, loop iterations: graph/groups.py), or None."""
+        known = self._named.get((block.prefix, lo, hi))
+        if known is not None and known.pieces:  # a range of instances: the instances
+            for p in known.pieces:
+                self._named[(block.prefix, p.lo, p.hi)] = p
+            return [(p.lo, p.hi) for p in known.pieces]
+        whole = lo == 0 and hi == len(block.items) - 1
+        if known is None and not whole:
+            return None  # a run cut by size holds no named structure of its own
+        if block.prefix not in self._paths:
+            self._paths[block.prefix] = [item_path(item.eqn) for item in block.items]
+        primitives = [item.primitive for item in block.items]
+        then = known.then if known is not None else ("path", 0)
+        pieces = split_range(
+            self._paths[block.prefix], primitives, self._phases(block), lo, hi, then
+        )
+        if pieces is not None and len(pieces) > RUN_ITEMS:
+            pieces = _chunks(pieces)  # 714 iterations: 31 boxes "iteration 0–22", ...
+        if pieces is None or len(pieces) == hi - lo + 1:
+            return None
+        if hi - lo + 1 <= RUN_ITEMS and all(not p.name or p.then[0] == "none" for p in pieces):
+            return None  # a few equations by line: each drawn is clearer
+        for p in pieces:
+            if p.lo < p.hi:
+                self._named[(block.prefix, p.lo, p.hi)] = p
+        return [(p.lo, p.hi) for p in pieces]
+
+    def run_label(self, block: Block, lo: int, hi: int) -> str | None:
+        """A named box's title: ``layer 3 (params[3])``, ``∂ layer 3``, ``mlp/linear_1``,
+        ``layer ×20``; None for a run cut by size."""
+        piece = self._named.get((block.prefix, lo, hi))
+        if piece is None:
+            return None
+        name = piece.name or source_line(block.items[lo].eqn) or block.items[lo].primitive
+        name = name.removesuffix(".__call__")  # a module's call: its class (N, not N.__call__)
+        used = self._parameters(block, lo, hi)
+        if piece.instance is not None and re.search(r"\.\w+$", used):
+            # Calls told apart by the module attribute they read (flax nnx's model.l1).
+            name = used
+        else:
+            if piece.instance is not None:
+                name += f" {piece.instance}"
+            if used:
+                name += f" ({used})"
+        if self._phases(block)[lo]:
+            name = "∂ " + name
+        return name
+
+    def _parameters(self, block: Block, lo: int, hi: int) -> str:
+        """The top-level arguments a box reads, by their shared pytree path (``params[3]``,
+        ``model.l1``): how an iteration or an nnx module is told apart."""
+        if block.prefix:
+            return ""
+        names = dict(zip(self.tree.jaxpr.invars, self.input_names, strict=False))
+        read = [
+            names[v]
+            for item in block.items[lo : hi + 1]
+            for v in item.eqn.invars
+            if not isinstance(v, jcore.Literal) and v in names
+        ]
+        by_argument: dict[str, list[str]] = {}
+        for name in dict.fromkeys(read):
+            by_argument.setdefault(_root(name), []).append(name)
+        leaves = Counter(_root(name) for name in self.input_names)
+        # Parts of pytree arguments only: a whole x, or all of params, tells no box apart.
+        shown = [
+            _shared_path(parts) for root, parts in by_argument.items() if len(parts) < leaves[root]
+        ]
+        shown = [p for p in shown if p and ("[" in p or "." in p)]
+        return ", ".join(shown[:2]) + (" …" if len(shown) > 2 else "")
 
     def _phases(self, block: Block) -> list[bool]:
         """Per item of ``block``: is it a backward equation (runs are cut where this changes)."""
@@ -350,17 +432,23 @@ class _ExploreEmitter(_Emitter):
             run_id = explorer.run_id(block, a, b)
             run: list[Item] = block.items[a : b + 1]
             run_phase = _phase(run[0].eqn, phase, self.grad)
+            named = explorer.run_label(block, a, b)
             if run_id in self.plan.opened:
                 n = sum(item.n_equations for item in run)
-                label = f"equations {a}–{b} ({n})"
+                label = named or f"equations {a}–{b} ({n})"
                 depth = run[0].depth
                 self.clusters.append(m.Cluster(run_id, "run", label, cluster, depth, n))
                 self._range(block, a, b, run_id, phase)
             else:
-                self._run_node(run, run_id, cluster, run_phase)
+                self._run_node(run, run_id, cluster, run_phase, named)
 
     def _run_node(
-        self, run: list[Item], run_id: str, cluster: str | None, phase: str | None
+        self,
+        run: list[Item],
+        run_id: str,
+        cluster: str | None,
+        phase: str | None,
+        named: str | None = None,
     ) -> None:
         """``run`` closed: one SEGMENT node, as ``_Emitter.segment`` draws it, from a
         summary kept across views (a toggle re-emits every closed run of the view)."""
@@ -371,7 +459,7 @@ class _ExploreEmitter(_Emitter):
             m.Node(
                 run_id,
                 m.SEGMENT,
-                f"{summary.n} equations",
+                named or f"{summary.n} equations",
                 cluster=cluster,
                 primitive=summary.top,
                 types=summary.types,
@@ -383,3 +471,41 @@ class _ExploreEmitter(_Emitter):
         )
         for v in summary.writes:
             self.var_node[v] = run_id
+
+
+def _chunks(pieces: list[Piece]) -> list[Piece] | None:
+    """More call instances or iterations than a view shows, as at most ``RUN_ITEMS``
+    consecutive ranges named by the instances they hold (``layer 23–45``); each opens to
+    its instances. None when the pieces are not numbered instances."""
+    if any(p.instance is None for p in pieces) or len({p.name for p in pieces}) != 1:
+        return None
+    n = len(pieces)
+    groups = math.ceil(n / math.ceil(n / RUN_ITEMS))  # as even as they can be
+    found: list[Piece] = []
+    for g in range(groups):
+        part = pieces[g * n // groups : (g + 1) * n // groups]
+        numbers = sorted(p.instance for p in part if p.instance is not None)
+        name = f"{part[0].name} {numbers[0]}–{numbers[-1]}"
+        found.append(Piece(part[0].lo, part[-1].hi, name, ("pieces", 0), pieces=tuple(part)))
+    return found
+
+
+def _shared_path(names: list[str]) -> str:
+    """The pytree path ``names`` share, cut at a key: ``params[3][0]``, ``params[3][1]`` ->
+    ``params[3]``; ``model.l1.kernel``, ``model.l1.bias`` -> ``model.l1``; one name as is."""
+    if len(names) == 1:  # one array: its module's path (model.l1.kernel -> model.l1)
+        return re.sub(r"\.\w+$", "", names[0])
+    first = names[0]
+    k = 0
+    while k < len(first) and all(len(n) > k and n[k] == first[k] for n in names):
+        k += 1
+    shared = first[:k]
+    cut = max(shared.rfind("["), shared.rfind("."))
+    if k < len(first) or any(len(n) > k for n in names):
+        shared = shared[:cut] if cut > 0 else ""
+    return shared
+
+
+def _root(name: str) -> str:
+    """The argument a leaf's name belongs to: ``params[3][0]`` -> ``params``."""
+    return re.split(r"[\[.]", name, maxsplit=1)[0]

@@ -21,7 +21,7 @@ from typing import Any
 import jax.extend.core as jcore
 
 from . import model as m
-from .walk import Block, Item
+from .walk import Block, Item, name_stack
 
 
 def scan_counts(params: dict[str, Any]) -> tuple[int, int] | None:
@@ -74,17 +74,21 @@ def carry_edges(
     return tuple(dict.fromkeys(found))
 
 
-def mark_unused(nodes: tuple[m.Node, ...], edges: tuple[m.Edge, ...]) -> tuple[m.Node, ...]:
+def mark_unused(
+    nodes: tuple[m.Node, ...], edges: tuple[m.Edge, ...], live: tuple[str, ...] = ()
+) -> tuple[m.Node, ...]:
     """Top-level equations from which no path reaches an output, marked ``unused``.
 
     Anything inside a cluster counts as used (a while's condition reads values that reach
-    no output, yet decides the loop), and so does all that feeds it.
+    no output, yet decides the loop), and so does all that feeds it; so do the ``live``
+    nodes (a gradient program's forward value, which the report prints).
     """
     producers: dict[str, list[str]] = defaultdict(list)
     for e in edges:
         producers[e.dst].append(e.src)
     # Walk back from every output and every node inside a cluster: what is reached is used.
     stack = [n.id for n in nodes if n.kind == m.OUTPUT or n.cluster is not None]
+    stack += [node_id for node_id in live if node_id not in stack]
     used = set(stack)
     while stack:
         for src in producers.get(stack.pop(), ()):
@@ -97,3 +101,44 @@ def mark_unused(nodes: tuple[m.Node, ...], edges: tuple[m.Edge, ...]) -> tuple[m
         else n
         for n in nodes
     )
+
+
+def primal_and_seed(tree: Block, closed_jaxpr: Any) -> tuple[Any, Any]:
+    """In a gradient program (``jax.vjp`` applied to a seed of 1): the variable holding
+    the function's value, and the constant seed ``∂f/∂f = 1`` that differentiates it.
+
+    The value is the last forward equation's scalar result that nothing reads, of the
+    seed's dtype; the seed is the scalar constant 1 of that dtype. ``(None, None)`` when
+    either cannot be told.
+    """
+    j = tree.jaxpr
+    seed = None
+    for var, value in zip(j.constvars, getattr(closed_jaxpr, "consts", ()), strict=False):
+        if getattr(value, "shape", None) == () and _is_one(value):
+            seed = var
+    if seed is None:
+        return None, None
+    read: set[Any] = {v for v in j.outvars if not isinstance(v, jcore.Literal)}
+    for item in tree.items:
+        read.update(v for v in item.eqn.invars if not isinstance(v, jcore.Literal))
+    dtype = getattr(seed.aval, "dtype", None)
+    for item in reversed(tree.items):
+        if "transpose" in name_stack(item.eqn):
+            continue
+        for v in item.eqn.outvars:
+            aval = getattr(v, "aval", None)
+            if (
+                not isinstance(v, jcore.DropVar)
+                and v not in read
+                and getattr(aval, "shape", None) == ()
+                and getattr(aval, "dtype", None) == dtype
+            ):
+                return v, seed
+    return None, None
+
+
+def _is_one(value: Any) -> bool:
+    try:
+        return bool(value == 1)
+    except (TypeError, ValueError):
+        return False

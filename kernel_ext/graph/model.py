@@ -93,10 +93,13 @@ class Node:
 class Edge:
     src: str
     dst: str
-    kind: str = ""  # CARRY: a loop's carry, from the body's result back to its parameter
+    kind: str = ""  # CARRY: a loop's carry, from the body's result back to its parameter;
+    # SEEDS: a gradient's forward value to its seed
 
 
 CARRY = "carry"
+# From a gradient program's forward value to the seed ∂f/∂f = 1 that differentiates it.
+SEEDS = "seeds"
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@
 //   opened: [cluster id]          view: {width, height, nodes: {id: [x, y, w, h]},
 //                                        edges: [{src, dst, points, kind}], frames: [id]}
 //   found:  {query, total, matches: [{id, box}]}: the kernel's search of the whole program
+//   legend: [{mark, text}]: the marks this view draws, computed in the kernel
 // A click on a closed box (or an open cluster's header) sends {type: "toggle"}; the kernel
 // builds and lays out what is then visible and sends a new view. Typing in the search box
 // sends {type: "search"}; stepping to a match hidden in a closed box sends {type: "reveal"}.
@@ -95,6 +96,19 @@ function draw(model, el, state) {
   bar.append(search, count, fit);
   root.append(bar);
   for (const note of data.notes || []) root.append(h("div", "jaxlab-ge-note", note));
+  // The legend: the kernel lists the marks this view draws; each swatch wears the class
+  // of what it explains.
+  const entries = model.get("legend") || [];
+  if (entries.length) {
+    const key = h("div", "jaxlab-ge-legend");
+    for (const { mark, text } of entries) {
+      const item = h("span", "jaxlab-ge-legend-item");
+      item.dataset.mark = mark;
+      item.append(h("span", "jaxlab-ge-swatch jaxlab-ge-legend-" + mark), h("span", "", text));
+      key.append(item);
+    }
+    root.append(key);
+  }
   if (error) root.append(h("div", "jaxlab-ge-error", error));
 
   const width = view.width + 2 * PAD;
@@ -262,7 +276,8 @@ function draw(model, el, state) {
       const target = view.nodes[current.id] ? current.id : current.box;
       if (target === current.id || target === "cluster:" + current.id || state.revealed === current.id) {
         state.follow = false;
-        if (view.nodes[target]) centre(view.nodes[target]);
+        const shown = view.nodes[target] ? target : view.nodes[current.box] ? current.box : null;
+        if (shown) keepInView(shown);
       } else {
         // Once, and only for the match stepped to last (Enter held down steps through
         // many): the kernel opens what holds it, and the new view and matches come back.
@@ -331,6 +346,17 @@ function draw(model, el, state) {
     if (frame) return;
     frame = requestAnimationFrame(() => { frame = 0; place(); });
   };
+  // A match stepped to stays in view: centred in the pane when any of it is outside,
+  // and the pane scrolled into the page's view when it is not there.
+  function keepInView(id) {
+    const [bx, by, bw, bh] = view.nodes[id];
+    const { x, y, k } = state.at_view;
+    const left = (bx + PAD) * k + x, top = (by + PAD) * k + y;
+    const inside = left >= 0 && top >= 0 && left + bw * k <= pane.clientWidth && top + bh * k <= pane.clientHeight;
+    if (!inside) centre(view.nodes[id]);
+    const r = pane.getBoundingClientRect();
+    if (r.top < 0 || r.bottom > window.innerHeight) pane.scrollIntoView({ block: "nearest" });
+  }
   function centre([bx, by, bw, bh]) {
     const { k } = state.at_view;
     state.at_view.x = pane.clientWidth / 2 - (bx + PAD + bw / 2) * k;
