@@ -582,7 +582,5 @@ def test_explorer_groups_named_scopes_forward_and_backward_apart():
     assert set(w.view["nodes"]) >= {"cluster:" + c["id"] for c in boxes.values()}
     w.toggle(boxes["layer1"]["id"])
     inside = [n for n in w.model["nodes"] if n["kind"] == m.EQUATION]
-    assert sorted(n["primitive"] for n in inside) == sorted(
-        n.primitive for n in forward_layer1
-    )
+    assert sorted(n["primitive"] for n in inside) == sorted(n.primitive for n in forward_layer1)
     assert w.view["frames"] == [boxes["layer1"]["id"]]
