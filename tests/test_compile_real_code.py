@@ -18,12 +18,8 @@ from jax.extend.core import jaxpr_as_fun
 
 import jaxlab
 from jaxlab.compile.report import duration
-from jaxlab.compile.static_leaves import (
-    blamed_parameter,
-    call_with_bound,
-    resolve_static,
-    split_static,
-)
+from jaxlab.explain.finding import blamed_parameter
+from jaxlab.program.static_leaves import call_with_bound, resolve_static, split_static
 
 
 def power(x, n):
@@ -266,10 +262,10 @@ def test_partial_of_a_module_call():
 
 
 def test_one_idea_of_an_array_leaf_for_calls_and_cells(ip):
-    """compile.leaves is what both split_static (a call's arguments) and %%jit (a cell's
+    """program.leaves is what both split_static (a call's arguments) and %%jit (a cell's
     inputs) call an array: an equinox model's arrays are traced and its activation held
     static in both, and its leaves come back in place."""
-    from jaxlab.compile.leaves import combine, is_array, is_array_input, partition
+    from jaxlab.program.leaves import combine, is_array, is_array_input, partition
 
     model = eqx.nn.MLP(2, 1, 4, 1, key=jax.random.PRNGKey(0))
     leaves = jax.tree_util.tree_leaves(model)

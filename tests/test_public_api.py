@@ -68,8 +68,9 @@ PUBLIC_MAGICS = {
 }
 
 # The top of kernel_ext/: the entry point and the shared modules (plus the warning
-# category); everything else lives in a package: the package of its capability, or
-# program/ (calls and cells, shared by every magic).
+# category); everything else lives in a package: the package of its capability, or a
+# package below them all: program/ (calls, cells and a call's argument leaves, shared by
+# every magic) or highlight/ (code as HTML). tests/test_house.py checks the imports.
 TOP_LEVEL = {"__init__.py", "devices.py", "_jax_compat.py", "_warning.py"}
 
 

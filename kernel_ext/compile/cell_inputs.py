@@ -18,8 +18,8 @@ it left, which is written back into the user's module after the call returned.
 
 This module's job is the cell's side: the input's compile-key part, the object the jitted
 function receives, and what changed between two keys. Which leaves are arrays, and the
-partition itself, are :mod:`jaxlab.compile.leaves`, shared with a call's arguments
-(:mod:`jaxlab.compile.static_leaves`).
+partition itself, are :mod:`jaxlab.program.leaves`, shared with a call's arguments
+(:mod:`jaxlab.program.static_leaves`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..program import ProgramError
-from .leaves import combine, partition
+from ..program.leaves import combine, partition
 from .log import ArgChange
 from .messages import short_type, short_value
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..program import ProgramError
 from ..program.guard import OutsideWrite
+from ..program.leaves import NUMBERS, is_array, jax_accepts
 from .cell_inputs import SplitPart, array_key, nnx_of, nnx_part, split_part
-from .leaves import NUMBERS, is_array, jax_accepts
 
 _SCALARS = (*NUMBERS, str, bytes, type(None))
 _STATIC_TYPES = (*_SCALARS, types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)

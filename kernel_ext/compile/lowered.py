@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..graph.code_html import highlight
+from ..highlight.code_html import highlight
 
 STABLEHLO = "stablehlo"
 HLO = "hlo"
@@ -76,7 +76,7 @@ def _lower(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
         return lower(*args, **kwargs)
     import jax
 
-    from .static_leaves import split_static
+    from ..program.static_leaves import split_static
 
     # Non-array leaves (a module's activation function) are held static, as in %jaxpr.
     split = split_static(fun, args, kwargs)

@@ -299,7 +299,7 @@ def compile_report(
     """
     import jax
 
-    from .static_leaves import filter_jit_target, resolve_static, split_static
+    from ..program.static_leaves import filter_jit_target, resolve_static, split_static
 
     if not callable(fun):
         raise TypeError(f"compile_report needs a function, not a {type(fun).__name__}")

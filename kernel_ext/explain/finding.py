@@ -1,5 +1,6 @@
 """What every explanation rule shares: the Finding it returns, docs pages, JAX's message
-fields, and the names the user's code gives to ``jax``, ``jax.numpy`` and ``jax.lax``.
+fields (and the parameter they blame), and the names the user's code gives to ``jax``,
+``jax.numpy`` and ``jax.lax``.
 
 >>> traced(TypeError("The error occurred while tracing the function f at cell:1 for jit. "
 ...     "This concrete value was not available in Python because it depends on the value "
@@ -9,8 +10,11 @@ fields, and the names the user's code gives to ``jax``, ``jax.numpy`` and ``jax.
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -76,6 +80,22 @@ def in_trace(exc: BaseException) -> str:
         if t
         else " inside a JAX transformation"
     )
+
+
+def blamed_parameter(fun: Callable[..., Any], error: BaseException) -> str | None:
+    """The parameter of ``fun`` whose traced value JAX says it needed concretely (from
+    "depends on the value of the argument neg"), or None when JAX names none of them."""
+    found = traced(error)
+    if found is None:
+        return None
+    try:
+        params = set(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        return None
+    # JAX names a pytree leaf "params['w']": the parameter is the part before the path.
+    roots = [a.split("[", 1)[0].split(".", 1)[0] for a in found.arguments]
+    named = [r for r in roots if r in params]
+    return named[0] if named else None
 
 
 # --------------------------------------------------------------------------- the user's names

@@ -62,7 +62,7 @@ def jaxpr_graph(
     budgeted drawing (see ``graph_from_jaxpr``); either way ``Graph.rebuild`` draws the
     explorer's views, with the same notes and annotations.
     """
-    from ..compile.static_leaves import split_static
+    from ..program.static_leaves import split_static
 
     name = getattr(fun, "__name__", None) or type(fun).__name__
     if grad:

@@ -112,7 +112,7 @@ def gradient_graph(
     first view (see ``graph_from_jaxpr``); either way the Graph's ``rebuild`` draws the
     explorer's views with the same names, roles and annotations.
     """
-    from ..compile.static_leaves import split_static
+    from ..program.static_leaves import split_static
     from .build import DEFAULT_BUDGET, graph_from_jaxpr, static_note
 
     name = name or getattr(fun, "__name__", None) or type(fun).__name__

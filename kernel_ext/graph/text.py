@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import code_html
+from ..highlight import code_html
 
 # One alternative per role, tried left to right at each position; a group `kw` is the
 # CSS class `jx-kw`.

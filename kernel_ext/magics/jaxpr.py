@@ -148,7 +148,7 @@ def _trace(call: Call, args: Any, view: str, explore: bool = False) -> Any:
         )
     import jax
 
-    from ..compile.static_leaves import split_static
+    from ..program.static_leaves import split_static
 
     title = f"grad({call.fun_name})" if args.grad else call.fun_name
     # Non-array leaves (a module's activation function) are held static, as in the graph.
@@ -178,7 +178,8 @@ def _closed_over(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..
 
 
 def _concrete_hint(call: Call, error: BaseException) -> str:
-    from ..compile.static_leaves import blamed_parameter, call_with_bound
+    from ..explain.finding import blamed_parameter
+    from ..program.static_leaves import call_with_bound
 
     # The parameter JAX blames, bound in the user's own call; a placeholder only when
     # JAX names none of the function's parameters.
@@ -242,7 +243,7 @@ def non_array_argument(call: Call) -> tuple[str, str, Any] | None:
     the leaf's path (``params['w']``) and the leaf itself."""
     import jax
 
-    from ..compile.leaves import is_array_input, jax_accepts
+    from ..program.leaves import is_array_input, jax_accepts
 
     try:
         named = list(inspect.signature(call.fun).bind(*call.args, **call.kwargs).arguments.items())

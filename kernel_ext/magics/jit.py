@@ -27,9 +27,10 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..compile.cell import cell_jit
-from ..compile.static_leaves import blamed_parameter, filter_jit_target, resolve_static
+from ..explain.finding import blamed_parameter
 from ..explain.trace_failure import is_non_array_argument, needs_concrete_value, returns_non_array
 from ..program import Call, ProgramError, parse_call
+from ..program.static_leaves import filter_jit_target, resolve_static
 from ._failures import failure_text
 from ._options import parse_options, split_options
 from ._progress import watching

@@ -9,8 +9,14 @@ Two forms reach the magics:
   function of its inputs, and :mod:`~jaxlab.program.guard` keeps it from writing outside
   itself, so that a failing cell magic changes nothing.
 
-Nothing here imports IPython or JAX: errors are :class:`ProgramError`, which the magics
-turn into ``UsageError``.
+A call's arguments are pytrees: :mod:`~jaxlab.program.leaves` says which leaves JAX traces
+as arrays (for a call's arguments and a cell's inputs alike), and
+:mod:`~jaxlab.program.static_leaves` closes a call over the rest, as ``eqx.filter_jit``
+does, so every magic takes the same calls.
+
+Nothing here imports IPython, nor JAX until a leaf is looked at, nor any capability
+package (``tests/test_house.py``): errors are :class:`ProgramError`, which the magics turn
+into ``UsageError``.
 """
 
 from .call import Call as Call

@@ -19,7 +19,7 @@ import jax
 from .._jax_compat import cost_analysis
 from ..compile.capture import jaxlab_work
 from ..compile.loop_costs import loops_counted_whole
-from ..compile.static_leaves import split_static
+from ..program.static_leaves import split_static
 
 _JIT_PRIMITIVES = frozenset({"pjit", "jit"})  # the name of a jitted call in a jaxpr
 

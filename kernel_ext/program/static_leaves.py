@@ -16,8 +16,9 @@ keeps its structure with ``None`` where the static leaves were (as ``eqx.partiti
 does); the function ``split.fun`` puts them back before calling the user's function.
 
 This module's job is a call's side (``%jit``, ``%jaxpr``, ``%grad``): the split call and
-the hints about static arguments. Which leaves are arrays, and the partition itself, are
-:mod:`jaxlab.compile.leaves`, shared with ``%%jit``'s inputs
+the hints about static arguments (which parameter JAX's error blames is
+:func:`jaxlab.explain.finding.blamed_parameter`). Which leaves are arrays, and the
+partition itself, are :mod:`jaxlab.program.leaves`, shared with ``%%jit``'s inputs
 (:mod:`jaxlab.compile.cell_inputs`).
 """
 
@@ -295,24 +296,6 @@ def filter_jit_target(fun: Any) -> Callable[..., Any] | None:
         return None
     inner = getattr(fun, "__wrapped__", None)
     return inner if callable(inner) and hasattr(fun, "lower") else None
-
-
-def blamed_parameter(fun: Callable[..., Any], error: BaseException) -> str | None:
-    """The parameter of ``fun`` whose traced value JAX says it needed concretely (from
-    "depends on the value of the argument neg"), or None when JAX names none of them."""
-    from ..explain.finding import traced
-
-    found = traced(error)
-    if found is None:
-        return None
-    try:
-        params = set(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        return None
-    # JAX names a pytree leaf "params['w']": the parameter is the part before the path.
-    roots = [a.split("[", 1)[0].split(".", 1)[0] for a in found.arguments]
-    named = [r for r in roots if r in params]
-    return named[0] if named else None
 
 
 def call_with_bound(source: str, fun: Callable[..., Any], name: str) -> str | None:

@@ -1,6 +1,6 @@
 """Which leaves of a pytree JAX traces as arrays, and a pytree's leaves split by it.
 
-One idea of "an array leaf" for the compile package: :mod:`~jaxlab.compile.static_leaves`
+One idea of "an array leaf" for every magic: :mod:`~jaxlab.program.static_leaves`
 (a call's arguments, as ``%jit``, ``%jaxpr`` and ``%grad`` take them) and
 :mod:`~jaxlab.compile.cell_inputs` (a ``%%jit`` cell's inputs) both partition a pytree's
 leaves into the arrays JAX traces and the rest, held static, and put them back inside the
