@@ -21,7 +21,7 @@ import traitlets
 
 from jaxlab.arrays.draw import sample_caption
 from jaxlab.arrays.html import array_line, flags
-from jaxlab.arrays.record import ShowRecord, TreeNode
+from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
 from jaxlab.arrays.tree import show_record
 
 from ._base import JaxlabWidget, Throttle
@@ -110,6 +110,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
             "kind": info.kind,
             "sample": sample,
             "caption": sample_caption(info) if info.sample is not None else info.note,
+            "shards": _shards_payload(info.layout),
         }
 
     def _leaf(self, path: str) -> Any:
@@ -134,6 +135,27 @@ class ArrayView(JaxlabWidget, static="array_view"):
 
     def _static_text(self) -> str:
         return self.record.text()
+
+
+def _shards_payload(layout: ShardLayout | None) -> dict[str, Any] | None:
+    """Which device holds which block, as the page lists it (None: one device)."""
+    if layout is None:
+        return None
+    return {
+        "words": layout.words(),
+        "mesh": [list(axis) for axis in layout.mesh_shape],
+        "devices": [
+            {
+                "device": s.device,
+                "process": s.process,
+                "index": s.index_text(),
+                "bytes": s.bytes,
+                "here": s.here,
+                "copies": s.copies,
+            }
+            for s in layout.shards
+        ],
+    }
 
 
 def tree_rows(root: TreeNode) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import html
 
 from .draw import draw_info
 from .record import ArrayInfo, ShowRecord, TreeNode
+from .shards_html import layout_html, layout_text
 from .words import count_words, dtype_words, format_bytes, shape_words
 
 MAX_HTML_NODES = 2000  # rows in the static tree; the rest counted
@@ -31,8 +32,15 @@ def flags(node: TreeNode) -> str:
 
 
 def array_line(info: ArrayInfo) -> str:
-    """``float32 (3, 4) on TFRT_CPU_0, 48 B; min .., max ..`` in one line."""
-    where = ", ".join(info.devices) if len(info.devices) <= 2 else f"{len(info.devices)} devices"
+    """``float32 (3, 4) on one device (cpu:0), 48 B; min .., max ..`` in one line."""
+    if len(info.devices) == 1:
+        where = f"one device ({info.devices[0]})"
+    elif info.layout is not None:
+        where = f"{len(info.devices)} devices, {info.layout.blocks} block(s)"
+    else:
+        where = (
+            ", ".join(info.devices) if len(info.devices) <= 2 else f"{len(info.devices)} devices"
+        )
     head = f"{dtype_words(info.dtype, info.weak)} {shape_words(info.shape)}"
     if where:
         head += f" on {where}"
@@ -61,7 +69,7 @@ def _summary(node: TreeNode) -> str:
 def _node_html(node: TreeNode, depth: int, budget: list[int]) -> str:
     budget[0] -= 1
     if node.array is not None:
-        drawing = draw_info(node.array)
+        drawing = draw_info(node.array) + layout_html(node.array.layout)
         if drawing:
             is_open = " open" if depth <= OPEN_DEPTH else ""
             return f"<details{is_open}><summary>{_summary(node)}</summary>{drawing}</details>"
@@ -103,6 +111,8 @@ def tree_text(record: ShowRecord) -> str:
         flag = flags(node)
         if node.array is not None:
             text = f"{pad}{key}: {array_line(node.array)}"
+            if node.array.layout is not None:
+                text += "".join(f"\n{pad}  {line}" for line in layout_text(node.array.layout))
         elif node.is_leaf and not node.hidden:
             text = f"{pad}{key}: {node.label} {node.value}"
         else:

@@ -69,22 +69,94 @@ class Sample:
 
 @dataclass(frozen=True)
 class Shard:
-    """One addressable or remote piece of a sharded array: which device holds which block."""
+    """One block of a sharded array on one device: which device (and process) holds which
+    block, its bytes, and whether this process holds it (``here``; False: held by another
+    process, drawn from the sharding but never read). ``copies`` is how many devices hold
+    the same block (1: partitioned only; more: replicated)."""
 
     device: int
     process: int
-    index: tuple[tuple[int, int], ...]  # (start, stop) per axis
+    index: tuple[tuple[int, int], ...]  # (start, stop) per array axis
     bytes: int
-    here: bool  # held by this process (False: held elsewhere, drawn but not read)
+    here: bool
+    copies: int = 1
+
+    @property
+    def replicated(self) -> bool:
+        return self.copies > 1
+
+    def index_text(self) -> str:
+        """``[0:2, 0:8]``: the block as a slice of the whole array."""
+        return "[" + ", ".join(f"{a}:{b}" for a, b in self.index) + "]"
 
 
 @dataclass(frozen=True)
 class ShardLayout:
+    """Where a sharded array lives. ``mesh_shape`` names the mesh's axes and sizes (``()``
+    when the sharding has no mesh), ``mesh_devices`` the device id at each mesh position
+    (row-major, as ``mesh.devices`` holds them), ``axis_mesh`` which mesh axes split each
+    array axis (``()`` for a whole axis); the array is replicated over ``replicated_over``.
+    ``shards`` lists every device's block, this process's and the others' alike."""
+
+    shape: tuple[int, ...]
     mesh_shape: tuple[tuple[str, int], ...]  # axis name and size; () when not a mesh
     spec: str  # the PartitionSpec as written, or the sharding's repr
     replicated_axes: tuple[int, ...]  # array axes not split
     partitioned_axes: tuple[int, ...]
     shards: tuple[Shard, ...]
+    axis_mesh: tuple[tuple[str, ...], ...] = ()  # per array axis: the mesh axes splitting it
+    replicated_over: tuple[str, ...] = ()  # mesh axes along which every block is repeated
+    mesh_devices: tuple[int, ...] = ()  # device ids in mesh order (row-major)
+    processes: int = 1
+
+    @property
+    def devices(self) -> int:
+        return len(self.shards)
+
+    @property
+    def blocks(self) -> int:
+        """Distinct blocks (devices holding the same block count once)."""
+        return len({s.index for s in self.shards})
+
+    @property
+    def elsewhere(self) -> tuple[Shard, ...]:
+        """The shards other processes hold."""
+        return tuple(s for s in self.shards if not s.here)
+
+    def shard_on(self, device: int) -> Shard | None:
+        return next((s for s in self.shards if s.device == device), None)
+
+    def words(self) -> str:
+        """``8 devices on mesh x=4, y=2, P('x', None): axis 0 split over x, replicated over
+        y; 4 blocks of 64 B per device``."""
+        from .words import format_bytes
+
+        where = f"{self.devices} devices"
+        if self.mesh_shape:
+            where += " on mesh " + ", ".join(f"{n}={k}" for n, k in self.mesh_shape)
+        parts = [f"{where}, {self.spec}"]
+        split = [
+            f"axis {i} split over " + (m[0] if len(m) == 1 else f"({', '.join(m)})")
+            for i, m in enumerate(self.axis_mesh)
+            if m
+        ]
+        if split:
+            parts.append(", ".join(split))
+        elif self.shape:
+            parts.append("no axis split")
+        if self.replicated_over:
+            parts.append("replicated over " + ", ".join(self.replicated_over))
+        elif self.blocks < self.devices:
+            parts.append(f"each block on {self.devices // max(self.blocks, 1)} devices")
+        sizes = sorted({s.bytes for s in self.shards})
+        each = format_bytes(sizes[0]) if len(sizes) == 1 else "uneven bytes"
+        parts.append(f"{self.blocks} block(s), {each} per device")
+        if self.elsewhere:
+            parts.append(
+                f"{len(self.elsewhere)} shard(s) held by other processes "
+                f"({self.processes} processes)"
+            )
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)

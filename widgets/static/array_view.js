@@ -1,7 +1,8 @@
 // ArrayView: an array or pytree, live. No imports, no network.
 // State (synced from Python, see widgets/array_view.py):
 //   name, rows: [{path, key, label, depth, leaf, array, line, params, bytes, flags, more}]
-//   drawing: {path, shape, line, kind, caption, sample: {values, kind, steps, slice_at, bytes}}
+//   drawing: {path, shape, line, kind, caption, sample: {values, kind, steps, slice_at, bytes},
+//             shards: {words, mesh, devices: [{device, process, index, bytes, here, copies}]} | null}
 //   footer, updates
 //   selected, slice_at (written here): the leaf to draw and a 3-D+ array's leading indices
 
@@ -172,6 +173,17 @@ function drawPane(box, model) {
     box.append(tip);
   }
   if (d.caption) box.append(h("div", "jaxlab-av-dim", d.caption));
+  if (d.shards) shardList(box, d.shards);
+}
+
+// Which device holds which block: the layout's words, then one line per device.
+function shardList(box, shards) {
+  box.append(h("div", "jaxlab-av-title", shards.words));
+  for (const s of shards.devices.slice(0, 64)) {
+    const where = s.here ? "" : `, process ${s.process} (elsewhere)`;
+    box.append(h("div", "jaxlab-av-dim", `device ${s.device}${where}: ${s.index}, ${bytesText(s.bytes)}`));
+  }
+  if (shards.devices.length > 64) box.append(h("div", "jaxlab-av-dim", `… ${shards.devices.length - 64} more`));
 }
 
 function drawTree(box, model, collapsed, redraw) {
