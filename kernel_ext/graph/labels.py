@@ -281,8 +281,31 @@ def _one_minus_square(params: dict[str, Any], avals: list[Any], names: list[str 
     return f"1 - {_operand(names[0] if names else None)}²"
 
 
-# The gradient program's own primitives, in words; the raw form stays on hover.
+def _mesh_axes(params: dict[str, Any]) -> str:
+    """A collective's mesh axes as written: ``'x'``, ``'x', 'y'``."""
+    axes = params.get("axis_name", params.get("axes", ()))
+    axes = axes if isinstance(axes, tuple | list) else (axes,)
+    return ", ".join(repr(a) if isinstance(a, str) else str(a) for a in axes)
+
+
+def _collective(word: str) -> Callable[[dict[str, Any], list[Any], list[str | None]], str]:
+    """``all_gather over 'x'``: a shard_map collective named with the mesh axes it crosses."""
+    return lambda p, a, n: f"{word} over {_mesh_axes(p)}"
+
+
+# The gradient program's own primitives, and shard_map's collectives, in words; the raw
+# form stays on hover.
 _WORDS: dict[str, Callable[[dict[str, Any], list[Any], list[str | None]], str]] = {
+    "all_gather": _collective("all_gather"),
+    "all_gather_invariant": _collective("all_gather"),
+    "psum": _collective("psum"),
+    "psum_invariant": _collective("psum"),
+    "pmax": _collective("pmax"),
+    "pmin": _collective("pmin"),
+    "ppermute": _collective("ppermute"),
+    "all_to_all": _collective("all_to_all"),
+    "reduce_scatter": _collective("psum_scatter"),
+    "axis_index": lambda p, a, n: f"axis_index {_mesh_axes(p)}",
     "add_any": lambda p, a, n: "adjoints summed",
     "convert_element_type": lambda p, a, n: f"as {dtype_text(p.get('new_dtype', '?'))}",
     "broadcast_in_dim": _broadcast,
