@@ -215,3 +215,43 @@ def test_flax_linen_and_haiku_module_paths():
     assert _module_labels(h)[0] == "mlp"
     inner = [n.split()[0] for n in _module_labels(opened(h, "mlp"))]
     assert inner[:3] == ["linear_0", "linear_1", "linear_2"]
+
+
+def test_repeated_identical_calls_are_marked_as_repeats():
+    from jaxlab.graph.explore import REPEAT
+    from jaxlab.widgets import GraphExplorer
+
+    def block(h, w, b):
+        return jnp.tanh(h @ w + b)
+
+    def odd(h, w):  # a call of the same site that differs: never a repeat
+        return jnp.sin(h @ w)
+
+    def net(params, x):
+        h = x
+        for k, (w, b) in enumerate(params):
+            h = block(h, w, b) if k != 2 else odd(h, w)
+        return jnp.sum(h)
+
+    params = [(jnp.full((4, 4), 0.1), jnp.zeros(4)) for _ in range(5)]
+    g = jaxlab.jaxpr_graph(net, params, X, explore=True)
+    segments = {n.label: n for n in boxes(g)}
+    calls = [label for label in segments if label.startswith(("block", "odd"))]
+    # A function defined inside another is named as written (not net.<locals>.block).
+    assert calls == [
+        "block 0 (params[0])",
+        "block 1 (params[1])",
+        "odd (params[2][0])",
+        "block 0 (params[3])",
+        "block 1 (params[4])",
+    ]
+    repeated = [label for label in calls if segments[label].summary.startswith(REPEAT)]
+    # The first call of a run of one site is never a repeat, nor is another site's call.
+    assert repeated == ["block 1 (params[1])", "block 1 (params[4])"]
+    w = GraphExplorer(g)
+    marks = [entry["mark"] for entry in w.legend]
+    assert "repeat" in marks
+    assert "equations · repeat" in w.static_bundle()["text/html"]
+    # A program with no repeated call has no such entry.
+    single = GraphExplorer(jaxlab.jaxpr_graph(net, params[:1], X))
+    assert "repeat" not in [entry["mark"] for entry in single.legend]

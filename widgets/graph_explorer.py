@@ -33,7 +33,7 @@ from typing import Any
 import traitlets
 
 from jaxlab.graph import model as m
-from jaxlab.graph.explore import Explorer, Views
+from jaxlab.graph.explore import REPEAT, Explorer, Views
 from jaxlab.graph.names import shorten
 
 from ._base import JaxlabWidget
@@ -124,6 +124,7 @@ LEGEND = (
     ("unused", "dotted: reaches no output"),
     ("fixed", "faded: argument held fixed (not differentiated)"),
     ("closed", "dashed box: closed program or run (click to open)"),
+    ("repeat", "repeat: a call made of the same equations as the site's first"),
     ("carry", "dashed arrow: a loop's carry, fed back to the next iteration"),
     ("seeds", "dotted arrow: the value the seed differentiates"),
     ("upstream", "after a click: what the node depends on"),
@@ -157,6 +158,8 @@ def legend_entries(graph: m.Graph, view: dict[str, Any]) -> list[dict[str, str]]
             marks.add("const")
     if any(k.startswith("cluster:") for k in view["nodes"]):
         marks.add("closed")
+    if any(n.kind == m.SEGMENT and n.summary.startswith(REPEAT) for n in shown):
+        marks.add("repeat")
     kinds = {e.get("kind") for e in view["edges"]}
     marks.update(k for k in (m.CARRY, m.SEEDS) if k in kinds)
     if view["edges"]:
@@ -404,7 +407,10 @@ def static_svg(
             c = clusters.get(node_id[len("cluster:") :])
             if c is None:
                 continue
-            title, rows, tip = f"▸ {shorten(c.label)}", [f"{c.n_equations} equations"], c.label
+            node = by_id.get(c.id)
+            repeat = " · repeat" if node is not None and node.summary.startswith(REPEAT) else ""
+            title, rows = f"▸ {shorten(c.label)}", [f"{c.n_equations} equations{repeat}"]
+            tip = c.label
             dash = ' stroke-dasharray="4 2"'
         else:
             n = by_id.get(node_id)

@@ -51,6 +51,8 @@ class _RunSummary(NamedTuple):
 RUN_ITEMS = 32  # most equations an open block shows before it groups them into runs
 GROUP_INPUTS = 100  # more inputs and outputs than this: one node per argument
 SEARCH_MOST = 200  # matches listed by a search (all are counted)
+# How a repeated layer's summary starts (the page marks the box "repeat" by it).
+REPEAT = "repeat: the same equations as the first call · "
 
 
 class Explorer:
@@ -187,6 +189,12 @@ class Explorer:
         if self._phases(block)[lo]:
             name = "∂ " + name
         return name
+
+    def repeats(self, block: Block, lo: int, hi: int) -> bool:
+        """Whether the box of items ``lo..hi`` is a call or iteration made of the same
+        equations as its site's first (a repeated layer, as Model Explorer marks them)."""
+        piece = self._named.get((block.prefix, lo, hi))
+        return piece is not None and piece.repeats
 
     def _parameters(self, block: Block, lo: int, hi: int) -> str:
         """The top-level arguments a box reads, by their shared pytree path (``params[3]``,
@@ -440,7 +448,8 @@ class _ExploreEmitter(_Emitter):
                 self.clusters.append(m.Cluster(run_id, "run", label, cluster, depth, n))
                 self._range(block, a, b, run_id, phase)
             else:
-                self._run_node(run, run_id, cluster, run_phase, named)
+                repeat = explorer.repeats(block, a, b)
+                self._run_node(run, run_id, cluster, run_phase, named, repeat)
 
     def _run_node(
         self,
@@ -449,10 +458,12 @@ class _ExploreEmitter(_Emitter):
         cluster: str | None,
         phase: str | None,
         named: str | None = None,
+        repeat: bool = False,
     ) -> None:
         """``run`` closed: one SEGMENT node, as ``_Emitter.segment`` draws it, from a
         summary kept across views (a toggle re-emits every closed run of the view)."""
         summary = self.plan.explorer.run_summary(run, run_id)
+        text = REPEAT + summary.text if repeat else summary.text
         for v in summary.reads:
             self._edge_from(v, run_id)
         self.nodes.append(
@@ -465,7 +476,7 @@ class _ExploreEmitter(_Emitter):
                 types=summary.types,
                 source=summary.source,
                 phase=phase,
-                summary=summary.text,
+                summary=text,
                 n_equations=summary.n,
             )
         )

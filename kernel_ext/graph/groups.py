@@ -72,7 +72,9 @@ def item_path(eqn: Any) -> Path_:
     last_own = max((k for k, f in enumerate(frames) if f.file.startswith(_PACKAGE)), default=-1)
     user = [f for f in frames[last_own + 1 :] if _user(f)]
     for outer, inner in itertools.pairwise(user):
-        steps.append(Step("call", inner.function, f"{outer.file}:{outer.line}"))
+        # A function defined inside another is named as written (block, not f.<locals>.block).
+        name = inner.function.rsplit(".<locals>.", 1)[-1]
+        steps.append(Step("call", name, f"{outer.file}:{outer.line}"))
     line, function = (user[-1].line, user[-1].function) if user else (0, "")
     return Path_(tuple(steps), line, function)
 

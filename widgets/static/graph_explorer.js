@@ -193,7 +193,8 @@ function draw(model, el, state) {
       item.setAttribute("class", "jaxlab-ge-node jaxlab-ge-closed");
       item.append(s("rect", { width: w, height: hh, rx: 6 }));
       item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(`▸ ${shorten(c.label)}`, w, 8.5)));
-      item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, clip(`${c.n_equations} equations · click to open`, w, 7)));
+      const repeat = (c.summary || "").startsWith("repeat:") ? " · repeat" : "";
+      item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, clip(`${c.n_equations} equations${repeat} · click to open`, w, 7)));
       item.append(s("title", {}, `${c.label}: ${c.n_equations} equations${c.summary ? "\n" + c.summary : ""}`));
       item.addEventListener("click", () => model.send({ type: "toggle", cluster: c.id }));
       item.addEventListener("mouseenter", () => showBox(c));
