@@ -557,6 +557,34 @@ def test_explorer_static_twin_draws_the_last_view_escaped():
     assert 'font-size="14"' in html and 'font-size="9"' not in html
 
 
+def test_explorer_static_twin_keeps_the_live_views_styling():
+    import re
+
+    from jaxlab.widgets import GraphExplorer
+
+    def f(x, w):
+        return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+    w = GraphExplorer(jaxlab.jaxpr_graph(f, jnp.ones((2, 3)), jnp.ones((3, 4)), grad=True))
+    html = w.static_bundle()["text/html"]
+    # The title above the drawing, then the legend, then the SVG.
+    assert html.index(w.model["title"]) < html.index("jaxlab-ge-legend") < html.index("<svg")
+    # Every edge ends in the arrowhead the live view draws.
+    paths = re.findall(r"<path d=\"M[0-9][^>]*stroke-opacity[^>]*>", html)
+    assert paths and all('marker-end="url(#jaxlab-ge-arrow)"' in p for p in paths)
+    assert '<marker id="jaxlab-ge-arrow"' in html
+    # Boxes wear the live view's colours: inputs green, outputs amber, both passes.
+    boxes = {k: box for k, box in w.view["nodes"].items()}
+    assert len(re.findall(r'<rect [^>]*stroke="#3a9a3a"', html)) == sum(
+        1 for k in boxes if k.startswith("in")
+    )
+    assert re.search(r'<rect [^>]*stroke="#c89400"', html)
+    kinds = {n["phase"] for n in w.model["nodes"]} | {None}
+    if "forward" in kinds:
+        assert 'stroke="#3b6fb6"' in html
+    assert 'stroke="#c04646"' in html  # the backward pass
+
+
 def test_explorer_groups_named_scopes_forward_and_backward_apart():
     from jaxlab.widgets import GraphExplorer
 

@@ -386,6 +386,11 @@ def static_svg(
     out = [
         f'<svg class="jaxlab-ge-static" xmlns="http://www.w3.org/2000/svg" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" style="{_STATIC_STYLE}">',
+        # The arrowhead the live view draws (each edge ends at its box's edge).
+        '<defs><marker id="jaxlab-ge-arrow" viewBox="0 0 10 10" refX="10" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M0,0 L10,5 L0,10 z" fill="currentColor" stroke="none" opacity="0.55"/>'
+        "</marker></defs>",
         f'<g transform="translate({pad},{pad})" fill="none" stroke="currentColor">',
     ]
     for e in view["edges"]:
@@ -400,7 +405,11 @@ def static_svg(
         dash = {m.CARRY: ' stroke-dasharray="6 3"', m.SEEDS: ' stroke-dasharray="1 3"'}.get(
             e.get("kind", ""), ""
         )
-        out.append(f'<path d="{d}" stroke-opacity="0.55"{dash}/>')
+        colour = f' stroke="{_CARRY}"' if e.get("kind") == m.CARRY else ""
+        out.append(
+            f'<path d="{d}" stroke-opacity="0.55"{dash}{colour} '
+            'marker-end="url(#jaxlab-ge-arrow)"/>'
+        )
     for node_id, box in view["nodes"].items():
         x, y, w, h = (_num(v) for v in box)
         if node_id.startswith("cluster:"):
@@ -412,6 +421,7 @@ def static_svg(
             title, rows = f"▸ {shorten(c.label)}", [f"{c.n_equations} equations{repeat}"]
             tip = c.label
             dash = ' stroke-dasharray="4 2"'
+            stroke = _stroke(node) if node is not None else ""
         else:
             n = by_id.get(node_id)
             if n is None:
@@ -423,8 +433,9 @@ def static_svg(
             rows += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
             faded = n.unused or n.role == m.FIXED
             dash = ' stroke-dasharray="2 2" opacity="0.5"' if faded else ""
+            stroke = _stroke(n)
         out.append(f'<g transform="translate({x:.1f},{y:.1f})"{dash}><title>{esc(tip)}</title>')
-        out.append(f'<rect width="{w:.1f}" height="{h:.1f}" rx="4"/>')
+        out.append(f'<rect width="{w:.1f}" height="{h:.1f}" rx="4"{stroke}/>')
         out.append(
             f'<text x="8" y="19" fill="currentColor" stroke="none" font-size="14" '
             f'font-weight="600">{esc(_clip(title, w, 8.5))}</text>'
@@ -440,6 +451,23 @@ def static_svg(
     key = " · ".join(esc(entry.get("text", "")) for entry in legend or [])
     key = f'<div class="jaxlab-ge-legend">{key}</div>' if key else ""
     return f"<div><b>{esc(graph.title)}</b>{notes}{key}{''.join(out)}</div>"
+
+
+# The live view's colours (static/graph_explorer.css), for the saved twin, which has no
+# stylesheet: inputs green, outputs amber, residuals orange, forward blue, backward red.
+_CARRY = "#7b4fb0"
+_KIND_STROKE = {m.INPUT: "#3a9a3a", m.OUTPUT: "#c89400"}
+_PHASE_STROKE = {m.FORWARD: "#3b6fb6", m.BACKWARD: "#c04646"}
+
+
+def _stroke(n: m.Node) -> str:
+    """The border a node's box wears in the live view, as SVG attributes."""
+    if n.kind in _KIND_STROKE:
+        return f' stroke="{_KIND_STROKE[n.kind]}" stroke-width="2"'
+    if n.residual:
+        return ' stroke="#c26a00" stroke-width="2"'
+    colour = _PHASE_STROKE.get(n.phase or "")
+    return f' stroke="{colour}"' if colour else ""
 
 
 def _num(value: Any) -> float:
