@@ -332,7 +332,13 @@ def test_the_built_loader_trusts_exactly_the_modules_jaxlab_ships():
     trust = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(trust)
     shipped = {m["widget"]: m for m in trust.shipped_modules()}
-    assert sorted(shipped) == ["CompileMonitor", "GraphExplorer", "KeyLineage", "ProfileTimeline"]
+    assert sorted(shipped) == [
+        "ArrayView",
+        "CompileMonitor",
+        "GraphExplorer",
+        "KeyLineage",
+        "ProfileTimeline",
+    ]
     js = (ROOT / "widgets" / "static" / "graph_explorer.js").read_bytes()
     assert shipped["GraphExplorer"]["esm"] == hashlib.sha256(js).hexdigest()
     # The source loader trusts nothing; its built copy names the shipped hashes.
