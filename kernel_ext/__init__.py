@@ -12,6 +12,8 @@ Importing this package imports no IPython, graphviz, matplotlib or widget code.
 from typing import Any
 
 from ._warning import JaxlabWarning as JaxlabWarning
+from .arrays.memory import MemoryReport as MemoryReport
+from .arrays.memory import memory as memory
 from .arrays.record import ShowRecord as ShowRecord
 from .arrays.show import ShowHandle as ShowHandle
 from .arrays.show import show as show

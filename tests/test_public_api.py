@@ -48,6 +48,8 @@ PUBLIC_NAMES = {
     "show",
     "ShowHandle",
     "ShowRecord",
+    "memory",
+    "MemoryReport",
     "load_ipython_extension",
     "unload_ipython_extension",
 }
@@ -65,6 +67,7 @@ PUBLIC_MAGICS = {
     ("cell", "profile"),
     ("line", "keys"),
     ("line", "show"),
+    ("line", "memory"),
 }
 
 # The top of kernel_ext/: the entry point and the shared modules (plus the warning

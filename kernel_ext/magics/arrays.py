@@ -9,7 +9,10 @@
     %show on                     # JAX arrays and pytrees display as this view
     %show off                    # IPython's display again, exactly as it was
 
-Its plain-Python twin is ``jaxlab.show(x)``, which returns a handle with ``update``.
+    %memory                      # device memory, live arrays by the line that made them
+    r = %memory -o               # the MemoryReport, not displayed
+
+Twins: ``jaxlab.show(x)``, which returns a handle with ``update``; ``jaxlab.memory()``.
 """
 
 from __future__ import annotations
@@ -92,6 +95,25 @@ class ArrayMagics(Magics):
             display(show_record(value, expr, slice_at=slice_at))
             return None
         show(value, name=expr, slice_at=slice_at)
+        return None
+
+    @magic_arguments()
+    @argument("--top", type=int, default=20, metavar="N", help="Lines listed (default 20).")
+    @argument("-o", dest="output", action="store_true", help="Return the MemoryReport.")
+    @line_magic
+    def memory(self, line: str = "") -> Any:
+        """Show device memory in use (host memory on CPU), the live arrays, and which line
+        of your code allocated them, largest first. Example: ``%memory``.
+        """
+        args = parse_options(self.memory, line)
+        if args.top < 1:
+            raise UsageError(f"%memory: --top takes a count of lines, 1 or more, not {args.top}")
+        from ..arrays.memory import memory
+
+        report = memory(top=args.top)
+        if args.output:
+            return report
+        display(report)
         return None
 
     def _evaluate(self, expr: str) -> Any:

@@ -1,0 +1,178 @@
+"""``%memory`` and ``jaxlab.memory()``: live arrays by the line that allocated them (a
+planted 100 MB array found at its line, first), the figures' words per platform, the
+pprof reader against a profile written by hand, and bad input."""
+
+import gzip
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+from IPython.core.error import UsageError
+
+import jaxlab
+from jaxlab.arrays.memory import MemoryReport, pool_words, user_frame
+from jaxlab.arrays.pprof import Frame, ProfileError, read_profile
+
+
+def test_a_planted_100_mb_array_is_found_at_its_line_largest_first(ip):
+    ip.run_cell("import jax.numpy as jnp\nsmall = jnp.ones((3, 4))", store_history=True)
+    n = ip.execution_count  # the number the next cell runs as
+    ip.run_cell(
+        "x = 1\nbig = jnp.zeros((25_000_000,), jnp.float32)\nbig.block_until_ready();",
+        store_history=True,
+    )
+    try:
+        r = ip.run_line_magic("memory", "-o")
+        assert isinstance(r, MemoryReport)
+        top = r.sites[0]
+        assert top.where == f"In[{n}], line 2", r.text()
+        assert top.bytes >= 100_000_000 and top.buffers >= 1
+        assert top.code == "big = jnp.zeros((25_000_000,), jnp.float32)"
+        assert "float32[25000000]" in top.shapes
+        assert [s.bytes for s in r.sites] == sorted((s.bytes for s in r.sites), reverse=True)
+        small = r.site(f"In[{n - 1}], line 2")
+        assert small is not None and small.bytes == 48 and "float32[3,4]" in small.shapes
+        # the figures: CPU keeps no memory_stats, so they are the live arrays, host memory
+        assert r.host and r.platform == "cpu"
+        assert r.live_bytes == sum(a.nbytes for a in jax.live_arrays())
+        assert r.live_bytes >= 100_000_000
+        assert all(d.bytes_in_use is None for d in r.devices)
+        assert sum(d.arrays_bytes for d in r.devices) >= 100_000_000
+        assert "host memory" in r.text() and "host memory" in r._repr_html_()
+        assert repr(r).splitlines()[0].startswith("cpu backend:")
+    finally:
+        ip.run_cell("del big, small")
+
+
+def test_memory_displays_its_report_and_the_twin_agrees(ip, capsys):
+    keep = jnp.arange(1000.0)
+    other = jnp.ones(10)
+    ip.run_line_magic("memory", "")
+    shown = capsys.readouterr().out
+    assert "live array(s)" in shown and "by the line that allocated them" in shown
+    r = jaxlab.memory(top=1)
+    assert len(r.sites) == 1 and r.more_sites >= 1
+    # this file is the user's code here: the line above is a site of its own
+    assert any("keep = jnp.arange(1000.0)" in s.code for s in jaxlab.memory().sites)
+    del keep, other
+
+
+def test_a_librarys_frames_are_skipped_for_the_line_that_called_it(ip, tmp_path):
+    lib = tmp_path / "site-packages" / "fakelib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(
+        "import jax.numpy as jnp\ndef make():\n    return jnp.full((1000, 250), 2.0)\n"
+    )
+    sys.path.insert(0, str(lib.parent))
+    try:
+        n = ip.execution_count  # the number the next cell runs as
+        ip.run_cell("import fakelib\nmade = fakelib.make()", store_history=True)
+        r = jaxlab.memory()
+        site = next(s for s in r.sites if "fakelib.make()" in s.code)
+        assert site.where == f"In[{n}], line 2" and site.bytes == 1_000_000
+    finally:
+        sys.path.remove(str(lib.parent))
+        sys.modules.pop("fakelib", None)
+        ip.run_cell("del made")
+    stack = [Frame("make", str(lib / "__init__.py"), 3), Frame("<module>", "/home/u/run.py", 9)]
+    assert user_frame(stack) == stack[1]
+    assert user_frame(stack[:1]) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("--nope", "unrecognized arguments: --nope"),
+        ("big", "unrecognized arguments: big"),
+        ("--top 0", "--top takes a count"),
+        ("--top x", "invalid int value"),
+    ],
+)
+def test_bad_options_are_usage_errors_and_change_nothing(ip, line, words):
+    ip.run_cell("y = 2")
+    before = dict(ip.user_ns)
+    with pytest.raises(UsageError, match=words):
+        ip.run_line_magic("memory", line)
+    assert ip.user_ns.keys() == before.keys() and ip.user_ns["y"] == 2
+
+
+def test_the_figures_words_follow_the_gpu_pool_settings():
+    assert "host memory" in pool_words("cpu", {})[0]
+    words, settings = pool_words("gpu", {})
+    assert "preallocated a pool of 0.75" in words and settings == ()
+    words, settings = pool_words("gpu", {"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5"})
+    assert "pool of .5" in words and settings == (("XLA_PYTHON_CLIENT_MEM_FRACTION", ".5"),)
+    assert "grows on demand" in pool_words("gpu", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"})[0]
+    assert "no pool" in pool_words("gpu", {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"})[0]
+
+
+# A pprof Profile written by hand (the wire format, field numbers of profile.proto), so
+# the reader is checked against bytes it did not come from JAX with.
+
+
+def _varint(n):
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number, value):
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    return _varint(number << 3 | 2) + _varint(len(value)) + value
+
+
+def _packed(number, values):
+    return _field(number, b"".join(_varint(v) for v in values))
+
+
+def test_the_pprof_reader_reads_a_profile_written_by_hand():
+    strings = ["", "allocations", "count", "space", "bytes", "kind", "buffer", "f", "m.py"]
+    strings += ["g", "lib.py", "device", "cpu:0"]
+    s = {t: i for i, t in enumerate(strings)}
+    fn = [_field(1, 1) + _field(2, s["f"]) + _field(4, s["m.py"])]
+    fn.append(_field(1, 2) + _field(2, s["g"]) + _field(4, s["lib.py"]))
+    loc = [_field(1, 10) + _field(4, _field(1, 2) + _field(2, 7))]  # g at lib.py:7
+    loc.append(_field(1, 11) + _field(4, _field(1, 1) + _field(2, 42)))  # f at m.py:42
+    label = _field(3, _field(1, s["kind"]) + _field(2, s["buffer"]))
+    label += _field(3, _field(1, s["device"]) + _field(2, s["cpu:0"]))
+    packed = _packed(1, [10, 11]) + _packed(2, [3, 4096]) + label
+    unpacked = _field(1, 11) + _field(2, 1) + _field(2, -5)  # one varint per value
+    data = b"".join(
+        [
+            _field(1, _field(1, s["allocations"]) + _field(2, s["count"])),
+            _field(1, _field(1, s["space"]) + _field(2, s["bytes"])),
+            _field(2, packed),
+            _field(2, unpacked),
+            *(_field(4, x) for x in loc),
+            *(_field(5, x) for x in fn),
+            _field(9, 123456789),  # time_nanos: a field the reader skips
+            *(_field(6, t.encode()) for t in strings),
+        ]
+    )
+    for blob in (data, gzip.compress(data)):
+        p = read_profile(blob)
+        assert p.sample_types == (("allocations", "count"), ("space", "bytes"))
+        first, second = p.samples
+        assert first.values == (3, 4096) and p.value(first, "space") == 4096
+        assert first.labels == {"kind": "buffer", "device": "cpu:0"}
+        assert p.stack(first) == [Frame("g", "lib.py", 7), Frame("f", "m.py", 42)]
+        assert second.values == (1, -5) and p.stack(second) == [Frame("f", "m.py", 42)]
+    with pytest.raises(ProfileError):
+        read_profile(data[:-3] + b"\x80")  # a varint cut short
+    with pytest.raises(ProfileError):
+        read_profile(b"\x1f\x8bnot gzip")
+
+
+def test_jaxs_own_profile_reads_with_the_planted_bytes():
+    held = jnp.zeros((1000, 1000), jnp.float32)
+    p = read_profile(jax.profiler.device_memory_profile())
+    buffers = [x for x in p.samples if x.labels.get("kind") == "buffer"]
+    assert sum(p.value(x, "space") for x in buffers) >= held.nbytes
+    assert any(p.value(x, "space") == 4_000_000 for x in buffers)
+    del held
