@@ -255,3 +255,24 @@ def test_repeated_identical_calls_are_marked_as_repeats():
     # A program with no repeated call has no such entry.
     single = GraphExplorer(jaxlab.jaxpr_graph(net, params[:1], X))
     assert "repeat" not in [entry["mark"] for entry in single.legend]
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_first_view_of_the_20_layer_mlp_fits_1280x720_with_parameters_as_one_node(grad):
+    from jaxlab.widgets import GraphExplorer
+
+    w = GraphExplorer(jaxlab.jaxpr_graph(mlp, PARAMS, X, grad=grad))
+    # Drawn at scale 1 (titles 14 px, rows 12 px), the whole first view fits the screen.
+    assert w.view["width"] <= 1280 and w.view["height"] <= 720
+    records = {n["id"]: n for n in w.model["nodes"]}
+    inputs = [n for n in records.values() if n["kind"] == m.INPUT]
+    assert [n["label"] for n in inputs] == [f"params ({LAYERS} arrays)", "x"]
+    # Its hover lists the arrays it holds; its edges run to the boxes that read them.
+    assert inputs[0]["params"].startswith("params[0] f32[4,4], params[1] f32[4,4]")
+    into = {e["dst"] for e in w.view["edges"] if e["src"] == inputs[0]["id"]}
+    layer_boxes = {
+        "cluster:" + c["id"] for c in w.model["clusters"] if c["label"].endswith(f"layer ×{LAYERS}")
+    }
+    assert into == layer_boxes and len(layer_boxes) == (2 if grad else 1)
+    outputs = [n["label"] for n in records.values() if n["kind"] == m.OUTPUT]
+    assert outputs == ([f"∂mlp/∂params ({LAYERS} arrays)"] if grad else ["mlp"])

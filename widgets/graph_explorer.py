@@ -427,7 +427,8 @@ def static_svg(
             if n is None:
                 continue
             title = shorten(n.label)
-            tip = " · ".join(x for x in (n.label, n.raw, n.source or "") if x)
+            leaves = n.params if n.kind in (m.INPUT, m.OUTPUT) else ""
+            tip = " · ".join(x for x in (n.label, n.raw, n.source or "", leaves) if x)
             rows = [" ".join(n.types)] if n.types else []
             rows += [f"= {n.value.text()}"] if n.value is not None else []
             rows += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []

@@ -359,6 +359,14 @@ def _group_inputs(names: list[str]) -> list[tuple[str, list[int]]]:
     return list(groups.items())
 
 
+def _leaf_list(leaves: list[tuple[str, Any]], most: int = 12) -> str:
+    """A grouped argument's leaves for its hover: ``params[0] f32[4,4], … (20 arrays)``."""
+    if len(leaves) < 2:
+        return ""
+    shown = ", ".join(f"{name} {type_text(v.aval)}" for name, v in leaves[:most])
+    return shown + (f", … ({len(leaves)} arrays)" if len(leaves) > most else "")
+
+
 def _io_nodes(tree: Block) -> int:
     j = tree.jaxpr
     return len(j.invars) + len(j.constvars) + len(j.outvars)
@@ -439,7 +447,8 @@ class _Emitter:
                 label, types = name, (type_text(j.invars[positions[0]].aval),)
             else:
                 label, types = f"{name} ({len(positions)} arrays)", ()
-            self.nodes.append(m.Node(node_id, m.INPUT, label, types=types))
+            leaves = _leaf_list([(input_names[k], j.invars[k]) for k in positions])
+            self.nodes.append(m.Node(node_id, m.INPUT, label, types=types, params=leaves))
             if len(positions) == 1:
                 self.input_label[node_id] = name
                 self.var_name[j.invars[positions[0]]] = name
@@ -453,7 +462,16 @@ class _Emitter:
             if not self.plan.keep_group_edges:
                 self.edges = [e for e in self.edges if e.src not in grouped]
             if len(j.outvars) > 1:
-                self.nodes.append(m.Node("out0", m.OUTPUT, f"{len(j.outvars)} outputs"))
+                names = self.output_names or []
+                roots = {name for name, _ in _group_inputs(names)}
+                # A gradient's outputs are one argument's: ∂loss/∂params (20 arrays).
+                label = (
+                    f"{roots.pop()} ({len(j.outvars)} arrays)"
+                    if len(roots) == 1 and len(names) == len(j.outvars)
+                    else f"{len(j.outvars)} outputs"
+                )
+                leaves = _leaf_list(list(zip(names, j.outvars, strict=False)))
+                self.nodes.append(m.Node("out0", m.OUTPUT, label, params=leaves))
                 if self.plan.keep_group_edges:
                     for v in j.outvars:
                         self._edge_from(v, "out0")

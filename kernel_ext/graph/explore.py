@@ -50,6 +50,7 @@ class _RunSummary(NamedTuple):
 
 RUN_ITEMS = 32  # most equations an open block shows before it groups them into runs
 GROUP_INPUTS = 100  # more inputs and outputs than this: one node per argument
+ARGUMENT_LEAVES = 8  # a pytree argument of more arrays than this: one node (its leaves on hover)
 SEARCH_MOST = 200  # matches listed by a search (all are counted)
 # How a repeated layer's summary starts (the page marks the box "repeat" by it).
 REPEAT = "repeat: the same equations as the first call · "
@@ -77,7 +78,7 @@ class Explorer:
         self.output_names = (
             output_names if output_names and len(output_names) == len(j.outvars) else None
         )
-        self.io_groups = _group_inputs(input_names) if _io_nodes(tree) > GROUP_INPUTS else None
+        self.io_groups = _io_groups(tree, input_names)
         # Where every equation sits: id -> (its block, its index); block prefix -> the
         # equation holding it and, when that equation holds several programs (cond
         # branches), the branch's own cluster id ("e3/1").
@@ -482,6 +483,17 @@ class _ExploreEmitter(_Emitter):
         )
         for v in summary.writes:
             self.var_node[v] = run_id
+
+
+def _io_groups(tree: Block, input_names: list[str]) -> list[tuple[str, list[int]]] | None:
+    """The inputs drawn one node per argument (a 20-layer model's 40 parameter arrays as
+    one ``params`` node whose edges run to the boxes that read them), or None to draw
+    each input: when the program has more than ``GROUP_INPUTS`` inputs and outputs, or an
+    argument more than ``ARGUMENT_LEAVES`` arrays."""
+    groups = _group_inputs(input_names)
+    if _io_nodes(tree) > GROUP_INPUTS or any(len(k) > ARGUMENT_LEAVES for _, k in groups):
+        return groups
+    return None
 
 
 def _chunks(pieces: list[Piece]) -> list[Piece] | None:

@@ -72,6 +72,8 @@ function tooltip(n) {
   if (n.raw && n.raw !== n.label) lines.push(n.raw);
   if (n.types && n.types.length) lines.push(n.types.join(" "));
   if (n.source) lines.push(n.source);
+  // An argument drawn as one node: the arrays it holds.
+  if ((n.kind === "input" || n.kind === "output") && n.params) lines.push(n.params);
   if (n.unused) lines.push("unused: reaches no output");
   if (n.role === "fixed") lines.push("not differentiated: held fixed");
   return lines.join("\n");
@@ -223,6 +225,7 @@ function draw(model, el, state) {
       ["type", (n.types || []).join(" ")],
       ["equation", n.raw],
       ["source", n.source],
+      ["arrays", n.kind === "input" || n.kind === "output" ? n.params : ""],
       ["value", n.value],
       ["adjoint", n.adjoint],
       ["note", n.unused ? "unused: reaches no output" : n.role === "fixed" ? "not differentiated" : ""],
