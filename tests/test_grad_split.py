@@ -221,6 +221,32 @@ def test_html_stacks_the_programs_and_escapes_every_user_string():
         widths = re.findall(r'<svg width="([\d.]+)pt"[^>]*min-width:(\d+)px', html)
         assert len(widths) == 3
         assert all(abs(float(w) - float(mw)) <= 1 for w, mw in widths)
+        # Three small programs fit any output: no scroll cue.
+        assert "jaxlab-split-scroll" not in html
+
+
+@needs_dot
+def test_a_program_too_wide_for_the_output_says_it_scrolls():
+    from jaxlab.autodiff.split import NARROW_OUTPUT_PX
+
+    def mlp(params, x):
+        for w, b in params:
+            x = jnp.tanh(x @ w + b)
+        return jnp.mean(x**2)
+
+    params = [(jnp.full((4, 4), 0.1), jnp.zeros(4)) for _ in range(8)]
+    html = grad_split(mlp, params, jnp.ones((2, 4)))._repr_mimebundle_()["text/html"]
+    sections = html.split('class="jaxlab-split-program"')[1:]
+    for section in sections:
+        smallest = float(re.search(r"min-width:(\d+)px", section).group(1))
+        cue = re.search(r'jaxlab-split-scroll"[^>]*>↔ ([\d,]+) px wide', section)
+        # The cue is there exactly when the drawing cannot fit a narrow output, and it
+        # sits above the drawing, where the eye is.
+        assert (cue is not None) == (smallest > NARROW_OUTPUT_PX)
+        if cue is not None:
+            assert int(cue.group(1).replace(",", "")) == round(smallest)
+            assert section.index("jaxlab-split-scroll") < section.index("<svg")
+    assert any("jaxlab-split-scroll" in s for s in sections)
 
 
 @needs_dot

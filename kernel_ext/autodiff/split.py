@@ -186,6 +186,7 @@ class GradSplit:
                 else f"<pre>{esc(plain_text(program))}</pre>"
             )
             explain = explain.format(name=self.fun_name)
+            body = _scroll_cue(body) + body
             # One program under the other, each at the output's full width (issue 11).
             sections.append(
                 '<section class="jaxlab-split-program" style="margin:10px 0 0;'
@@ -254,6 +255,27 @@ def _fit(body: str) -> str:
         ),
         body,
         count=1,
+    )
+
+
+# The narrowest an output is taken to be (JupyterLab's at 1280x720 is about 1080 px).
+NARROW_OUTPUT_PX = 1000
+
+
+def _scroll_cue(body: str) -> str:
+    """A line above a program too wide for the output at its smallest readable size,
+    saying that it scrolls sideways (the scrollbar itself sits below the drawing, often
+    a screen away); "" for one that fits."""
+    found = _SVG_SIZE.search(body)
+    if found is None:
+        return ""
+    smallest = min(float(found.group(1)), 4000)  # px at 3/4 scale: see _fit
+    if smallest <= NARROW_OUTPUT_PX:
+        return ""
+    return (
+        '<div class="jaxlab-split-scroll" style="font-size:12px;font-style:italic">'
+        f"↔ {smallest:,.0f} px wide at its smallest readable size: scroll sideways to see "
+        "all of it</div>"
     )
 
 
