@@ -539,14 +539,38 @@ def test_jacobian_of_a_pytree_output_in_two_arguments_matches_jax_and_passes_che
 # --------------------------------------------------------------------------- words
 
 
-def test_scalar_rows_fill_min_and_max_and_show_six_digits():
+def test_a_table_of_scalars_has_a_value_column_and_no_empty_ones():
     r = grad_report(lambda x: x**0.5, 2.0)
-    row = next(line for line in r.text().splitlines() if line.strip().startswith("∇ x"))
+    lines = r.text().splitlines()
+    row = next(line for line in lines if line.strip().startswith("∇ x"))
     cells = row.split()
-    assert cells[-3:] == ["0.353553", "0.353553", "0.353553"]  # value, min, max
+    # The value once, six digits; no min, max or first entries repeating or empty.
+    assert cells[-1] == "0.353553" and row.count("0.353553") == 1
     assert float(cells[-1]) == pytest.approx(0.5 / math.sqrt(2.0), rel=1e-5)
+    header = lines[lines.index(row) - 2]
+    assert "min" not in header and "first entries" not in header
     html = r._repr_mimebundle_()["text/html"]
-    assert "<td>0.353553</td><td>0.353553</td><td>0.353553</td>" in html
+    assert "<th>min</th>" not in html and "<th>first entries</th>" not in html
+    assert html.count("0.353553") == 1
+    # Beside an array, a scalar leaves the array's columns blank instead of repeating.
+    mixed = grad_report(lambda x, y: jnp.sum(x) * y, jnp.ones(3), 2.0, argnums=(0, 1))
+    text = mixed.text()
+    assert "min" in text and "first entries" in text
+    scalar_row = next(line for line in text.splitlines() if line.strip().startswith("∇ y"))
+    assert scalar_row.split()[-1] == "3"
+
+
+def test_words_say_ties_plurals_and_a_scalars_one_direction():
+    from jaxlab.autodiff.derivative import _mode_why
+
+    assert "a tie" in _mode_why(2, 2) and "beat" not in _mode_why(2, 2)
+    assert _mode_why(1, 3).startswith("jacfwd: 1 input element < 3 output elements")
+    assert "1 backward pass (VJPs)" in _mode_why(5, 1)
+    r = grad_report(lambda x: x**3, 2.0, check=True)
+    assert r.check.passed and "along each scalar's one direction" in r.check.text()
+    assert len(r.check.args[0].directional_fd) == 1
+    r = grad_report(lambda x, y: jnp.sum(x**2) * y, jnp.ones(3), 2.0, argnums=(0, 1), check=True)
+    assert "2 random directions per array, a scalar's one direction" in r.check.text()
 
 
 def test_small_jacobian_is_shown_as_a_matrix():

@@ -191,6 +191,14 @@ class GradCheck:
     def max_error(self) -> float:
         return max((a.rel_error for a in self.args), default=0.0)
 
+    def _along(self) -> str:
+        """The directions tried, as a person would say it (a scalar has only one)."""
+        scalars = [len(a.directional_fd) == 1 for a in self.args]
+        several = f"{self.directions} random direction{'s' if self.directions != 1 else ''}"
+        if all(scalars) or self.directions == 1:
+            return "along each scalar's one direction" if all(scalars) else several
+        return several + (" per array, a scalar's one direction" if any(scalars) else "")
+
     def text(self) -> str:
         verdict = "passed" if self.passed else "FAILED" if self.failed else "inconclusive"
         parts = ", ".join(f"{a.name}: {a.rel_error:.1e}" for a in self.args)
@@ -207,8 +215,8 @@ class GradCheck:
             )
         out = (
             f"{'' if self.order == 1 else 'second-order '}finite-difference check {verdict} "
-            f"(relative error {parts}; tolerance {self.tolerance:.0e}; {self.directions} "
-            f"random direction{'s' if self.directions != 1 else ''}, {what})"
+            f"(relative error {parts}; tolerance {self.tolerance:.0e}; {self._along()}, "
+            f"{what})"
         )
         if self.inconclusive:
             out += (
@@ -276,7 +284,9 @@ def check_derivative(
     results = []
     for i, name in enumerate(names):
         h = step_for(diff[i], STEP)
-        units = [unit_direction(rng, diff, i) for _ in range(directions)]
+        # A scalar has one direction (a second random one is the same line again).
+        scalar = sum(int(np.size(x)) for x in diff[i]) == 1
+        units = [unit_direction(rng, diff, i) for _ in range(1 if scalar else directions)]
         # The evaluation's own rounding near x (one estimate per argument: it is the
         # function's, hardly the direction's).
         sigma = evaluation_noise(fun, diff, units[0], h * NOISE_SPACING, f0).sigma if units else 0.0

@@ -194,6 +194,33 @@ def forward_fallback(
     )
 
 
+def _elements(n: int, kind: str) -> str:
+    return f"{n:,} {kind} element{'s' if n != 1 else ''}"
+
+
+def _passes(n: int, way: str) -> str:
+    return f"{n:,} {way} pass{'es' if n != 1 else ''}"
+
+
+def _mode_why(n_in: int, n_out: int) -> str:
+    """Why jacfwd or jacrev, in words that call a tie a tie."""
+    if n_in == n_out:
+        return (
+            f"jacfwd: {_elements(n_in, 'input')} and as many output, so "
+            f"{_passes(n_in, 'forward')} (JVPs) or as many backward (VJPs), a tie; forward "
+            "mode keeps no residuals"
+        )
+    if n_in < n_out:
+        return (
+            f"jacfwd: {_elements(n_in, 'input')} < {_elements(n_out, 'output')}, so "
+            f"{_passes(n_in, 'forward')} (JVPs) instead of {_passes(n_out, 'backward')}"
+        )
+    return (
+        f"jacrev: {_elements(n_out, 'output')} < {_elements(n_in, 'input')}, so "
+        f"{_passes(n_out, 'backward')} (VJPs) instead of {_passes(n_in, 'forward')}"
+    )
+
+
 def jacobian(
     sel: Selection, has_aux: bool, out: Any, mode: str | None, *, forced: bool
 ) -> Derivative:
@@ -204,13 +231,7 @@ def jacobian(
     argnums = tuple(range(len(sel.chosen)))
     if mode is None:
         mode = "fwd" if n_in <= n_out else "rev"
-        why = (
-            f"jacfwd: {n_in} input element{'s' if n_in != 1 else ''} ≤ {n_out} output "
-            f"elements, so {n_in} forward passes (JVPs) beat {n_out} backward passes"
-            if mode == "fwd"
-            else f"jacrev: {n_out} output element{'s' if n_out != 1 else ''} < {n_in} input "
-            f"elements, so {n_out} backward passes (VJPs) beat {n_in} forward passes"
-        )
+        why = _mode_why(n_in, n_out)
     else:
         why = f"jac{mode}, as asked (--mode {mode})" if forced else f"jac{mode}"
     fun = primary(sel, has_aux)

@@ -92,9 +92,8 @@ def _rows(report: GradReport) -> list[_Row]:
     named += [(f"{_symbol(report)} {s.path}", s) for s in report.leaves()]
     rows: list[_Row] = []
     for name, s in named:
-        if s.shape == ():  # a scalar is its own min and max
-            value = _num(s.first[0])
-            rows.append((name, _shape(s), value, value, value, "", s.finite))
+        if s.shape == ():  # a scalar has a value, not a range or entries
+            rows.append((name, _shape(s), _num(s.first[0]), "", "", "", s.finite))
         else:
             rows.append(
                 (name, _shape(s), _num(s.norm), _num(s.min), _num(s.max), _first(s), s.finite)
@@ -132,14 +131,24 @@ def report_text(report: GradReport) -> str:
     return _text(report, _rows(report))
 
 
+_HEADER = ("", "shape", _VALUE_COLUMN, "min", "max", "first entries")
+
+
+def _columns(rows: list[_Row]) -> list[int]:
+    """The table's columns that say something: min, max and first entries only where a
+    row has them (a table of scalars has a value column, no empty ones)."""
+    return [i for i in range(6) if i < 3 or any(r[i] for r in rows)]
+
+
 def _text(report: GradReport, rows: list[_Row]) -> str:
     shown = rows[:_MAX_ROWS]
-    header: _Row = ("", "shape", _VALUE_COLUMN, "min", "max", "first entries", True)
+    header: _Row = (*_HEADER, True)
     table = [header, *shown]
-    widths = [max(len(r[:6][i]) for r in table) for i in range(6)]
+    keep = _columns(shown)
+    widths = {i: max(len(r[i]) for r in table) for i in keep}
     out = [_heading(report)]
     for r in table:
-        cells = [c.ljust(w) for c, w in zip(r[:6], widths, strict=True)]
+        cells = [r[i].ljust(widths[i]) for i in keep]
         flag = "" if r[6] else "  ← non-finite"
         out.append("  " + "  ".join(cells).rstrip() + flag)
     if len(rows) > _MAX_ROWS:
@@ -170,16 +179,18 @@ _STYLE = (
 def _html(report: GradReport, rows: list[_Row]) -> str:
     esc = html.escape
     parts = [_STYLE, '<div class="jaxlab-grad">', f"<b>{esc(_heading(report))}</b>", "<table>"]
-    parts.append(
-        f"<tr><th></th><th>shape</th><th>{_VALUE_COLUMN}</th><th>min</th><th>max</th>"
-        "<th>first entries</th></tr>"
-    )
     matrices = dict(_matrices(report))
-    for r in rows[:_MAX_ROWS]:
+    shown = rows[:_MAX_ROWS]
+    keep = _columns(shown)
+    if any(r[0] in matrices for r in shown) and 5 not in keep:
+        keep.append(5)
+    parts.append("<tr>" + "".join(f"<th>{esc(_HEADER[i])}</th>" for i in keep) + "</tr>")
+    for r in shown:
         cls = "" if r[6] else ' class="bad"'
-        cells = [f"<td>{esc(c)}</td>" for c in r[:5]]
-        small = matrices.get(r[0])
-        cells.append(f"<td>{_html_matrix(small) if small else esc(r[5])}</td>")
+        cells = [f"<td>{esc(r[i])}</td>" for i in keep if i < 5]
+        if 5 in keep:
+            small = matrices.get(r[0])
+            cells.append(f"<td>{_html_matrix(small) if small else esc(r[5])}</td>")
         parts.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     parts.append("</table>")
     if len(rows) > _MAX_ROWS:

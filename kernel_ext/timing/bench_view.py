@@ -59,6 +59,10 @@ def _returned_note(r: BenchResult) -> str:
     return "dispatch: the work is queued and runs after the call returned"
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'s' if n != 1 else ''}"
+
+
 def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
     """(figure, value, what it means) for each line of the view."""
     first = "first call (compile + run)" if r.jitted else "first call (compiles each op + run)"
@@ -69,7 +73,8 @@ def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
             "per call, each awaited",
             seconds(r.ready_s),
             "call, wait for every output, call again (a loop that reads `float(loss)`); "
-            f"median of {r.repeats} rounds of {r.runs:,} calls, rounds {spread}",
+            f"median of {_count(r.repeats, 'round')} of {_count(r.runs, 'call')}, "
+            f"rounds {spread}",
         )
     )
     if not r.jitted:
