@@ -41,6 +41,8 @@ from .explain.nans import NanCheck as NanCheck
 from .explain.nans import debug_nans as debug_nans
 from .graph import Graph as Graph
 from .graph import jaxpr_graph as jaxpr_graph
+from .graph.diff import ProgramDiff as ProgramDiff
+from .graph.diff import diff as diff
 from .keys.flow import KeyFlow as KeyFlow
 from .keys.flow import key_flow as key_flow
 from .keys.record import KeyLineage as KeyLineage

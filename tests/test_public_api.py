@@ -31,6 +31,8 @@ PUBLIC_NAMES = {
     "grad_split",
     "Graph",
     "jaxpr_graph",
+    "ProgramDiff",
+    "diff",
     "CompileReport",
     "compile_report",
     "LoweredText",

@@ -78,6 +78,9 @@ class Node:
     # A badge that links this node to nodes of other graphs with the same tag, drawn in
     # the tag's colour (render.tag_colour): residual "r3" in %grad --split's programs.
     tag: str = ""
+    # Two programs compared (graph/diff.py): "added", "removed", "changed", or "holds" for
+    # a collapsed program or a run of equations that holds a difference.
+    diff: str = ""
 
     @property
     def shape(self) -> str | None:
@@ -112,6 +115,7 @@ class Cluster:
     parent: str | None
     depth: int  # 1 for a program nested in the top level
     n_equations: int  # equations inside, nested ones included
+    diff: str = ""  # two programs compared (graph/diff.py): as Node.diff, "holds" mostly
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,14 @@ _PHASE_BORDER = {m.FORWARD: "#3b6fb6", m.BACKWARD: "#b63b3b", None: "#7a7a7a"}
 # keeps 4.5:1 contrast on its fill.
 _GREY_FILL, _GREY_TEXT, _GREY_BORDER = "#f2f2f2", "#5f5f5f", "#9a9a9a"
 _CARRY = "#7b4fb0"
+# Two programs compared (graph/diff.py, Node.diff): border colour and the word drawn.
+DIFF_COLOURS = {"added": "#1a7f37", "removed": "#cf222e", "changed": "#b07800", "holds": "#b07800"}
+DIFF_WORDS = {
+    "added": "added",
+    "removed": "removed",
+    "changed": "changed",
+    "holds": "holds a difference",
+}
 # Font sizes in points = px in the SVG: titles, other rows (issue 11: readable at 1280x720).
 TITLE_PT, ROW_PT = 14, 12
 _ROW = f'<font point-size="{ROW_PT}"'
@@ -164,6 +172,8 @@ def _node_label(n: m.Node) -> str:
         rows.append(f'{_ROW} color="{_GREY_TEXT}"><i>unused: reaches no output</i></font>')
     if n.residual:
         rows.append(f'{_ROW} color="#c26a00">saved for backward</font>')
+    if n.diff in DIFF_WORDS:
+        rows.append(f'{_ROW} color="{DIFF_COLOURS[n.diff]}"><i>{DIFF_WORDS[n.diff]}</i></font>')
     if n.tag:
         return f"<{_with_badge(rows, n.tag)}>"
     return "<" + "<br/>".join(rows) + ">"
@@ -208,6 +218,7 @@ def _min_width(n: m.Node) -> float:
     texts += ["fixed: not differentiated"] if n.role == m.FIXED else []
     texts += ["unused: reaches no output"] if n.unused else []
     texts += ["saved for backward"] if n.residual else []
+    texts += [DIFF_WORDS.get(n.diff, "")]
     widest = max([title, *(len(_printable(t)) * _ROW_EM * ROW_PT for t in texts)])
     # dot centres each row by its own narrower measure, so the row's far end reaches
     # further right than half the browser's width: 1.2x leaves room for that shift.
@@ -235,6 +246,8 @@ def _tooltip(n: m.Node) -> str:
         lines.append("unused: its result reaches no output")
     if n.tag:
         lines.append(f"{n.tag}: the same badge marks the same value in the other graphs")
+    if n.diff in DIFF_WORDS:
+        lines.append(f"{DIFF_WORDS[n.diff]} (compared with the other program)")
     return '"' + "&#10;".join(_quoted(line)[1:-1] for line in lines) + '"'
 
 
@@ -253,8 +266,12 @@ def _node_attrs(n: m.Node) -> str:
         attrs += [f'style="{style}"', f'fontcolor="{_GREY_TEXT}"']
     if n.tag:
         color = tag_colour(n.tag)
+    if n.diff in DIFF_COLOURS:
+        color = DIFF_COLOURS[n.diff]
+        if n.diff == "removed":
+            attrs.append('style="rounded,filled,dashed"')
     attrs += [f'fillcolor="{fill}"', f'color="{color}"']
-    if n.tag:
+    if n.tag or n.diff in DIFF_COLOURS:
         attrs.append("penwidth=2.5")
     elif n.residual:
         attrs.append("penwidth=2")
@@ -292,6 +309,14 @@ def _legend(graph: m.Graph) -> list[str]:
         greyed.append("equations whose results reach no output")
     if greyed:
         rows.append(f'<font color="{_GREY_TEXT}">grey, dashed: {" and ".join(greyed)}</font>')
+    drawn = {n.diff for n in nodes} | {c.diff for c in graph.clusters}
+    marks = [
+        f'<font color="{DIFF_COLOURS[k]}">■</font> {word}' + (" (dashed)" if k == "removed" else "")
+        for k, word in DIFF_WORDS.items()
+        if k in drawn
+    ]
+    if marks:
+        rows.append("compared: " + "   ".join(marks))
     if any(e.kind == m.CARRY for e in graph.edges):
         rows.append(
             f'<font color="{_CARRY}">dashed arrow "carry"</font>: '
@@ -332,8 +357,12 @@ def graph_to_dot(graph: m.Graph) -> str:
             lines.append(f"{indent}subgraph {_quoted('cluster_' + c.id)} {{")
             eqns = _count(c.n_equations, "eqn")
             label = f"<b>{_html(c.label)}</b> {_ROW}>{eqns}</font>"
+            colour, width = "#8a8a8a", ""
+            if c.diff in DIFF_COLOURS:  # a box that holds a difference, marked outside
+                colour, width = DIFF_COLOURS[c.diff], " penwidth=2.5;"
+                label += f' {_ROW} color="{colour}"><i>{DIFF_WORDS[c.diff]}</i></font>'
             lines.append(
-                f'{indent}  label=<{label}>; style="rounded,dashed"; color="#8a8a8a"; '
+                f'{indent}  label=<{label}>; style="rounded,dashed"; color="{colour}";{width} '
                 f"id={_quoted('clusterbox_' + c.id)}; tooltip={_quoted(c.label)};"
             )
             emit(c.id, indent + "  ")

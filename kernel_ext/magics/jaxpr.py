@@ -8,10 +8,12 @@
     %jaxpr --text f(x, w)        # JAX's pretty-printed jaxpr, coloured
     %jaxpr --stablehlo f(x, w)   # what jax.jit(f) lowers to
     %jaxpr --hlo f(x, w)         # what XLA compiled
+    %jaxpr --diff f(x) g(x)      # two programs matched: added, removed, changed marked
     g = %jaxpr -o f(x, w)        # the Graph (or text object), not displayed
 
 The call is traced, never run. Its plain-Python twins are ``jaxlab.jaxpr_graph``,
-``jaxlab.graph.text.jaxpr_text``, ``jaxlab.stablehlo_text`` and ``jaxlab.hlo_text``.
+``jaxlab.graph.text.jaxpr_text``, ``jaxlab.stablehlo_text``, ``jaxlab.hlo_text`` and
+``jaxlab.diff``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ class JaxprMagics(Magics):
     @argument("--stablehlo", action="store_true", help="The StableHLO that jax.jit lowers to.")
     @argument("--hlo", action="store_true", help="The HLO module XLA compiles (after fusion).")
     @argument("--grad", action="store_true", help="The program of jax.grad(f) instead of f.")
+    @argument(
+        "--diff",
+        action="store_true",
+        help="Two calls, f(x) g(y): their programs matched, what was added, removed or "
+        "changed marked (jaxlab.diff).",
+    )
     @argument(
         "--static",
         action="store_true",
@@ -84,6 +92,10 @@ class JaxprMagics(Magics):
             value = getattr(args, name)
             if value is not None and value < least:
                 raise UsageError(f"%jaxpr: --{name} must be {least} or more, not {value}")
+        if args.diff:
+            if views:
+                raise UsageError(f"%jaxpr: --diff compares graphs; leave out --{views[0]}")
+            return self._diff(source, args)
         try:
             call = parse_call(source, self.shell.user_ns if self.shell is not None else {})
         except ProgramError as e:
@@ -104,6 +116,70 @@ class JaxprMagics(Magics):
             return result
         display(_explorable(result) if not (views or args.static) else result)
         return None
+
+    def _diff(self, source: str, args: Any) -> Any:
+        """``%jaxpr --diff f(x) g(y)``: both calls traced, their programs matched."""
+        from ..graph.diff import AFTER, BEFORE, diff
+
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        try:
+            calls = [parse_call(text, namespace) for text in split_calls(source)]
+        except ProgramError as e:
+            raise UsageError(f"%jaxpr --diff: {e}") from e
+        graphs = []
+        for call in calls:
+            with watching("%jaxpr", f"tracing `{call.source}`"):
+                try:
+                    graphs.append(_trace(call, args, "graph", explore=True))
+                except ProgramError as e:
+                    raise UsageError(f"%jaxpr: {e}") from e
+                except Exception as e:
+                    if raised_in_jaxlab(e):
+                        raise
+                    raise UsageError(describe_trace_failure(call, e)) from e
+        result = diff(graphs[0], graphs[1], titles=(calls[0].source, calls[1].source))
+        if args.output:
+            return result
+        if args.static or not _live():
+            display(result)
+            return None
+        from jaxlab.widgets import GraphExplorer
+
+        display(GraphExplorer(result.graph(explore=True), opened=[BEFORE, AFTER]))
+        return None
+
+
+def split_calls(source: str) -> tuple[str, str]:
+    """``"f(x) jax.checkpoint(f)(x)"`` -> ``("f(x)", "jax.checkpoint(f)(x)")``: the line cut
+    at the first space outside brackets where both sides are calls."""
+    import ast
+
+    text = source.strip()
+    depth = 0
+    quote = ""
+    for k, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote and text[k - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch.isspace() and depth == 0:
+            left, right = text[:k].strip(), text[k:].strip()
+            try:
+                nodes = [ast.parse(part, mode="eval").body for part in (left, right)]
+            except SyntaxError:
+                continue
+            if all(isinstance(node, ast.Call) for node in nodes):
+                return left, right
+    raise ProgramError(
+        f"--diff takes two calls separated by a space, e.g. `%jaxpr --diff f(x) g(x)` or "
+        f"`%jaxpr --diff f(x) jax.checkpoint(f)(x)`; got `{text}`"
+        if text
+        else "--diff takes two calls, e.g. `%jaxpr --diff f(x) g(x)`"
+    )
 
 
 def _live() -> bool:
