@@ -99,6 +99,7 @@ def view_model(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
             record = asdict(c)
             node = by_id.get(c.id)  # a collapsed program or a run: what it holds
             record["summary"] = node.summary if node is not None else ""
+            record["diff"] = (node.diff if node is not None else "") or c.diff
             records.append(record)
     return {
         "title": graph.title,
@@ -123,12 +124,17 @@ LEGEND = (
     ("residual", "residual: kept for the backward pass"),
     ("unused", "dotted: reaches no output"),
     ("fixed", "faded: argument held fixed (not differentiated)"),
-    ("closed", "dashed box: closed program or run (click to open)"),
+    ("closed", "dashed box: a closed program or run"),  # the live page adds "click to open"
     ("repeat", "repeat: a call made of the same equations as the site's first"),
     ("carry", "dashed arrow: a loop's carry, fed back to the next iteration"),
     ("seeds", "dotted arrow: the value the seed differentiates"),
     ("upstream", "after a click: what the node depends on"),
     ("downstream", "after a click: what depends on the node"),
+    # Two programs compared (jaxlab.diff, graph/diff.py).
+    ("added", "added: only the second program has it"),
+    ("removed", "removed: only the first program has it"),
+    ("changed", "changed: other shapes, dtypes or parameters"),
+    ("holds", "holds a difference: open it to see where"),
 )
 
 
@@ -160,6 +166,9 @@ def legend_entries(graph: m.Graph, view: dict[str, Any]) -> list[dict[str, str]]
         marks.add("closed")
     if any(n.kind == m.SEGMENT and n.summary.startswith(REPEAT) for n in shown):
         marks.add("repeat")
+    marks.update(n.diff for n in shown if n.diff)
+    boxed = {k.removeprefix("cluster:") for k in view["nodes"]} | set(view.get("frames", ()))
+    marks.update(c.diff for c in graph.clusters if c.diff and c.id in boxed)
     kinds = {e.get("kind") for e in view["edges"]}
     marks.update(k for k in (m.CARRY, m.SEEDS) if k in kinds)
     if view["edges"]:
@@ -459,10 +468,14 @@ def static_svg(
 _CARRY = "#7b4fb0"
 _KIND_STROKE = {m.INPUT: "#3a9a3a", m.OUTPUT: "#c89400"}
 _PHASE_STROKE = {m.FORWARD: "#3b6fb6", m.BACKWARD: "#c04646"}
+_DIFF_STROKE = {"added": "#1a7f37", "removed": "#cf222e", "changed": "#b07800", "holds": "#b07800"}
 
 
 def _stroke(n: m.Node) -> str:
     """The border a node's box wears in the live view, as SVG attributes."""
+    if n.diff in _DIFF_STROKE:
+        dash = ' stroke-dasharray="5 3"' if n.diff == "removed" else ""
+        return f' stroke="{_DIFF_STROKE[n.diff]}" stroke-width="3"{dash}'
     if n.kind in _KIND_STROKE:
         return f' stroke="{_KIND_STROKE[n.kind]}" stroke-width="2"'
     if n.residual:

@@ -180,6 +180,11 @@
       else this._handlers.get(event)?.delete(handler);
     }
     save_changes() {} // changes stay in the page: there is no kernel to sync them to
+    // A widget asks this before it offers what only a kernel can do (GraphExplorer's
+    // "click to open" and search); a live model has no such property.
+    get has_kernel() {
+      return false;
+    }
     send(content) {
       this._onSend(content);
     }

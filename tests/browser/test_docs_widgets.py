@@ -211,6 +211,10 @@ def test_a_control_that_needs_the_kernel_says_there_is_none(server: str, page: A
     assert nodes.count() >= 3  # drawn by the module: ports x and out, the nested program
     note = explorer.locator(".jaxlab-site-widget-note")
     assert not note.is_visible()
+    # The saved view promises nothing that needs a kernel: no "click to open", no search.
+    assert "click to open" not in explorer.inner_text()  # a click still highlights, here
+    assert explorer.locator(".jaxlab-ge-search").count() == 0
+    assert explorer.locator(".jaxlab-ge-fit").count() == 1  # fitting happens in the page
     explorer.locator(".jaxlab-ge-closed, .jaxlab-ge-frame-title").first.click()
     assert note.inner_text().startswith("This page has no kernel")
 

@@ -64,6 +64,7 @@ function classes(n) {
   if (n.role) c.push("jaxlab-ge-role-" + n.role);
   if (n.unused) c.push("jaxlab-ge-unused");
   if (n.residual) c.push("jaxlab-ge-residual");
+  if (n.diff) c.push("jaxlab-ge-diff-" + n.diff); // two programs compared (jaxlab.diff)
   return c.join(" ");
 }
 
@@ -76,6 +77,7 @@ function tooltip(n) {
   if ((n.kind === "input" || n.kind === "output") && n.params) lines.push(n.params);
   if (n.unused) lines.push("unused: reaches no output");
   if (n.role === "fixed") lines.push("not differentiated: held fixed");
+  if (n.diff) lines.push(n.diff === "holds" ? "holds a difference" : n.diff);
   return lines.join("\n");
 }
 
@@ -86,6 +88,9 @@ function draw(model, el, state) {
   const byId = new Map(data.nodes.map((n) => [n.id, n]));
   const clusters = new Map(data.clusters.map((c) => [c.id, c]));
 
+  // A saved view drawn where no kernel runs (the docs site's loader says so): what it
+  // shows is what the notebook opened; nothing promises a click or a search it cannot do.
+  const live = model.has_kernel !== false;
   const root = h("div", "jaxlab-ge");
   const bar = h("div", "jaxlab-ge-bar");
   bar.append(h("b", "jaxlab-ge-title", data.title));
@@ -95,7 +100,7 @@ function draw(model, el, state) {
   search.value = state.query;
   const count = h("span", "jaxlab-ge-count");
   const fit = h("button", "jaxlab-ge-fit", "fit");
-  bar.append(search, count, fit);
+  bar.append(...(live ? [search, count] : []), fit);
   root.append(bar);
   for (const note of data.notes || []) root.append(h("div", "jaxlab-ge-note", note));
   // The legend: the kernel lists the marks this view draws; each swatch wears the class
@@ -106,7 +111,8 @@ function draw(model, el, state) {
     for (const { mark, text } of entries) {
       const item = h("span", "jaxlab-ge-legend-item");
       item.dataset.mark = mark;
-      item.append(h("span", "jaxlab-ge-swatch jaxlab-ge-legend-" + mark), h("span", "", text));
+      const words = mark === "closed" && live ? text + " (click to open)" : text;
+      item.append(h("span", "jaxlab-ge-swatch jaxlab-ge-legend-" + mark), h("span", "", words));
       key.append(item);
     }
     root.append(key);
@@ -153,7 +159,8 @@ function draw(model, el, state) {
     const y0 = given ? given[1] : Math.min(...boxes.map((b) => b[1])) - 24;
     const x1 = given ? given[0] + given[2] : Math.max(...boxes.map((b) => b[0] + b[2])) + 8;
     const y1 = given ? given[1] + given[3] : Math.max(...boxes.map((b) => b[1] + b[3])) + 8;
-    const frame = s("g", { class: "jaxlab-ge-frame", "data-cluster": cid });
+    const marked = c.diff ? " jaxlab-ge-diff-" + c.diff : "";
+    const frame = s("g", { class: "jaxlab-ge-frame" + marked, "data-cluster": cid });
     frame.append(s("rect", { x: x0, y: y0, width: x1 - x0, height: y1 - y0, rx: 6 }));
     const head = s("text", { x: x0 + 6, y: y0 + 16, class: "jaxlab-ge-frame-title" }, `▾ ${c.label}`);
     frame.append(head, s("title", {}, `${c.label}: ${c.n_equations} equations (click to close)`));
@@ -196,7 +203,7 @@ function draw(model, el, state) {
       item.append(s("rect", { width: w, height: hh, rx: 6 }));
       item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(`▸ ${shorten(c.label)}`, w, 8.5)));
       const repeat = (c.summary || "").startsWith("repeat:") ? " · repeat" : "";
-      item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, clip(`${c.n_equations} equations${repeat} · click to open`, w, 7)));
+      item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, clip(`${c.n_equations} equations${repeat}${live ? " · click to open" : ""}`, w, 7)));
       item.append(s("title", {}, `${c.label}: ${c.n_equations} equations${c.summary ? "\n" + c.summary : ""}`));
       item.addEventListener("click", () => model.send({ type: "toggle", cluster: c.id }));
       item.addEventListener("mouseenter", () => showBox(c));
@@ -214,6 +221,8 @@ function draw(model, el, state) {
       item.addEventListener("click", () => select(id));
       item.addEventListener("mouseenter", () => show(n));
     }
+    const boxMark = id.startsWith("cluster:") ? (clusters.get(id.slice(8)) || {}).diff : "";
+    if (boxMark) item.classList.add("jaxlab-ge-diff-" + boxMark);
     nodeEls.set(id, item);
     add(item, 2, x, y, x + w, y + hh);
   }
