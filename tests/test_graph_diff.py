@@ -217,3 +217,27 @@ def test_magic_diff_needs_two_calls(sh, line):
 def test_magic_diff_names_a_missing_function(sh):
     with pytest.raises(UsageError, match="nope"):
         sh.run_line_magic("jaxpr", "--diff f(x) nope(x)")
+
+
+# --------------------------------------------------------------------------- the explorer
+
+
+def test_the_graph_explorer_draws_the_marks_and_their_legend():
+    from jaxlab.widgets import GraphExplorer
+    from jaxlab.widgets.graph_explorer import LEGEND
+
+    assert {"added", "removed", "changed", "holds"} <= {mark for mark, _ in LEGEND}
+    d = diff(looped(inner_sin), looped(inner_sin3), jnp.arange(5.0))
+    explorer = GraphExplorer(d.graph(explore=True), opened=["before", "after"])
+    records = {r["id"]: r for r in explorer.model["clusters"]}
+    assert records["after/e0"]["diff"] == HOLDS  # the closed scan, marked outside
+    assert {e["mark"] for e in explorer.legend} >= {"holds"}
+    explorer.toggle("after/e0")
+    explorer.toggle("after/e0/e0")
+    nodes = {n["id"]: n["diff"] for n in explorer.model["nodes"]}
+    assert nodes["after/e0/e0/e1"] == CHANGED
+    marks = {e["mark"] for e in explorer.legend}
+    assert {"changed", "holds"} <= marks and "added" not in marks
+    assert "#b07800" in explorer._static_html()
+    plain = GraphExplorer(jaxpr_graph(f, jnp.ones(3), jnp.ones(2), explore=True))
+    assert not {"added", "removed", "changed", "holds"} & {e["mark"] for e in plain.legend}
