@@ -145,10 +145,10 @@ def _text(report: GradReport, rows: list[_Row]) -> str:
     header: _Row = (*_HEADER, True)
     table = [header, *shown]
     keep = _columns(shown)
-    widths = {i: max(len(r[i]) for r in table) for i in keep}
+    widths = {i: max(len(str(r[i])) for r in table) for i in keep}
     out = [_heading(report)]
     for r in table:
-        cells = [r[i].ljust(widths[i]) for i in keep]
+        cells = [str(r[i]).ljust(widths[i]) for i in keep]
         flag = "" if r[6] else "  ← non-finite"
         out.append("  " + "  ".join(cells).rstrip() + flag)
     if len(rows) > _MAX_ROWS:
@@ -187,7 +187,7 @@ def _html(report: GradReport, rows: list[_Row]) -> str:
     parts.append("<tr>" + "".join(f"<th>{esc(_HEADER[i])}</th>" for i in keep) + "</tr>")
     for r in shown:
         cls = "" if r[6] else ' class="bad"'
-        cells = [f"<td>{esc(r[i])}</td>" for i in keep if i < 5]
+        cells = [f"<td>{esc(str(r[i]))}</td>" for i in keep if i < 5]
         if 5 in keep:
             small = matrices.get(r[0])
             cells.append(f"<td>{_html_matrix(small) if small else esc(r[5])}</td>")
