@@ -43,6 +43,7 @@ from .graph import Graph as Graph
 from .graph import jaxpr_graph as jaxpr_graph
 from .graph.diff import ProgramDiff as ProgramDiff
 from .graph.diff import diff as diff
+from .graph.diff import recompile_diff as recompile_diff
 from .keys.flow import KeyFlow as KeyFlow
 from .keys.flow import key_flow as key_flow
 from .keys.record import KeyLineage as KeyLineage

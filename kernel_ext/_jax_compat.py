@@ -76,6 +76,23 @@ def jit_call_being_traced() -> JitCall | None:
         return None
 
 
+def jaxpr_being_traced() -> Any | None:
+    """The program ``jit`` has just traced (from the trace-duration listener, which JAX
+    calls once ``_trace_for_jit`` holds it in its local ``jaxpr``) as a ``ClosedJaxpr``,
+    or None: a JAX that renames the frame or the local, or holds something else there."""
+    found = _caller_locals(_JIT_TRACE_FRAME, ("jaxpr",))
+    if found is None:
+        return None
+    from jax.extend import core as jcore
+
+    program = found["jaxpr"]
+    if isinstance(program, jcore.ClosedJaxpr):  # JAX 0.12: one class for both
+        return program
+    if isinstance(program, jcore.Jaxpr) and not program.constvars:
+        return jcore.ClosedJaxpr(program, [])
+    return None
+
+
 # A compilation whose trace JAX did not report (a jit reached under grad or vmap, an eager
 # operation under a transformation) is read when it is lowered instead: the frame of
 # ``jax._src.interpreters.pxla._cached_lowering_to_hlo`` holds the program's argument

@@ -241,3 +241,45 @@ def test_the_graph_explorer_draws_the_marks_and_their_legend():
     assert "#b07800" in explorer._static_html()
     plain = GraphExplorer(jaxpr_graph(f, jnp.ones(3), jnp.ones(2), explore=True))
     assert not {"added", "removed", "changed", "holds"} & {e["mark"] for e in plain.legend}
+
+
+# --------------------------------------------------------------------------- the compile log
+
+
+def test_a_recompile_links_to_the_diff_of_its_program():
+    from jaxlab import _jax_compat
+    from jaxlab.compile.log import CompileLog
+
+    log = CompileLog()
+
+    def step(x):
+        return jnp.tanh(x).sum()
+
+    jitted = jax.jit(step)
+    with log.recording():
+        jitted(jnp.ones(3))
+        assert log.programs("step") is None  # one compilation: nothing to compare
+        with pytest.raises(ValueError, match="compile `step` twice"):
+            jaxlab.recompile_diff("step", log)
+        jitted(jnp.ones(4))
+    assert log.events[-1].recompile
+    d = jaxlab.recompile_diff("step", log)
+    assert {c.after for c in d.changed} == {"e0", "e1"}
+    assert "f32[3] → f32[4]" in d.summary
+    # Only the user's own functions, and what the reader finds outside a trace is None.
+    assert all(name == "step" for name in log._programs)
+    assert _jax_compat.jaxpr_being_traced() is None
+    log.clear()
+    assert log.programs("step") is None
+
+
+def test_the_kept_programs_are_bounded(monkeypatch):
+    from jaxlab.compile import log as log_module
+
+    monkeypatch.setattr(log_module, "PROGRAM_EQUATIONS", 4)
+    log = log_module.CompileLog()
+    with log.recording():
+        jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.ones(2))
+        jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3))
+        jax.jit(lambda x: jnp.cos(jnp.sin(jnp.exp(jnp.tanh(x)))))(jnp.ones(3))  # 4: too many
+    assert sum(n for pair in log._programs.values() for _, n in pair) <= 4

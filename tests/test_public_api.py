@@ -33,6 +33,7 @@ PUBLIC_NAMES = {
     "jaxpr_graph",
     "ProgramDiff",
     "diff",
+    "recompile_diff",
     "CompileReport",
     "compile_report",
     "LoweredText",

@@ -243,12 +243,13 @@ def call_signature(call: _jax_compat.JitCall) -> CallSignature:
 
 
 class _Pending:
-    __slots__ = ("call", "lower_s", "trace_s")
+    __slots__ = ("call", "lower_s", "program", "trace_s")
 
     def __init__(self) -> None:
         self.trace_s = 0.0
         self.lower_s = 0.0
         self.call: CallSignature | None = None
+        self.program: Any = None  # the traced jaxpr of a user's function (CompileLog.programs)
 
 
 class _ThreadState(threading.local):
@@ -284,6 +285,8 @@ class _Listener:
             entry.trace_s, entry.lower_s = duration_secs, 0.0
             call = None if _TOLD.jaxlab_depth else _jax_compat.jit_call_being_traced()
             entry.call = call_signature(call) if call is not None else None
+            mine = entry.call is not None and entry.call.user_code and not entry.call.eager
+            entry.program = _jax_compat.jaxpr_being_traced() if mine else None
         elif event == LOWER:
             entry = self._pending(name)
             entry.lower_s = duration_secs
@@ -328,6 +331,7 @@ class _Listener:
                 explanation=text,
                 changes=changes,
                 call=call,
+                program=entry.program,
             )
 
 

@@ -189,6 +189,26 @@ def diff(
     )
 
 
+def recompile_diff(name: str, log: Any = None) -> ProgramDiff:
+    """What changed in the program of the user's function ``name`` between its last two
+    compilations, from the programs the compile log keeps (``CompileLog.programs``).
+
+    >>> jaxlab.recompile_diff("step").changed[0].what         # doctest: +SKIP
+    'f32[32,10] → f32[64,10]'
+    """
+    from ..compile.log import compile_log
+
+    kept = (log or compile_log()).programs(name)
+    if kept is None:
+        raise ValueError(
+            f"the compile log keeps no two programs of `{name}`: it keeps the last two "
+            "traced programs of each of your own jitted functions while it records (the "
+            "extension loaded, or inside `jaxlab.compile_log().recording()`); compile "
+            f"`{name}` twice, with a change between"
+        )
+    return diff(kept[0], kept[1], titles=(f"{name} (before)", f"{name} (recompiled)"))
+
+
 def _as_graph(program: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> m.Graph:
     if isinstance(program, m.Graph):
         if program.jaxpr is None:
