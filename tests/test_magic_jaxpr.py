@@ -402,3 +402,45 @@ def test_live_notebook_shows_the_graph_explorer_and_static_keeps_the_svg(sh, mon
     assert not isinstance(shown[-1], Graph | GraphExplorer)
     # -o returns the Graph, whatever the front end.
     assert isinstance(sh.run_line_magic("jaxpr", "-o f(x, w)"), Graph)
+
+
+# --------------------------------------------------------------------------- --open
+
+
+def test_open_names_what_the_explorer_opens_and_refuses_what_it_cannot(sh):
+    from jaxlab.widgets import GraphExplorer
+
+    sh.run_cell(
+        "def step(c, _):\n"
+        "    th, p = c\n"
+        "    return (th + 0.1 * p, p - 0.1 * jnp.sin(th)), th\n"
+        "def two_scans(th, p):\n"
+        "    a = jax.lax.scan(step, (th, p), None, length=10)[1]\n"
+        "    b = jax.lax.scan(step, (th * 2, p), None, length=10)[1]\n"
+        "    return a.sum() + inner(b).sum()\n"
+    )
+    g = sh.run_line_magic("jaxpr", "-o two_scans(0.3, 0.1)")
+    explorer = g.rebuild.explorer
+    scans = [
+        i
+        for i in explorer.nested
+        if explorer.where[i][0].items[explorer.where[i][1]].primitive == "scan"
+    ]
+    assert len(scans) == 2
+    # By primitive: both scans open, their bodies (sin inside) drawn; the jit stays closed.
+    w = GraphExplorer(g, opened=explorer.boxes_to_open(["scan"]))
+    assert sorted(w.view["frames"]) == sorted(scans)
+    drawn = {n["primitive"] for n in w.model["nodes"] if n["kind"] == "eqn"}
+    assert "sin" in drawn and any(k.startswith("cluster:") for k in w.view["nodes"])
+    # By the function's name, and by depth: everything at depth 1 opens.
+    assert explorer.boxes_to_open(["inner"]) and set(explorer.boxes_to_open(["1"])) >= set(scans)
+    # Through the magic: accepted (shown in a live notebook), or refused with the reason.
+    with capture_output() as out:
+        assert sh.run_line_magic("jaxpr", "--open scan two_scans(0.3, 0.1)") is None
+    assert out.outputs
+    before = dict(sh.user_ns)
+    with pytest.raises(UsageError, match="no nested program .* named so .*scan"):
+        sh.run_line_magic("jaxpr", "--open scna two_scans(0.3, 0.1)")
+    with pytest.raises(UsageError, match="--open chooses what the GraphExplorer opens"):
+        sh.run_line_magic("jaxpr", "--open scan --static two_scans(0.3, 0.1)")
+    assert sh.user_ns.keys() == before.keys()

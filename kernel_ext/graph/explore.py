@@ -303,6 +303,23 @@ class Explorer:
             chain.append(self.run_id(block, lo, hi))
         return chain
 
+    def boxes_to_open(self, words: list[str]) -> list[str]:
+        """The ids to open, outermost first, so that every nested program whose primitive
+        or name is one of ``words`` (``scan``, ``shard_map``, ``while``, ``pjit``'s
+        function name) is drawn open with what holds it; a number ``N`` opens every nested
+        program down to depth N. What a tutorial's figure walks through opens as its text
+        says (``%jaxpr --open scan``)."""
+        wanted = {w.strip().lower() for w in words if w.strip()}
+        depth = max((int(w) for w in wanted if w.isdigit()), default=0)
+        found: list[str] = []
+        for node_id in self.nested:
+            block, k = self.where[node_id]
+            item = block.items[k]
+            names = {item.primitive.lower(), str(item.eqn.params.get("name", "")).lower()}
+            if names & wanted or item.depth <= depth:
+                found += [*self.holders(node_id), node_id]
+        return list(dict.fromkeys(found))
+
     def search(self, query: str) -> list[str]:
         """Ids of everything in the program ``query`` matches (case-insensitive): equations
         at any depth by primitive, id, parameters or source line; inputs and outputs by

@@ -36,7 +36,7 @@ from ._options import parse_options, split_options
 from ._progress import watching
 
 # Options that take a value: the call expression starts after the last option (and value).
-_VALUED = frozenset({"--depth", "--budget"})
+_VALUED = frozenset({"--depth", "--budget", "--open"})
 # jaxpr_graph's own keywords: a user keyword with one of these names is bound in a closure.
 _RESERVED = frozenset({"fun", "grad", "depth", "values", "budget", "explore"})
 
@@ -67,6 +67,14 @@ class JaxprMagics(Magics):
         help="Draw nested programs below depth N as one node.",
     )
     @argument(
+        "--open",
+        default=None,
+        metavar="WHAT",
+        help="Open these nested programs in the GraphExplorer, with what holds them: "
+        "primitives or function names separated by commas (--open scan, --open "
+        "shard_map,jit), or a depth (--open 2).",
+    )
+    @argument(
         "--budget",
         type=int,
         default=None,
@@ -92,6 +100,12 @@ class JaxprMagics(Magics):
             value = getattr(args, name)
             if value is not None and value < least:
                 raise UsageError(f"%jaxpr: --{name} must be {least} or more, not {value}")
+        if args.open is not None and (views or args.static or args.output or args.diff):
+            raise UsageError(
+                "%jaxpr: --open chooses what the GraphExplorer opens; the static drawing "
+                "(--static, -o, --text, --diff) opens every nested program already (--depth N "
+                "closes those below N)"
+            )
         if args.diff:
             if views:
                 raise UsageError(f"%jaxpr: --diff compares graphs; leave out --{views[0]}")
@@ -114,6 +128,9 @@ class JaxprMagics(Magics):
                 raise UsageError(describe_trace_failure(call, e)) from e
         if args.output:
             return result
+        if args.open is not None:
+            display(_opened(result, args.open))
+            return None
         display(_explorable(result) if not (views or args.static) else result)
         return None
 
@@ -203,6 +220,35 @@ def _explorable(graph: Any) -> Any:
     from jaxlab.widgets import GraphExplorer
 
     return GraphExplorer(graph)
+
+
+def _opened(graph: Any, what: str) -> Any:
+    """The GraphExplorer of ``graph`` with the nested programs ``what`` names open (the
+    Graph itself where no widget can be shown: its static drawing opens them all)."""
+    from ..graph.explore import Views
+
+    words = [w.strip() for w in what.split(",") if w.strip()]
+    views = graph.rebuild
+    if not words or not isinstance(views, Views):
+        return _explorable(graph)
+    ids = views.explorer.boxes_to_open(words)
+    if not ids:
+        kinds = sorted(
+            {
+                views.explorer.where[i][0].items[views.explorer.where[i][1]].primitive
+                for i in views.explorer.nested
+            }
+        )
+        have = ", ".join(kinds) if kinds else "none"
+        raise UsageError(
+            f"%jaxpr: --open {what}: no nested program of this one is named so (it has: "
+            f"{have}); name a primitive, a function or a depth (--open 1)"
+        )
+    if not _live():
+        return graph
+    from jaxlab.widgets import GraphExplorer
+
+    return GraphExplorer(graph, opened=ids)
 
 
 def _trace(call: Call, args: Any, view: str, explore: bool = False) -> Any:
