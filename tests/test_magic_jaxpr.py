@@ -439,7 +439,7 @@ def test_open_names_what_the_explorer_opens_and_refuses_what_it_cannot(sh):
         assert sh.run_line_magic("jaxpr", "--open scan two_scans(0.3, 0.1)") is None
     assert out.outputs
     before = dict(sh.user_ns)
-    with pytest.raises(UsageError, match="no nested program .* named so .*scan"):
+    with pytest.raises(UsageError, match=r"no nested program .* named so .*scan"):
         sh.run_line_magic("jaxpr", "--open scna two_scans(0.3, 0.1)")
     with pytest.raises(UsageError, match="--open chooses what the GraphExplorer opens"):
         sh.run_line_magic("jaxpr", "--open scan --static two_scans(0.3, 0.1)")
