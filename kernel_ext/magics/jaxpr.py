@@ -299,7 +299,8 @@ def _closed_over(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..
 # --------------------------------------------------------------------------- failures
 
 
-def _concrete_hint(call: Call, error: BaseException) -> str:
+def _static_hint(call: Call, error: BaseException) -> str:
+    """The argument JAX blames made static in the user's own %jaxpr call."""
     from ..explain.finding import blamed_parameter
     from ..program.static_leaves import call_with_bound
 
@@ -307,12 +308,16 @@ def _concrete_hint(call: Call, error: BaseException) -> str:
     # JAX names none of the function's parameters.
     name = blamed_parameter(call.fun, error)
     rewritten = call_with_bound(call.source, call.fun, name) if name else None
-    static = (
+    return (
         f"`%jaxpr {rewritten}` (each new value of `{name}` traces again)"
         if rewritten
         else f"`%jaxpr functools.partial({call.fun_source}, NAME=value)(...)` (NAME: the "
         "argument that line reads)"
     )
+
+
+def _concrete_hint(call: Call, error: BaseException) -> str:
+    static = _static_hint(call, error)
     return (
         "JAX traces with abstract values, so Python cannot branch on them or turn them into "
         "numbers. For a branch that depends on a value use "
@@ -341,6 +346,16 @@ def describe_trace_failure(call: Call, error: BaseException) -> str:
             f"({shown}); JAX traces arrays and numbers only.\nBind it before tracing, e.g. "
             f"`%jaxpr functools.partial({call.fun_source}, {arg_name}=...)(...)`, or pass an array."
         )
+    from ..explain.explanation import explain
+
+    explained = explain(error)
+    if explained is not None:
+        # One format for every explained error: what happened, your line, the fix, the
+        # docs, as the same error under jax.jit reads (errors are explained there too).
+        text = f"%jaxpr: tracing `{call.source}` failed.\n{explained}"
+        if needs_concrete_value(error):
+            text += "\n  static     " + _static_hint(call, error).replace("`", "")
+        return text
     text = failure_text(f"%jaxpr: tracing `{call.source}`", error)
     if needs_concrete_value(error):
         text += "\n" + _concrete_hint(call, error)
