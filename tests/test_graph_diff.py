@@ -266,6 +266,11 @@ def test_a_recompile_links_to_the_diff_of_its_program():
     d = jaxlab.recompile_diff("step", log)
     assert {c.after for c in d.changed} == {"e0", "e1"}
     assert "f32[3] → f32[4]" in d.summary
+    # The log's row and text name the call that draws it, on the newest recompile only.
+    from jaxlab.compile.log_view import log_html, log_text
+
+    assert log_text(log).count("what changed: jaxlab.recompile_diff('step')") == 1
+    assert log_html(log).count("jaxlab.recompile_diff(&#x27;step&#x27;)") == 1
     # Only the user's own functions, and what the reader finds outside a trace is None.
     assert all(name == "step" for name in log._programs)
     assert _jax_compat.jaxpr_being_traced() is None

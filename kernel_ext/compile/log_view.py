@@ -119,6 +119,11 @@ def log_text(log: CompileLog, last: int = 10) -> str:
             f"  {r.name}: {r.count}× total {seconds(r.total_s)}, last {seconds(r.last_s)}"
             + (f", {count(r.recompiles, 'recompilation')}" if r.recompiles else "")
             + (f"; last because {why.explanation}" if why is not None else "")
+            + (
+                f" (what changed: {_diff_call(r.name)})"
+                if why is not None and log.programs(r.name) is not None
+                else ""
+            )
         )
     if len(rows) > MAX_ROWS:
         lines.append(f"  ... {len(rows) - MAX_ROWS} more functions")
@@ -182,11 +187,23 @@ def _bar(e: CompileEvent, scale: float) -> str:
     )
 
 
-def _row(r: FunctionStats, scale: float, anchor: str) -> str:
+def _diff_call(name: str) -> str:
+    """The call that draws what changed between a function's last two programs."""
+    return f"jaxlab.recompile_diff({name!r})"
+
+
+def _row(r: FunctionStats, scale: float, anchor: str, diffable: bool = False) -> str:
     newest = tuple(reversed(r.recent))
+    last = _last_reason(r)
     reasons = [
         f"<li>#{e.index}: {html.escape(e.explanation)}"
         + (f" <small>({html.escape(e.where)})</small>" if e.where else "")
+        # The newest recompile links to its program's difference from the one before.
+        + (
+            f" <small>what changed: <code>{html.escape(_diff_call(r.name))}</code></small>"
+            if diffable and e is last
+            else ""
+        )
         + "</li>"
         for e in newest
         if e.recompile
@@ -220,10 +237,13 @@ _HEAD = ("function", "compiles", "recompiled", "total", "last", "phases, newest 
 _NUMBERS = {"compiles", "recompiled", "total", "last"}
 
 
-def _table(rows: tuple[FunctionStats, ...], prefix: str) -> str:
+def _table(rows: tuple[FunctionStats, ...], prefix: str, log: CompileLog | None = None) -> str:
     scale = max((e.total_s for r in rows[:MAX_ROWS] for e in r.recent), default=0.0)
     head = "".join(f'<th class="num">{h}</th>' if h in _NUMBERS else f"<th>{h}</th>" for h in _HEAD)
-    body = "".join(_row(r, scale, f"{prefix}-{i}") for i, r in enumerate(rows[:MAX_ROWS]))
+    body = "".join(
+        _row(r, scale, f"{prefix}-{i}", log is not None and log.programs(r.name) is not None)
+        for i, r in enumerate(rows[:MAX_ROWS])
+    )
     more = (
         f'<tr><td colspan="{len(_HEAD)}">… {len(rows) - MAX_ROWS} more functions</td></tr>'
         if len(rows) > MAX_ROWS
@@ -247,7 +267,9 @@ def log_html(log: CompileLog) -> str:
         f"<p>{html.escape(summary_text(log, len(mine) + len(theirs) - len(eager.rows)))} "
         f"{_share_bar(log)}<br>{legend_html()}</p>"
     )
-    body = _table(mine, f"{prefix}-m") if mine else "<p>None of your functions compiled yet.</p>"
+    body = (
+        _table(mine, f"{prefix}-m", log) if mine else "<p>None of your functions compiled yet.</p>"
+    )
     if eager.count:
         body += _eager_html(eager)
     libraries = tuple(r for r in theirs if not r.eager)
