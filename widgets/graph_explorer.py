@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import math
 import subprocess
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -33,6 +34,7 @@ from typing import Any
 import traitlets
 
 from jaxlab.graph import model as m
+from jaxlab.graph import overlay
 from jaxlab.graph.explore import REPEAT, Explorer, Views
 from jaxlab.graph.names import shorten
 
@@ -79,11 +81,25 @@ def with_scopes(graph: m.Graph) -> m.Graph:
     )
 
 
-def _node_record(n: m.Node) -> dict[str, Any]:
+def _node_record(n: m.Node, graph: m.Graph | None = None) -> dict[str, Any]:
     record = asdict(n)
     record["value"] = n.value.text() if n.value is not None else None
     record["adjoint"] = n.adjoint.text() if n.adjoint is not None else None
+    record.update(_overlay_record(graph, n))
     return record
+
+
+def _overlay_record(graph: m.Graph | None, n: m.Node | None) -> dict[str, Any]:
+    """An overlay's value as the page draws it (graph/overlay.py): fill colour and the
+    hover text (value and share); NaN never reaches JSON."""
+    value = n.overlay if n is not None else None
+    if graph is None or value is None:
+        return {"overlay": None, "overlay_text": "", "overlay_colour": None}
+    return {
+        "overlay": value if math.isfinite(value) else None,
+        "overlay_text": overlay.node_text(graph, value),
+        "overlay_colour": overlay.colour(graph, value),
+    }
 
 
 def view_model(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
@@ -100,10 +116,11 @@ def view_model(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
             node = by_id.get(c.id)  # a collapsed program or a run: what it holds
             record["summary"] = node.summary if node is not None else ""
             record["diff"] = (node.diff if node is not None else "") or c.diff
+            record.update(_overlay_record(graph, node))
             records.append(record)
     return {
         "title": graph.title,
-        "nodes": [_node_record(by_id[k]) for k in shown],
+        "nodes": [_node_record(by_id[k], graph) for k in shown],
         "clusters": records,
         "notes": list(graph.notes),
         "n_equations": graph.n_equations,
@@ -135,6 +152,9 @@ LEGEND = (
     ("removed", "removed: only the first program has it"),
     ("changed", "changed: other shapes, dtypes or parameters"),
     ("holds", "holds a difference: open it to see where"),
+    # An overlay (graph.overlay, graph/overlay.py): the entry's text is the view's scale.
+    ("overlay", "fill: the overlay's value, light low, dark high"),
+    ("overlay-diverging", "fill: the overlay's value, blue below 0, red above"),
 )
 
 
@@ -173,7 +193,14 @@ def legend_entries(graph: m.Graph, view: dict[str, Any]) -> list[dict[str, str]]
     marks.update(k for k in (m.CARRY, m.SEEDS) if k in kinds)
     if view["edges"]:
         marks.update(("upstream", "downstream"))
-    return [{"mark": mark, "text": text} for mark, text in LEGEND if mark in marks]
+    if graph.overlay_name and any(n.overlay is not None for n in shown):
+        marks.add("overlay-diverging" if overlay.diverging(graph) else "overlay")
+    scale = overlay.legend_text(graph) if graph.overlay_name else ""
+    return [
+        {"mark": mark, "text": scale if mark.startswith("overlay") else text}
+        for mark, text in LEGEND
+        if mark in marks
+    ]
 
 
 class GraphExplorer(JaxlabWidget, static="graph_explorer"):
@@ -431,6 +458,7 @@ def static_svg(
             tip = c.label
             dash = ' stroke-dasharray="4 2"'
             stroke = _stroke(node) if node is not None else ""
+            shade = node
         else:
             n = by_id.get(node_id)
             if n is None:
@@ -444,15 +472,22 @@ def static_svg(
             faded = n.unused or n.role == m.FIXED
             dash = ' stroke-dasharray="2 2" opacity="0.5"' if faded else ""
             stroke = _stroke(n)
+            shade = n
+        fill, text_colour = "", "currentColor"
+        if graph.overlay_name and shade is not None and shade.overlay is not None:
+            tip += " · " + overlay.node_text(graph, shade.overlay)
+            found = overlay.colour(graph, shade.overlay)
+            if found is not None:  # a colour of the scale's own (never the user's text)
+                fill, text_colour = f' fill="{found}"', "#222"
         out.append(f'<g transform="translate({x:.1f},{y:.1f})"{dash}><title>{esc(tip)}</title>')
-        out.append(f'<rect width="{w:.1f}" height="{h:.1f}" rx="4"{stroke}/>')
+        out.append(f'<rect width="{w:.1f}" height="{h:.1f}" rx="4"{stroke}{fill}/>')
         out.append(
-            f'<text x="8" y="19" fill="currentColor" stroke="none" font-size="14" '
+            f'<text x="8" y="19" fill="{text_colour}" stroke="none" font-size="14" '
             f'font-weight="600">{esc(_clip(title, w, 8.5))}</text>'
         )
         for k, row in enumerate(rows):
             out.append(
-                f'<text x="8" y="{36 + 17 * k}" fill="currentColor" stroke="none" '
+                f'<text x="8" y="{36 + 17 * k}" fill="{text_colour}" stroke="none" '
                 f'font-size="12">{esc(_clip(row, w, 7))}</text>'
             )
         out.append("</g>")

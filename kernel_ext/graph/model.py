@@ -81,6 +81,9 @@ class Node:
     # Two programs compared (graph/diff.py): "added", "removed", "changed", or "holds" for
     # a collapsed program or a run of equations that holds a difference.
     diff: str = ""
+    # An overlay's value (graph/overlay.py): the user's number for this equation, or what
+    # a closed box holds summed; NaN: given but no value. None: not part of the overlay.
+    overlay: float | None = None
 
     @property
     def shape(self) -> str | None:
@@ -145,6 +148,16 @@ class Graph:
     )
     # The opened set this Graph is the explorer's view for (None: the budgeted drawing).
     view_of: frozenset[str] | None = field(default=None, compare=False, repr=False)
+    # An overlay drawn on the nodes (graph/overlay.py; Node.overlay holds the values): its
+    # name and unit, the scale of this view (min, max), the program's total, whether some
+    # value is negative, the keys that matched nothing, the values by id over the program.
+    overlay_name: str = ""
+    overlay_unit: str = ""
+    overlay_range: tuple[float, float] = (0.0, 0.0)
+    overlay_total: float = 0.0
+    overlay_signed: bool = False
+    overlay_unmatched: tuple[str, ...] = ()
+    overlay_values: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     # ---------------------------------------------------------------- queries
     def node(self, node_id: str) -> Node:
@@ -163,6 +176,31 @@ class Graph:
 
     def cluster_primitives(self) -> Counter[str]:
         return Counter(c.primitive for c in self.clusters)
+
+    # ---------------------------------------------------------------- overlays
+    def overlay(self, data: Mapping[str, float], name: str = "", unit: str = "") -> Graph:
+        """This Graph with ``data`` drawn on it as a colour scale, keyed by equation id
+        (``e12``, ``e3/e1``), source line (``"In[4], line 3"``) or box (``e3``); see
+        ``graph/overlay.py``.
+
+        >>> g.overlay({"e1": 2.0, "In[4], line 3": 1.5}, name="time", unit="ms")  # doctest: +SKIP
+        """
+        from .overlay import overlay
+
+        return overlay(self, data, name=name, unit=unit)
+
+    def overlay_from_adjoints(self) -> Graph:
+        """The adjoints drawn (``%grad --graph``, ``values=True``) as an overlay: |∂|."""
+        from .overlay import overlay_from_adjoints
+
+        return overlay_from_adjoints(self)
+
+    def overlay_ranked(self, most: int = 10) -> list[Any]:
+        """The overlay's largest equations (``Ranked`` records: id, primitive, source,
+        value, share), over the whole program, largest first."""
+        from .overlay import ranked
+
+        return ranked(self, most)
 
     # ---------------------------------------------------------------- renderings
     def to_dot(self) -> str:

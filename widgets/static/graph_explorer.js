@@ -78,6 +78,7 @@ function tooltip(n) {
   if (n.unused) lines.push("unused: reaches no output");
   if (n.role === "fixed") lines.push("not differentiated: held fixed");
   if (n.diff) lines.push(n.diff === "holds" ? "holds a difference" : n.diff);
+  if (n.overlay_text) lines.push(n.overlay_text); // an overlay: value and share
   return lines.join("\n");
 }
 
@@ -204,7 +205,8 @@ function draw(model, el, state) {
       item.append(s("text", { x: 8, y: 19, class: "jaxlab-ge-label" }, clip(`▸ ${shorten(c.label)}`, w, 8.5)));
       const repeat = (c.summary || "").startsWith("repeat:") ? " · repeat" : "";
       item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, clip(`${c.n_equations} equations${repeat}${live ? " · click to open" : ""}`, w, 7)));
-      item.append(s("title", {}, `${c.label}: ${c.n_equations} equations${c.summary ? "\n" + c.summary : ""}`));
+      const held = c.overlay_text ? "\n" + c.overlay_text : "";
+      item.append(s("title", {}, `${c.label}: ${c.n_equations} equations${c.summary ? "\n" + c.summary : ""}${held}`));
       item.addEventListener("click", () => model.send({ type: "toggle", cluster: c.id }));
       item.addEventListener("mouseenter", () => showBox(c));
     } else {
@@ -223,6 +225,12 @@ function draw(model, el, state) {
     }
     const boxMark = id.startsWith("cluster:") ? (clusters.get(id.slice(8)) || {}).diff : "";
     if (boxMark) item.classList.add("jaxlab-ge-diff-" + boxMark);
+    // An overlay's colour (computed in the kernel from its scale): the box's fill.
+    const shade = (id.startsWith("cluster:") ? clusters.get(id.slice(8)) : byId.get(id)) || {};
+    if (shade.overlay_colour) {
+      item.classList.add("jaxlab-ge-overlaid");
+      item.querySelector("rect").style.fill = shade.overlay_colour;
+    }
     nodeEls.set(id, item);
     add(item, 2, x, y, x + w, y + hh);
   }
@@ -237,6 +245,7 @@ function draw(model, el, state) {
       ["arrays", n.kind === "input" || n.kind === "output" ? n.params : ""],
       ["value", n.value],
       ["adjoint", n.adjoint],
+      ["overlay", n.overlay_text],
       ["note", n.unused ? "unused: reaches no output" : n.role === "fixed" ? "not differentiated" : ""],
     ];
     for (const [k, v] of facts) if (v) detail.append(h("div", "", `${k}: ${v}`));
@@ -246,6 +255,7 @@ function draw(model, el, state) {
     detail.append(h("b", "", c.label));
     detail.append(h("div", "", `${c.n_equations} equations`));
     if (c.summary) detail.append(h("div", "", c.summary));
+    if (c.overlay_text) detail.append(h("div", "", c.overlay_text));
   }
 
   // Dependency highlight, along the visible edges: what the selected node depends on and
