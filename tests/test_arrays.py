@@ -192,3 +192,36 @@ def test_haiku_parameters_by_module_structure():
     w = r.root.find("params['mlp/~/linear_0']['w']")
     assert w is not None and w.array.shape == (3, 8)
     assert r.root.params == 3 * 8 + 8 + 8 * 2 + 2
+
+
+def test_small_leaves_of_one_shape_reduced_together_equal_one_by_one():
+    from jaxlab.arrays.stats import host_stats_many
+
+    rng = np.random.default_rng(3)
+    arrays = [rng.normal(size=(6, 5)).astype(np.float32) for _ in range(3)]
+    arrays[1][2, 3] = np.nan
+    arrays[2][0, 0] = -np.inf
+    arrays += [np.full((6, 5), np.nan, np.float32), np.zeros(7, np.int32), np.ones(7, np.int32)]
+    arrays += [np.array([True, False, False]), np.array([False, False, True])]
+    arrays += [np.arange(4.0), np.zeros((0,))]  # alone in their groups
+    batched = host_stats_many(arrays)
+    assert len(batched) == len(arrays)
+    for a, got in zip(arrays, batched, strict=True):
+        want = host_stats(a)
+        assert (got.size, got.nan, got.inf, got.zero, got.finite) == (
+            want.size, want.nan, want.inf, want.zero, want.finite,
+        )  # fmt: skip
+        for field in ("min", "max", "mean", "std"):
+            g, w = getattr(got, field), getattr(want, field)
+            assert (g is None) == (w is None)
+            if w is not None:
+                assert g == pytest.approx(w, rel=1e-12, abs=1e-12)
+
+
+def test_device_counts_are_exact_past_a_uint8_row_and_float32s_integers():
+    n = 2**24 + 131  # float32 counts stop being exact at 2**24; not a multiple of 128
+    x = jnp.ones(n, jnp.float32).at[::3].set(0.0).at[5].set(jnp.nan).at[n - 1].set(jnp.inf)
+    s = device_stats(x)
+    zeros = len(range(0, n, 3)) - (1 if (n - 1) % 3 == 0 else 0)
+    assert (s.zero, s.nan, s.inf, s.finite) == (zeros, 1, 1, n - 2)
+    assert device_stats(jnp.zeros(n, jnp.bool_)).zero == n

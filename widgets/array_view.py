@@ -14,7 +14,7 @@ twin (the saved notebook's view) is the ``ShowRecord``'s HTML of the latest stat
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
 import traitlets
@@ -100,8 +100,12 @@ class ArrayView(JaxlabWidget, static="array_view"):
             info = redone.root.array or info
         sample = None
         if info.sample is not None:  # as JSON will carry it: tuples become lists
+            # shallow: the values are JSON lists already (asdict's deep copy of a 160 x 160
+            # sample was most of a redraw's cost)
             sample = {
-                k: list(v) if isinstance(v, tuple) else v for k, v in asdict(info.sample).items()
+                f.name: list(v) if isinstance(v, tuple) else v
+                for f in fields(info.sample)
+                for v in (getattr(info.sample, f.name),)
             }
         return {
             "path": path,

@@ -8,6 +8,7 @@ on its device (``stats.device_stats``) and only its drawn sample is copied.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,8 +17,8 @@ import numpy as np
 from .record import ArrayInfo, ArrayStats
 from .sample import take_sample
 from .shards import shard_layout
-from .stats import device_stats, host_stats
-from .words import dtype_kind
+from .stats import device_stats, host_stats, host_stats_many
+from .words import dtype_kind, dtype_name
 
 SMALL = 65_536  # elements: reduced on a host copy
 HOST_BUDGET = 64 * 2**20  # bytes the walk may copy for figures, all leaves together
@@ -82,6 +83,7 @@ def array_infos(
     with jaxlab_work():
         copies = jax.device_get([leaves[i].value for i in small])
     host = dict(zip(small, copies, strict=True))
+    figures = dict(zip(small, host_stats_many([np.asarray(c) for c in copies]), strict=True))
     out = []
     drawn = 0
     for i, leaf in enumerate(leaves):
@@ -89,23 +91,31 @@ def array_infos(
         if copy is not None:
             leaf.copied = int(np.asarray(copy).nbytes)
         wants_sample = drawn < draw
-        info = _info(leaf.value, copy, slice_at if wants_sample else None, wants_sample)
+        at = slice_at if wants_sample else None
+        info = _info(leaf.value, copy, at, wants_sample, figures.get(i))
         drawn += info.sample is not None
         out.append(info)
     return out
 
 
-def _info(x: Any, copy: Any, slice_at: tuple[int, ...] | None, wants_sample: bool) -> ArrayInfo:
+def _info(
+    x: Any,
+    copy: Any,
+    slice_at: tuple[int, ...] | None,
+    wants_sample: bool,
+    figures: ArrayStats | None = None,
+) -> ArrayInfo:
     import jax
 
     shape = tuple(int(d) for d in x.shape)
     kind = dtype_kind(x.dtype)
-    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    size = math.prod(shape)
     itemsize = int(getattr(x.dtype, "itemsize", 0) or 0)
     state = _state(x) if not isinstance(x, np.ndarray | np.generic) else "live"
-    base = ArrayInfo(
+    # the fields as keywords, the record made once (a 714-layer tree makes 1,428)
+    base: dict[str, Any] = dict(
         shape=shape,
-        dtype=str(x.dtype),
+        dtype=dtype_name(x.dtype),
         weak=bool(getattr(x, "weak_type", False)),
         kind=kind,
         size=size,
@@ -116,28 +126,28 @@ def _info(x: Any, copy: Any, slice_at: tuple[int, ...] | None, wants_sample: boo
     )
     if state == "deleted":
         note = "deleted (donated to a jitted call, or freed with .delete()): its values are gone"
-        return replace(base, note=note)
+        return ArrayInfo(**base, note=note)
     if state == "abstract":
-        return replace(base, note="abstract: a shape and dtype, no values")
+        return ArrayInfo(**base, note="abstract: a shape and dtype, no values")
     if kind in ("key", "other"):
         what = "PRNG key data" if kind == "key" else f"{x.dtype} values"
-        return replace(base, note=f"{what}: no statistics or drawing")
+        return ArrayInfo(**base, note=f"{what}: no statistics or drawing")
     layout = shard_layout(x) if isinstance(x, jax.Array) else None
     if isinstance(x, jax.Array) and not x.is_fully_addressable:
         note = (
             "held partly by other processes: figures and drawing need every process "
             "(see the shard map for which blocks are here)"
         )
-        return replace(base, layout=layout, note=note)
+        return ArrayInfo(**base, layout=layout, note=note)
     try:
-        stats = _stats(x, copy)
+        stats = figures if figures is not None else _stats(x, copy)
         source = copy if copy is not None else x
         sample = take_sample(source, kind, slice_at) if wants_sample else None
     except RuntimeError as e:  # a device released under the array, a failed copy
-        return replace(base, layout=layout, note=f"its values could not be read: {e}")
+        return ArrayInfo(**base, layout=layout, note=f"its values could not be read: {e}")
     if sample is not None and copy is not None:  # drawn from the figures' copy
         sample = replace(sample, bytes=0)
-    return replace(base, stats=stats, sample=sample, layout=layout)
+    return ArrayInfo(**base, stats=stats, sample=sample, layout=layout)
 
 
 def _stats(x: Any, copy: Any) -> ArrayStats:

@@ -20,33 +20,68 @@ import numpy as np
 from .record import ArrayStats
 
 
+def _count(mask: Any) -> Any:
+    """How many elements of a boolean array are True, as an int32, counted in rows of 128
+    (a uint8 each) then summed: exact, and about 2.5x faster on XLA's CPU backend than
+    ``jnp.sum(mask)``, whose conversion to a wide integer per element does not vectorise."""
+    import jax.numpy as jnp
+
+    flat = mask.reshape(-1)
+    whole = flat.size - flat.size % 128
+    rows = flat[:whole].reshape(-1, 128).astype(jnp.uint8)
+    bulk = jnp.sum(jnp.sum(rows, axis=1, dtype=jnp.uint8).astype(jnp.int32))
+    return bulk + jnp.sum(flat[whole:], dtype=jnp.int32)
+
+
 def _figures(x: Any) -> Any:
-    """The reduction, traced by JAX: one vector of figures (float32, or float64 under x64)."""
+    """The reduction, traced by JAX: one vector of figures (float32, or float64 under x64).
+
+    A finite sum means every value is finite (a NaN or an Inf makes the sum one), so that
+    case skips the masks: XLA's CPU backend runs a masked or counting reduction several
+    times slower than a plain one (a 10^8-element float32 field: 0.7 s against 1.5 s on
+    2 cores). A sum that overflows takes the masked path, which is exact either way.
+    """
+    import jax
     import jax.numpy as jnp
 
     kind = x.dtype.kind if hasattr(x.dtype, "kind") else "f"
-    zero = jnp.sum(x == 0)
+    zero = _count(x == 0)
     if jnp.iscomplexobj(x):
         x = jnp.abs(x)
     if x.dtype == jnp.bool_:
         x = x.astype(jnp.int32)
     wide = jnp.result_type(float)  # float64 when x64 is on
     v = x.astype(wide)
-    nan = jnp.sum(jnp.isnan(v))
-    inf = jnp.sum(jnp.isinf(v))
-    finite = jnp.isfinite(v)
-    count = jnp.sum(finite)
-    lo = jnp.min(jnp.where(finite, v, jnp.inf))
-    hi = jnp.max(jnp.where(finite, v, -jnp.inf))
-    if kind in "iub":  # exact extremes for integers (a float32 loses them past 2**24)
-        lo = jnp.min(x).astype(wide) if x.size else lo
-        hi = jnp.max(x).astype(wide) if x.size else hi
-    mean = jnp.sum(jnp.where(finite, v, 0)) / jnp.maximum(count, 1)
-    # two passes, as NumPy does: a one-pass sum of squares loses the std of offset data
-    var = jnp.sum(jnp.where(finite, (v - mean) ** 2, 0)) / jnp.maximum(count, 1)
-    # counts stay integers (a float32 count is exact only up to 2**24)
-    counts = jnp.stack([nan, inf, zero, count]).astype(jnp.int32)
-    return counts, jnp.stack([lo, hi, mean, jnp.sqrt(var)])
+    total = jnp.sum(v)
+
+    def extremes(lo: Any, hi: Any) -> tuple[Any, Any]:
+        if kind in "iub":  # exact extremes for integers (a float32 loses them past 2**24)
+            return jnp.min(x).astype(wide), jnp.max(x).astype(wide)
+        return lo, hi
+
+    def all_finite(v: Any) -> Any:
+        mean = total / v.size
+        var = jnp.sum((v - mean) ** 2) / v.size
+        lo, hi = extremes(jnp.min(v), jnp.max(v))
+        counts = jnp.stack([0, 0, zero, v.size]).astype(jnp.int32)
+        return counts, jnp.stack([lo, hi, mean, jnp.sqrt(var)]).astype(wide)
+
+    def masked(v: Any) -> Any:
+        nan = _count(jnp.isnan(v))
+        inf = _count(jnp.isinf(v))
+        finite = jnp.isfinite(v)
+        count = _count(finite)
+        lo, hi = extremes(
+            jnp.min(jnp.where(finite, v, jnp.inf)), jnp.max(jnp.where(finite, v, -jnp.inf))
+        )
+        mean = jnp.sum(jnp.where(finite, v, 0)) / jnp.maximum(count, 1)
+        # two passes, as NumPy does: a one-pass sum of squares loses the std of offset data
+        var = jnp.sum(jnp.where(finite, (v - mean) ** 2, 0)) / jnp.maximum(count, 1)
+        # counts stay integers (a float32 count is exact only up to 2**24)
+        counts = jnp.stack([nan, inf, zero, count]).astype(jnp.int32)
+        return counts, jnp.stack([lo, hi, mean, jnp.sqrt(var)]).astype(wide)
+
+    return jax.lax.cond(jnp.isfinite(total), all_finite, masked, v)
 
 
 @functools.cache
@@ -112,3 +147,62 @@ def _from_figures(size: int, c: np.ndarray, f: np.ndarray, where: str) -> ArrayS
         std=float(f[3]) if some else None,
         computed_on=where,
     )
+
+
+def host_stats_many(arrays: list[np.ndarray]) -> list[ArrayStats]:
+    """``host_stats`` of each array, arrays of one shape and dtype reduced together (a
+    714-layer tree's 1,428 leaves are two stacks: two sets of NumPy calls, not 1,428)."""
+    groups: dict[tuple[tuple[int, ...], str], list[int]] = {}
+    for i, a in enumerate(arrays):
+        groups.setdefault((a.shape, a.dtype.str), []).append(i)
+    out: list[ArrayStats | None] = [None] * len(arrays)
+    for members in groups.values():
+        first = arrays[members[0]]
+        if len(members) == 1 or first.size == 0 or first.dtype.kind not in "biuf":
+            for i in members:
+                out[i] = host_stats(arrays[i])
+            continue
+        stack = np.stack([arrays[i].reshape(-1) for i in members])
+        for i, stats in zip(members, _stacked_stats(stack), strict=True):
+            out[i] = stats
+    return [s for s in out if s is not None]
+
+
+def _stacked_stats(a: np.ndarray) -> list[ArrayStats]:
+    """``host_stats`` of each row of ``a`` (rows: arrays of one real dtype)."""
+    kind = a.dtype.kind
+    zero = np.count_nonzero(a == 0, axis=1)
+    v = a.astype(np.float64)
+    finite = np.isfinite(v)
+    every = bool(finite.all())  # the usual case: no masks needed
+    count = finite.sum(axis=1)
+    nan = np.zeros_like(count) if every else np.isnan(v).sum(axis=1)
+    inf = np.zeros_like(count) if every else np.isinf(v).sum(axis=1)
+    if kind in "iub":
+        lo, hi = a.min(axis=1).astype(np.float64), a.max(axis=1).astype(np.float64)
+    elif every:
+        lo, hi = v.min(axis=1), v.max(axis=1)
+    else:
+        lo = np.where(finite, v, np.inf).min(axis=1)
+        hi = np.where(finite, v, -np.inf).max(axis=1)
+        v = np.where(finite, v, 0.0)
+    mean = v.sum(axis=1) / np.maximum(count, 1)
+    dev = v - mean[:, None] if every else np.where(finite, v - mean[:, None], 0.0)
+    std = np.sqrt(np.einsum("ij,ij->i", dev, dev) / np.maximum(count, 1))
+    size = int(a.shape[1])
+    rows = zip(*(c.tolist() for c in (nan, inf, zero, count, lo, hi, mean, std)), strict=True)
+    return [
+        ArrayStats(
+            size=size,
+            nan=int(n),
+            inf=int(i),
+            zero=int(z),
+            finite=int(c),
+            min=float(mn) if c else None,
+            max=float(mx) if c else None,
+            mean=float(m) if c else None,
+            std=float(sd) if c else None,
+            computed_on="host copy",
+        )
+        for n, i, z, c, mn, mx, m, sd in rows
+    ]

@@ -19,6 +19,8 @@ MAX_VALUE_CHARS = 80
 def library_of(node: Any) -> str:
     """``'equinox'``, ``'flax nnx'``, ``'haiku'`` or ``''`` for a node."""
     module = type(node).__module__ or ""
+    if module == "builtins":  # dict, list, tuple: asked once per node of every tree
+        return "haiku" if is_haiku_params(node) else ""
     if module.startswith("equinox"):
         return "equinox"
     if module.startswith("flax.nnx"):

@@ -110,6 +110,12 @@ def _children(node: Any) -> list[tuple[str, Any]] | None:
 
     if node is None:
         return None
+    kind = type(node)
+    # the plain containers as JAX flattens them (dict keys sorted), without a flatten each
+    if kind is list or kind is tuple:
+        return [(f"[{i}]", child) for i, child in enumerate(node)]
+    if kind is dict and all(type(k) is str for k in node):
+        return [(f"[{k!r}]", node[k]) for k in sorted(node) if not is_hidden_key(f"[{k!r}]")]
     flat, _ = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda c: c is not node)
     if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
         return None  # a leaf of the registry: a function, a string, a number

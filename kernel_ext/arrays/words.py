@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..devices import format_bytes as format_bytes
@@ -19,6 +20,14 @@ _KIND_WORDS = {
 def dtype_kind(dtype: Any) -> str:
     """``float32 -> 'float'``, ``bfloat16 -> 'float'``, ``int8 -> 'integer'``, key data
     -> ``'key'``."""
+    try:
+        return _kind_of(dtype)
+    except TypeError:  # an unhashable dtype-like
+        return _kind_of.__wrapped__(dtype)
+
+
+@functools.lru_cache(maxsize=256)  # asked once per leaf: a 714-layer tree asks 1,428 times
+def _kind_of(dtype: Any) -> str:
     import numpy as np
 
     name = str(dtype)
@@ -26,6 +35,19 @@ def dtype_kind(dtype: Any) -> str:
         return "key"
     kind = np.dtype(dtype).kind if not name.startswith("key") else "V"
     return _KIND_WORDS.get(kind, "other")
+
+
+def dtype_name(dtype: Any) -> str:
+    """``str(dtype)``, remembered per dtype (NumPy builds the name anew on every call)."""
+    try:
+        return _name_of(dtype)
+    except TypeError:
+        return str(dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _name_of(dtype: Any) -> str:
+    return str(dtype)
 
 
 def dtype_words(dtype: Any, weak: bool) -> str:
