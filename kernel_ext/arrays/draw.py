@@ -139,8 +139,8 @@ def line_svg(a: np.ndarray, kind: str) -> str:
         for i in np.flatnonzero(~np.isfinite(a))[:200]
     )
     labels = (
-        f'<text x="2" y="10" font-size="10" fill="{_TEXT}">{_cell(hi)}</text>'
-        f'<text x="2" y="{LINE_H - 2}" font-size="10" fill="{_TEXT}">{_cell(lo)}</text>'
+        f'<text x="2" y="12" font-size="12" fill="{_TEXT}">{_cell(hi)}</text>'
+        f'<text x="2" y="{LINE_H - 2}" font-size="12" fill="{_TEXT}">{_cell(lo)}</text>'
     )
     return (
         f'<svg class="jaxlab-array-line" width="{LINE_W}" height="{LINE_H}" '
@@ -182,12 +182,12 @@ def colour_bar_svg(lo: float, hi: float, stops: np.ndarray, height: int, kind: s
     top, bottom = ("True", "False") if kind == "boolean" else (_cell(hi), _cell(lo))
     height = max(height, 40)
     return (
-        f'<svg class="jaxlab-colour-bar" width="70" height="{height}" '
+        f'<svg class="jaxlab-colour-bar" width="84" height="{height}" '
         f'xmlns="http://www.w3.org/2000/svg"><defs>'
         f'<linearGradient id="jaxlab-cbar-{kind}" x1="0" y1="0" x2="0" y2="1">'
         f"{grad}</linearGradient></defs>"
         f'<rect x="0" y="0" width="12" height="{height}" fill="url(#jaxlab-cbar-{kind})"/>'
-        f'<text x="16" y="10" font-size="10" fill="{_TEXT}">{html.escape(top)}</text>'
-        f'<text x="16" y="{height - 2}" font-size="10" fill="{_TEXT}">{html.escape(bottom)}</text>'
+        f'<text x="16" y="12" font-size="12" fill="{_TEXT}">{html.escape(top)}</text>'
+        f'<text x="16" y="{height - 2}" font-size="12" fill="{_TEXT}">{html.escape(bottom)}</text>'
         f"</svg>"
     )

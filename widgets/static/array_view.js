@@ -123,8 +123,8 @@ function line(box, values, step, tip) {
   });
   ctx.stroke();
   ctx.fillStyle = style.getPropertyValue("--jp-ui-font-color1").trim() || "#222";
-  ctx.font = "10px sans-serif";
-  ctx.fillText(fmt(hi), 2, 10);
+  ctx.font = "12px sans-serif";
+  ctx.fillText(fmt(hi), 2, 12);
   ctx.fillText(fmt(lo), 2, H - 2);
   canvas.addEventListener("mousemove", (e) => {
     const rect = canvas.getBoundingClientRect();
