@@ -49,6 +49,8 @@ from .keys.flow import key_flow as key_flow
 from .keys.record import KeyLineage as KeyLineage
 from .keys.record import key_lineage as key_lineage
 from .keys.track import track_keys as track_keys
+from .timing.attribution import profile_attribution as profile_attribution
+from .timing.attribution import profile_graph as profile_graph
 from .timing.bench import bench as bench
 from .timing.profile import profile as profile
 from .timing.profile_result import ProfileResult as ProfileResult

@@ -43,6 +43,8 @@ PUBLIC_NAMES = {
     "BenchResult",
     "profile",
     "ProfileResult",
+    "profile_graph",
+    "profile_attribution",
     "KeyFlow",
     "key_flow",
     "KeyLineage",

@@ -222,6 +222,13 @@ class CompileLog:
                 return None
             return kept[0][0], kept[1][0]
 
+    def last_program(self, name: str) -> Any:
+        """The program (``ClosedJaxpr``) of the last compilation of the user's function
+        ``name`` kept, or None (``%%profile --graph`` joins its time to it)."""
+        with self._lock:
+            kept = self._programs.get(name)
+            return kept[-1][0] if kept else None
+
     def _keep_program(self, name: str, program: Any) -> None:
         size = _equations(program)
         if size > PROGRAM_EQUATIONS or _const_bytes(program) > PROGRAM_CONST_BYTES:

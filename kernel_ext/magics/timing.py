@@ -159,6 +159,12 @@ class TimingMagics(Magics):
         action="store_true",
         help="Return the ProfileResult instead of displaying it (the cell's value is dropped).",
     )
+    @argument(
+        "--graph",
+        action="store_true",
+        help="Also draw the program of the cell's most expensive jitted function with its "
+        "profiled time per equation (a GraphExplorer; a static graph with --static).",
+    )
     @cell_magic
     def profile(self, line: str, cell: str) -> Any:
         """Run the cell under ``jax.profiler.trace``: host and device timeline, JAX's
@@ -185,6 +191,8 @@ class TimingMagics(Magics):
         except ProfileError as e:
             raise UsageError(f"%%profile: {e}") from e
         result = session.result
+        if args.graph and result is not None:
+            _show_time_graph(result, static=args.static)
         if args.output:
             return result
         if args.static:
@@ -194,6 +202,28 @@ class TimingMagics(Magics):
 
             display(ProfileTimeline(result))
         return value
+
+
+def _show_time_graph(result: Any, *, static: bool) -> None:
+    """``%%profile --graph``: the costliest jitted function's program, its time drawn."""
+    from ..timing.attribution import AttributionError
+
+    name = result.costliest_function()
+    if name is None:
+        raise UsageError(
+            "%%profile --graph: the cell ran no jitted function, so there is no program to "
+            "draw its time on (jax.jit the function and call it in the cell)"
+        )
+    try:
+        graph = result.graph(name)
+    except AttributionError as e:
+        raise UsageError(f"%%profile --graph: {e}") from e
+    if static:
+        display(graph)
+    else:
+        from jaxlab.widgets import GraphExplorer
+
+        display(GraphExplorer(graph))
 
 
 # Statements a cell run by exec() cannot hold at its top level, and what to write instead.

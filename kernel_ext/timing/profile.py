@@ -55,7 +55,9 @@ class Profile:
 _active: list[Profile] = []  # the profile running now (one per process, as JAX's trace)
 
 
-def _costs(spans: list[Span], kind: str, total_s: float) -> tuple[Cost, ...]:
+def _costs(
+    spans: list[Span], kind: str, total_s: float, most: int | None = TOP
+) -> tuple[Cost, ...]:
     totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
     for s in spans:
         if s.kind == kind:
@@ -66,7 +68,7 @@ def _costs(spans: list[Span], kind: str, total_s: float) -> tuple[Cost, ...]:
         Cost(name, module, int(n), t, t / total_s if total_s > 0 else 0.0)
         for (name, module), (n, t) in totals.items()
     ]
-    return tuple(sorted(costs, key=lambda c: -c.total_s)[:TOP])
+    return tuple(sorted(costs, key=lambda c: -c.total_s)[:most])
 
 
 def _named_syncs(spans: list[Span], recorder: SyncRecorder) -> list[Span]:
@@ -95,6 +97,7 @@ def _result(traced: list[Span], duration_s: float, recorder: SyncRecorder) -> Pr
         dropped_spans=len(spans) - len(kept.spans),
         modules=_costs(spans, "module", total),
         ops=_costs(spans, "op", total),
+        op_times=_costs(spans, "op", total, most=None),  # every op: time per equation
         syncs=recorder.sites(),
         dropped_syncs=recorder.dropped,
         syncs_observed=recorder.supported,

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,9 @@ class ProfileResult:
     called: dict[str, int] = field(default_factory=dict)  # function → calls, in call order
     compilations: tuple[Compilation, ...] = ()
     longest_drawn: int = 0
+    # Every op's time (ops holds the costliest): what time per equation joins to the
+    # program (timing/attribution.py).
+    op_times: tuple[Cost, ...] = field(default=(), repr=False)
 
     @property
     def calls(self) -> int:
@@ -66,6 +70,35 @@ class ProfileResult:
     def functions(self) -> list[str]:
         """The jitted functions the cell called, each once, in the order first called."""
         return list(self.called)
+
+    def attribution(self, fun_name: str) -> Any:
+        """The time of ``fun_name``'s module per equation of its program (an
+        ``Attribution``: ``share``, ``ranked()``, ``unattributed``, ``graph``), from the
+        program the compile log kept of it (the extension loaded when it was compiled);
+        else call ``jaxlab.profile_attribution(result, f, *args)``."""
+        from ..compile.log import compile_log
+        from .attribution import AttributionError, attribution_from_program
+
+        closed = compile_log().last_program(fun_name)
+        if closed is None:
+            raise AttributionError(
+                f"no traced program of {fun_name!r} is kept (the compile log keeps the user's "
+                "jitted functions compiled while jaxlab is loaded); call "
+                f"jaxlab.profile_graph(result, {fun_name}, *args) with its arguments"
+            )
+        return attribution_from_program(self, fun_name, closed)
+
+    def graph(self, fun_name: str) -> Any:
+        """The Graph of ``fun_name`` with its profiled time per equation drawn on it."""
+        return self.attribution(fun_name).graph
+
+    def costliest_function(self) -> str | None:
+        """The jitted function called from Python whose module took the most time."""
+        for cost in self.modules:  # XLA names f's module jit_f (<lambda>: jit__lambda_)
+            for name in self.called:
+                if cost.name == "jit_" + re.sub(r"\W", "_", name):
+                    return name
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

@@ -1,0 +1,370 @@
+"""Profile time per jaxpr equation: ``%%profile``'s XLA op times joined to the program.
+
+Each op event (``dot.2``, ``ynn_fusion.3``, ``while.6``) is an instruction of the
+compiled module; its instructions (a fusion's contents too) carry JAX's op name
+(``jit(step)/transpose(jvp())/dot_general``) and the user's line (``hlo_map``). An
+instruction goes to the equations of its primitive at its line (those whose name stack
+the op name holds, when several are); failing that to the equations of its line, then
+of its primitive when the op has no line; of those alike, the ones whose result has the
+instruction's size. Equations still alike (a Python loop's identical layers: same
+primitive, line, name stack and shape) share evenly.
+
+* An op holding several equations' instructions (a fusion) **splits its time by an
+  estimate of each instruction's work**: a dot's multiply-adds, any other instruction's
+  output elements (broadcasts and constants count only when nothing else is there).
+  Counting instructions alone gave a 512x512 matmul fused with three adds a quarter of
+  its fusion.
+* A loop's or branch's event holds its body's events: only its own time (the event's
+  less its body's) is the loop's, given to the ``scan``/``while``/``cond`` equation.
+* Time that cannot be attributed (an op with no JAX op name, ``wrapped_reduce-window``;
+  an op name the module does not have) is listed by op name with its share, never
+  dropped: ``attributed + unattributed`` is the module's profiled op time.
+
+::
+
+    a = jaxlab.profile_attribution(p.result, step, params, x, y)
+    a.share                       # 0.97: of the module's op time, attributed
+    a.ranked(3)                   # [EquationTime("e41", "dot_general", "In[4], line 6", ...)]
+    a.unattributed                # (Unattributed("wrapped_reduce-window", 1.6e-05, 0.001),)
+    a.graph                       # the Graph with the time overlay (GraphExplorer-ready)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..graph import model as m
+from .hlo_map import FREE, Hlo, read_hlo
+
+_SCOPE_PRIMITIVE = {"while": ("scan", "while"), "conditional": ("cond",)}
+
+
+@dataclass(frozen=True)
+class EquationTime:
+    """One equation's profiled time, all its runs together."""
+
+    id: str
+    primitive: str
+    source: str | None
+    seconds: float
+    share: float  # of the module's profiled op time
+
+
+@dataclass(frozen=True)
+class Unattributed:
+    op: str
+    seconds: float
+    share: float
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """A module's op time joined to the equations of its program."""
+
+    function: str
+    module: str
+    total_s: float  # the module's op time in the trace (each op's own time, summed)
+    attributed_s: float
+    times: dict[str, float]  # equation id -> seconds (boxes: their loop control only)
+    unattributed: tuple[Unattributed, ...]
+    graph: m.Graph
+    notes: tuple[str, ...] = ()
+    primitives: dict[str, str] | None = None  # equation id -> primitive
+    sources: dict[str, str | None] | None = None  # equation id -> line
+
+    @property
+    def share(self) -> float:
+        """Of the module's profiled op time, the part given to equations."""
+        return self.attributed_s / self.total_s if self.total_s > 0 else 0.0
+
+    def ranked(self, most: int = 10) -> list[EquationTime]:
+        """The most expensive equations, most first, with their source lines."""
+        prims = self.primitives or {}
+        sources = self.sources or {}
+        found = [
+            EquationTime(k, prims.get(k, ""), sources.get(k), s, s / self.total_s)
+            for k, s in self.times.items()
+            if self.total_s > 0
+        ]
+        found.sort(key=lambda e: -e.seconds)
+        return found[:most]
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return self.graph._repr_mimebundle_()
+
+
+class AttributionError(ValueError):
+    """The profile and the program cannot be joined; the message says why."""
+
+
+@dataclass(frozen=True)
+class _Equation:
+    id: str
+    primitive: str
+    where: str
+    scope: str
+    box: bool
+    size: int  # elements of its first result
+
+
+def _equations(tree: Any) -> list[_Equation]:
+    from ..graph.walk import name_stack, source_line
+
+    found: list[_Equation] = []
+
+    def visit(block: Any) -> None:
+        for item in block.items:
+            where = re.sub(r" \([^()]*\)$", "", source_line(item.eqn) or "")
+            outs = item.eqn.outvars
+            size = math.prod(getattr(outs[0].aval, "shape", ())) if outs else 0
+            scope = name_stack(item.eqn)
+            found.append(_Equation(item.id, item.primitive, where, scope, bool(item.blocks), size))
+            for sub in item.blocks:
+                visit(sub)
+
+    visit(tree)
+    return found
+
+
+class _Matcher:
+    def __init__(self, equations: list[_Equation]) -> None:
+        self.by_both: dict[tuple[str, str], list[_Equation]] = defaultdict(list)
+        self.by_line: dict[str, list[_Equation]] = defaultdict(list)
+        self.by_primitive: dict[str, list[_Equation]] = defaultdict(list)
+        for e in equations:
+            self.by_both[(e.primitive, e.where)].append(e)
+            if e.where:
+                self.by_line[e.where].append(e)
+            self.by_primitive[e.primitive].append(e)
+        self.memo: dict[tuple[str, str, int], list[str]] = {}
+
+    def match(self, op_name: str, line: str, elements: int) -> list[str]:
+        key = (op_name, line, elements)
+        if key not in self.memo:
+            self.memo[key] = self._match(op_name, line, elements)
+        return self.memo[key]
+
+    def _match(self, op_name: str, line: str, elements: int) -> list[str]:
+        last = op_name.rsplit("/", 1)[-1].split("[", 1)[0]
+        primitive = last.split("(", 1)[0] if "(" in last else last
+        primitives = _SCOPE_PRIMITIVE.get(primitive, (primitive,))
+        found = [e for p in primitives for e in self.by_both.get((p, line), [])]
+        if not found and line:
+            # XLA's own instruction for a line (a loop's counter): that line's equations,
+            # the innermost box first.
+            found = self.by_line.get(line, [])
+        if not found and not line:
+            found = [e for p in primitives for e in self.by_primitive.get(p, [])]
+        if len(found) > 1:  # several: those whose name stack the op name holds
+            scoped = [e for e in found if e.scope and e.scope in op_name]
+            found = scoped or found
+        if len(found) > 1 and any(not e.box for e in found):
+            found = [e for e in found if not e.box]  # a box's line is its contents'
+        if len(found) > 1:  # alike but for their size (a Python loop's layers of two widths)
+            sized = [e for e in found if e.size == elements]
+            found = sized or found
+        return [e.id for e in found]
+
+
+def op_times(result: Any, module: str) -> dict[str, float]:
+    """Seconds per op name of ``module`` in the profile, every span counted."""
+    return {c.name: c.total_s for c in getattr(result, "op_times", ()) if c.module == module}
+
+
+def attribute(
+    result: Any,
+    closed_jaxpr: Any,
+    hlo_text: str,
+    *,
+    function: str,
+    graph_of: Callable[[Any], m.Graph],
+) -> Attribution:
+    """Join ``result``'s op times of the module ``hlo_text`` compiles to the equations of
+    ``closed_jaxpr`` (see module docstring); the Graph ``graph_of(closed)`` gets the
+    time overlay."""
+    from ..graph.explore import Views
+
+    hlo = read_hlo(hlo_text)
+    times = op_times(result, hlo.module)
+    if not times:
+        ran = sorted({c.module for c in getattr(result, "op_times", ()) if c.module})
+        if not ran:
+            raise AttributionError(
+                "the profile holds no XLA op of a jitted function: the cell ran no jitted "
+                "function (or only eagerly, op by op); profile a call of a jax.jit function"
+            )
+        raise AttributionError(
+            f"the profile holds no op of {hlo.module!r} ({function}); the modules it ran: "
+            + ", ".join(ran)
+        )
+    graph = graph_of(closed_jaxpr)
+    views = graph.rebuild
+    if not isinstance(views, Views):
+        raise AttributionError("the Graph of this program cannot be explored")
+    equations = _equations(views.explorer.tree)
+    matcher = _Matcher(equations)
+    # An event's own time: a loop's or branch's less the events it holds.
+    own = dict(times)
+    for name in times:
+        if name in hlo.instructions:
+            inner = sum(times.get(k, 0.0) for k in hlo.nested_events(name))
+            own[name] = max(0.0, times[name] - inner)
+    total = sum(own.values())
+    given: dict[str, float] = defaultdict(float)
+    lost: dict[str, tuple[float, str]] = {}
+    for name, seconds in own.items():
+        if seconds <= 0:
+            continue
+        if name not in hlo.instructions:
+            lost[name] = (seconds, "not an instruction of the compiled module")
+            continue
+        shares = _split(hlo, name, matcher)
+        if not shares:
+            lost[name] = (seconds, "its instructions carry no JAX op name")
+            continue
+        for eq_id, part in shares.items():
+            given[eq_id] += seconds * part
+    attributed = sum(given.values())
+    unattributed = tuple(
+        sorted(
+            (Unattributed(k, s, s / total if total else 0.0, why) for k, (s, why) in lost.items()),
+            key=lambda u: -u.seconds,
+        )
+    )
+    notes = _notes(hlo, attributed, total, unattributed)
+    data = _with_boxes(dict(given), views.explorer.where)
+    shown = graph.overlay(data, name="time", unit="s")
+    shown = dataclasses_replace_notes(shown, notes)
+    return Attribution(
+        function=function,
+        module=hlo.module,
+        total_s=total,
+        attributed_s=attributed,
+        times=dict(given),
+        unattributed=unattributed,
+        graph=shown,
+        notes=notes,
+        primitives={e.id: e.primitive for e in equations},
+        sources={e.id: e.where or None for e in equations},
+    )
+
+
+def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[str, float]:
+    """The equations an event's time goes to, each with its part (summing to 1)."""
+    members = [hlo.instructions[k] for k in hlo.members(name)]
+    named = [i for i in members if i.op_names and i.opcode != "parameter"]
+    costly = [i for i in named if i.opcode not in FREE] or named
+    if not costly and hlo.instructions[name].op_names:
+        costly = [hlo.instructions[name]]
+    weights: dict[str, float] = defaultdict(float)
+    for inst in costly:
+        targets = [
+            (eq, len(inst.op_names))
+            for op_name in inst.op_names
+            for eq in [matcher.match(op_name, inst.line, inst.elements)]
+        ]
+        for ids, n_names in targets:
+            for eq_id in ids:
+                weights[eq_id] += max(inst.work, 1.0) / n_names / len(ids)
+    whole = sum(weights.values())
+    return {k: w / whole for k, w in weights.items()} if whole > 0 else {}
+
+
+def _with_boxes(given: dict[str, float], where: dict[str, Any]) -> dict[str, float]:
+    """A box with time of its own (a loop's control) given its whole: its own time plus
+    what it holds, as the overlay reads a box given a value."""
+    data = dict(given)
+    for box in [k for k in given if where.get(k) and where[k][0].items[where[k][1]].blocks]:
+        inside = sum(v for k, v in given.items() if k.startswith(box + "/"))
+        data[box] = given[box] + inside
+    return data
+
+
+def _notes(
+    hlo: Hlo, attributed: float, total: float, unattributed: Iterable[Unattributed]
+) -> tuple[str, ...]:
+    notes = [
+        f"time: {attributed / total:.1%} of {hlo.module}'s profiled op time attributed to "
+        "equations (a fusion split by each instruction's estimated work)"
+        if total
+        else f"time: {hlo.module} took no measurable op time"
+    ]
+    if not hlo.has_metadata:
+        notes.append(
+            "time: the compiled program carries no JAX op names (metadata), so no op "
+            "could be joined to an equation"
+        )
+    listed = list(unattributed)
+    if listed:
+        shown = ", ".join(f"{u.op} {u.share:.1%}" for u in listed[:5])
+        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+        notes.append(f"time not attributed (by op): {shown}{more}")
+    return tuple(notes)
+
+
+def dataclasses_replace_notes(graph: m.Graph, notes: tuple[str, ...]) -> m.Graph:
+    """``graph`` with ``notes`` added to it and to every view."""
+    import dataclasses
+
+    from ..graph.explore import then
+
+    return then(graph, lambda g: dataclasses.replace(g, notes=(*notes, *g.notes)))
+
+
+# ---------------------------------------------------------------------- entry points
+def profile_attribution(
+    result: Any, fun: Callable[..., Any], *args: Any, **kwargs: Any
+) -> Attribution:
+    """``result``'s time (a ``ProfileResult``) on the program of ``fun(*args)``, compiled
+    as the profiled call was (``jax.jit(fun)`` unless ``fun`` is jitted already)."""
+    import jax
+
+    from ..compile.capture import jaxlab_work
+    from ..graph.build import argument_names, graph_from_jaxpr
+
+    name = getattr(fun, "__name__", None) or type(fun).__name__
+    jitted = fun if hasattr(fun, "trace") else jax.jit(fun)
+    with jaxlab_work():
+        traced = jitted.trace(*args, **kwargs)
+        text = traced.lower().compile().as_text()
+    closed = traced.jaxpr
+    names = argument_names(fun, args, kwargs)
+
+    def graph_of(c: Any) -> m.Graph:
+        return graph_from_jaxpr(c, title=name, input_names=names, explore=True)
+
+    return attribute(result, closed, text, function=name, graph_of=graph_of)
+
+
+def attribution_from_program(result: Any, name: str, closed: Any) -> Attribution:
+    """As :func:`profile_attribution`, from a program the compile log kept (``closed``):
+    compiled again from the jaxpr, whose instructions XLA names as it named the
+    profiled module's."""
+    import jax
+    import jax.extend.core as jcore
+
+    from ..compile.capture import jaxlab_work
+    from ..graph.build import graph_from_jaxpr
+
+    with jaxlab_work():
+        text = jax.jit(jcore.jaxpr_as_fun(closed)).trace(*closed.in_avals).lower().compile()
+        text = text.as_text()
+    module = "jit_" + re.sub(r"\W", "_", name)  # as the profiled module is named
+    text = re.sub(r"^HloModule \S+?,", f"HloModule {module},", text, count=1)
+
+    def graph_of(c: Any) -> m.Graph:
+        return graph_from_jaxpr(c, title=name, explore=True)
+
+    return attribute(result, closed, text, function=name, graph_of=graph_of)
+
+
+def profile_graph(result: Any, fun: Callable[..., Any], *args: Any, **kwargs: Any) -> m.Graph:
+    """The Graph of ``fun(*args)`` with ``result``'s profiled time per equation drawn on
+    it (the GraphExplorer's first view): ``jaxlab.profile_graph(p.result, step, x)``."""
+    return profile_attribution(result, fun, *args, **kwargs).graph

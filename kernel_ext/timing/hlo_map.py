@@ -1,0 +1,186 @@
+"""A compiled program's HLO text read for what profile events need: every instruction's
+JAX op names and user line, what a fusion holds, what a loop or branch runs.
+
+JAX 0.12's HLO text writes ``metadata={op_name="jit(f)/layer0/dot_general"
+stack_frame_id=4}`` and, at the top, the tables that resolve a frame to a file and line
+(``FileNames``, ``FileLocations``, ``StackFrames``), which is where XProf's memory viewer
+reads them too (ANCHORS.md); an older ``source_file=… source_line=…`` is read as well::
+
+    hlo = read_hlo(jax.jit(f).lower(x).compile().as_text())
+    hlo.module                              # "jit_f"
+    i = hlo.instructions["ynn_fusion.6"]
+    i.opcode, [hlo.instructions[k].op_names for k in hlo.members("ynn_fusion.6")]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from ..explain.source import is_cell, label
+
+_TABLE = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames)$")
+_ROW = re.compile(r"^(\d+) (.*)$")
+_COMPUTATION = re.compile(r"^(ENTRY )?%(\S+) \(.*\{$")
+_INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%(\S+) = (.*)$")
+_OPCODE = re.compile(r"^.*?(?<![\w.%-])([a-z][a-z0-9_-]*)\(")
+_SHAPE = re.compile(r"^[a-z]+\d*\[([\d,]*)\]")
+_OPERAND = re.compile(r"%([\w.\-]+)")
+_CALLED = re.compile(
+    r"\b(?:calls|body|condition|to_apply|true_computation|false_computation)=%([\w.\-]+)"
+)
+_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+_FRAME = re.compile(r"stack_frame_id=(\d+)")
+_SOURCE = re.compile(r'source_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
+_FIELD = re.compile(r"(\w+)=(\d+)")
+_CONTRACTING = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
+# Instructions that move nothing worth timing: their op names still count when an op
+# holds nothing else.
+FREE = frozenset(
+    {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "broadcast", "iota"}
+)
+CONTROL = frozenset({"while", "conditional", "call"})  # events that hold other events
+
+
+@dataclass(frozen=True)
+class Instruction:
+    name: str
+    opcode: str
+    computation: str
+    op_names: tuple[str, ...]  # JAX's names (several when XLA merged instructions: "a;b")
+    line: str  # the user's line, "In[4], line 3" or "model.py:12"; "" when unknown
+    elements: int  # of its (first) output
+    called: tuple[str, ...]  # computations it runs: a fusion's, a loop's body and cond
+    work: float  # an estimate: a dot's multiply-adds, else its output elements
+
+
+@dataclass
+class Hlo:
+    module: str
+    entry: str
+    instructions: dict[str, Instruction] = field(default_factory=dict)
+    computations: dict[str, list[str]] = field(default_factory=dict)
+    has_metadata: bool = False
+
+    def members(self, name: str) -> list[str]:
+        """The instructions an event of ``name`` executes itself: a fusion's contents
+        (nested fusions too), or the instruction alone (a loop's body runs as events of
+        its own)."""
+        top = self.instructions[name]
+        if top.opcode != "fusion":
+            return [name]
+        found: list[str] = []
+        stack = list(top.called)
+        while stack:
+            for k in self.computations.get(stack.pop(), []):
+                inner = self.instructions[k]
+                if inner.opcode == "fusion":
+                    stack.extend(inner.called)
+                else:
+                    found.append(k)
+        return found
+
+    def nested_events(self, name: str) -> list[str]:
+        """The instructions directly inside a loop, branch or call: events of their own,
+        whose time the outer event's includes."""
+        top = self.instructions[name]
+        if top.opcode not in CONTROL:
+            return []
+        return [k for c in top.called for k in self.computations.get(c, [])]
+
+
+def _where(filename: str, line: int) -> str:
+    """A line as ``walk.source_line`` writes it, without the function."""
+    if is_cell(filename):
+        return label(filename, line)
+    return f"{filename.rsplit('/', 1)[-1]}:{line}"
+
+
+def _frames(tables: dict[str, dict[int, str]]) -> dict[int, str]:
+    """Stack frame id -> the user's line of that (innermost) frame."""
+    files = {k: v.strip().strip('"') for k, v in tables.get("FileNames", {}).items()}
+    locations: dict[int, tuple[str, int]] = {}
+    for k, text in tables.get("FileLocations", {}).items():
+        f = dict((a, int(b)) for a, b in _FIELD.findall(text))
+        locations[k] = (files.get(f.get("file_name_id", 0), ""), f.get("line", 0))
+    frames: dict[int, str] = {}
+    for k, text in tables.get("StackFrames", {}).items():
+        f = dict((a, int(b)) for a, b in _FIELD.findall(text))
+        where = locations.get(f.get("file_location_id", 0))
+        if where is not None and where[0]:
+            frames[k] = _where(*where)
+    return frames
+
+
+def read_hlo(text: str) -> Hlo:
+    """``text`` (``Compiled.as_text()``) read into instructions by name."""
+    lines = text.splitlines()
+    header = lines[0] if lines else ""
+    module = header.split()[1].rstrip(",") if header.startswith("HloModule") else ""
+    tables: dict[str, dict[int, str]] = {}
+    table: str | None = None
+    computation: str | None = None
+    raw: list[tuple[str, str, str]] = []  # (name, rest, computation)
+    hlo = Hlo(module=module, entry="")
+    for row in lines[1:]:
+        if computation is None:
+            if _TABLE.match(row):
+                table = row
+                tables[table] = {}
+                continue
+            found = _COMPUTATION.match(row)
+            if found is not None:
+                computation, table = found[2], None
+                hlo.computations[computation] = []
+                if found[1]:
+                    hlo.entry = computation
+                continue
+            got = _ROW.match(row)
+            if table is not None and got is not None:
+                tables[table][int(got[1])] = got[2]
+            continue
+        if row.startswith("}"):
+            computation = None
+            continue
+        found = _INSTRUCTION.match(row)
+        if found is not None:
+            raw.append((found[1], found[2], computation))
+            hlo.computations[computation].append(found[1])
+    frames = _frames(tables)
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, rest, _ in raw:
+        shape = _SHAPE.match(rest)
+        dims = tuple(int(d) for d in shape[1].split(",") if d) if shape else ()
+        shapes[name] = dims
+    for name, rest, comp in raw:
+        opcode = _OPCODE.match(rest)
+        op = opcode[1] if opcode else ""
+        names = _OP_NAME.search(rest)
+        op_names = tuple(n for n in (names[1].split(";") if names else ()) if n)
+        line = ""
+        frame = _FRAME.search(rest)
+        if frame is not None:
+            line = frames.get(int(frame[1]), "")
+        else:
+            source = _SOURCE.search(rest)
+            if source is not None:
+                line = _where(source[1], int(source[2]))
+        called = tuple(_CALLED.findall(rest))
+        branches = _BRANCHES.search(rest)
+        if branches is not None:
+            called += tuple(_OPERAND.findall(branches[1]))
+        elements = math.prod(shapes.get(name, ())) if shapes.get(name) else 1
+        work = float(elements)
+        if op in ("dot", "convolution"):
+            args = _OPERAND.findall(rest.split("(", 1)[1]) if "(" in rest else []
+            contracting = _CONTRACTING.search(rest)
+            lhs = shapes.get(args[0], ()) if args else ()
+            if contracting is not None and lhs:
+                picked = [int(d) for d in contracting[1].split(",") if d]
+                work *= math.prod(lhs[d] for d in picked if d < len(lhs))
+        if op_names and op not in ("parameter",):
+            hlo.has_metadata = True
+        hlo.instructions[name] = Instruction(name, op, comp, op_names, line, elements, called, work)
+    return hlo

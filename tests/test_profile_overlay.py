@@ -1,0 +1,152 @@
+"""Profile time per equation (timing/attribution.py, hlo_map.py): %%profile's XLA op times
+joined to the jaxpr by op name and line, drawn on the program as an overlay."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+from IPython.core.error import UsageError
+
+import jaxlab
+from jaxlab.timing.attribution import AttributionError, attribute, profile_attribution
+from jaxlab.timing.hlo_map import read_hlo
+
+
+def planted(x, w):
+    a = jnp.sin(x) * 2.0
+    b = a + 1.0
+    c = b @ w  # the slow one: a 512x512 matmul
+    d = jnp.tanh(c) + 0.5
+    return jnp.sum(d * 3.0)
+
+
+MATMUL_LINE = planted.__code__.co_firstlineno + 3
+
+
+def looped(x, w):
+    def body(c, _):
+        c = jnp.tanh(c @ w)
+        return c, c.sum()
+
+    c, ys = jax.lax.scan(body, x, None, length=8)
+    return c.sum() + ys.sum()
+
+
+def profiled(fun, *args, calls=3):
+    jitted = jax.jit(fun)
+    jax.block_until_ready(jitted(*args))
+    with jaxlab.profile() as p:
+        for _ in range(calls):
+            jax.block_until_ready(jitted(*args))
+    return p.result, jitted
+
+
+@pytest.fixture(scope="module")
+def big():
+    x, w = jnp.ones((512, 512)) * 0.01, jnp.ones((512, 512)) * 0.01
+    result, jitted = profiled(planted, x, w)
+    return result, profile_attribution(result, jitted, x, w)
+
+
+def test_attribution_sums_to_the_modules_profiled_time(big):
+    result, a = big
+    ops = sum(c.total_s for c in result.op_times if c.module == a.module)
+    assert a.module == "jit_planted"
+    assert a.total_s == pytest.approx(ops, rel=1e-9)  # no loop: every op's own time
+    unattributed = sum(u.seconds for u in a.unattributed)
+    assert a.attributed_s + unattributed == pytest.approx(a.total_s, rel=1e-9)
+    assert sum(a.times.values()) == pytest.approx(a.attributed_s, rel=1e-9)
+    assert a.share >= 0.9
+
+
+def test_a_planted_matmul_ranks_first_at_its_line(big):
+    _, a = big
+    top = a.ranked(3)
+    assert top[0].primitive == "dot_general"
+    assert top[0].source == f"test_profile_overlay.py:{MATMUL_LINE}"
+    assert top[0].share > top[1].share
+    assert any("time largest:" in n and "dot_general" in n for n in a.graph.notes)
+    assert any(re.search(r"time: \d+\.\d% of jit_planted", n) for n in a.graph.notes)
+
+
+def test_the_time_is_drawn_on_the_program(big):
+    _, a = big
+    g = a.graph
+    assert g.overlay_name == "time" and g.overlay_unit == "s"
+    dot = next(n for n in g.nodes if n.primitive == "dot_general")
+    assert dot.overlay == pytest.approx(a.times[dot.id])
+    assert g.overlay_ranked(1)[0].id == dot.id
+
+
+def test_a_scan_loops_time_goes_to_its_body_and_the_loop():
+    x, w = jnp.ones((64, 64)) * 0.01, jnp.ones((64, 64)) * 0.01
+    result, jitted = profiled(looped, x, w)
+    a = profile_attribution(result, jitted, x, w)
+    assert a.attributed_s + sum(u.seconds for u in a.unattributed) == pytest.approx(a.total_s)
+    assert a.share >= 0.9
+    scan = next(n for n in a.graph.nodes if n.primitive == "scan")
+    inside = sum(v for k, v in a.times.items() if k.startswith(scan.id + "/"))
+    assert inside > 0
+    # The closed loop shows its body's time and its own (the loop's control).
+    assert scan.overlay == pytest.approx(inside + a.times.get(scan.id, 0.0))
+    assert a.ranked(1)[0].id.startswith(scan.id + "/")
+
+
+def test_a_cell_that_ran_no_jitted_function_says_so():
+    with jaxlab.profile() as p:
+        sum(range(10))
+    assert p.result.costliest_function() is None
+    with pytest.raises(AttributionError, match="ran no jitted function"):
+        profile_attribution(p.result, planted, jnp.ones((4, 4)), jnp.ones((4, 4)))
+
+
+def test_a_program_without_metadata_says_so(big):
+    result, _ = big
+    x, w = jnp.ones((512, 512)), jnp.ones((512, 512))
+    traced = jax.jit(planted).trace(x, w)
+    text = traced.lower().compile().as_text()
+    bare = re.sub(r", metadata=\{[^}]*\}", "", text)
+    assert not read_hlo(bare).has_metadata
+
+    def graph_of(c):
+        return jaxlab.graph.build.graph_from_jaxpr(c, title="planted", explore=True)
+
+    a = attribute(result, traced.jaxpr, bare, function="planted", graph_of=graph_of)
+    assert a.attributed_s == 0 and a.unattributed
+    assert any("no JAX op names" in n for n in a.graph.notes)
+
+
+def test_result_graph_reads_the_program_the_compile_log_kept():
+    x, w = jnp.ones((32, 32)), jnp.ones((32, 32))
+
+    def kept_fn(x, w):
+        return jnp.sum(jnp.tanh(x @ w))
+
+    with jaxlab.compile_log().recording():
+        jitted = jax.jit(kept_fn)
+        jitted(x, w).block_until_ready()
+    with jaxlab.profile() as p:
+        jitted(x, w).block_until_ready()
+    if jaxlab.compile_log().last_program("kept_fn") is None:
+        pytest.skip("the compile log keeps programs of the user's files only")
+    assert p.result.costliest_function() == "kept_fn"
+    a = p.result.attribution("kept_fn")
+    assert a.share >= 0.9 and a.graph.overlay_name == "time"
+
+
+def test_profile_graph_magic_refuses_a_cell_without_jit(ip):
+    with pytest.raises(UsageError, match="ran no jitted function"):
+        ip.run_cell_magic("profile", "--graph --static", "sum(range(10))")
+
+
+def test_profile_graph_magic_draws_the_costliest_function(ip, capsys):
+    ip.run_cell(
+        "import jax, jax.numpy as jnp\n"
+        "def cell_step(x):\n    return jnp.tanh(x @ x).sum()\n"
+        "f = jax.jit(cell_step)\nx = jnp.ones((64, 64)); f(x)"
+    )
+    result = ip.run_cell_magic("profile", "--graph --static -o", "f(x).block_until_ready()")
+    assert result.costliest_function() == "cell_step"
+    shown = capsys.readouterr().out
+    assert "cell_step" in shown
