@@ -20,7 +20,7 @@ from typing import Any
 import traitlets
 
 from jaxlab.arrays.draw import sample_caption
-from jaxlab.arrays.html import array_line, flags
+from jaxlab.arrays.html import flags
 from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
 from jaxlab.arrays.tree import show_record
 
@@ -110,7 +110,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
         return {
             "path": path,
             "shape": list(info.shape),
-            "line": array_line(info),
+            "line": info.line,
             "kind": info.kind,
             "sample": sample,
             "caption": sample_caption(info) if info.sample is not None else info.note,
@@ -177,7 +177,7 @@ def tree_rows(root: TreeNode) -> list[dict[str, Any]]:
                 "depth": depth,
                 "leaf": node.is_leaf,
                 "array": node.array is not None,
-                "line": array_line(node.array) if node.array is not None else node.value,
+                "line": node.array.line if node.array is not None else node.value,
                 "params": node.params,
                 "bytes": node.bytes,
                 "flags": flags(node),

@@ -59,7 +59,7 @@ def _summary(node: TreeNode) -> str:
     flag = flags(node)
     flag_html = f' <span class="flag">{e(flag)}</span>' if flag else ""
     if node.array is not None:
-        return f"<b>{key}</b>{label} {e(array_line(node.array))}{flag_html}"
+        return f"<b>{key}</b>{label} {e(node.array.line)}{flag_html}"
     if node.is_leaf and not node.hidden:
         return f"<b>{key}</b>{label} <code>{e(node.value)}</code>"
     size = f"{count_words(node.params)} values, {format_bytes(node.bytes)}"
@@ -110,7 +110,7 @@ def tree_text(record: ShowRecord) -> str:
         key = node.key or node.path or "value"
         flag = flags(node)
         if node.array is not None:
-            text = f"{pad}{key}: {array_line(node.array)}"
+            text = f"{pad}{key}: {node.array.line}"
             if node.array.layout is not None:
                 text += "".join(f"\n{pad}  {line}" for line in layout_text(node.array.layout))
         elif node.is_leaf and not node.hidden:
