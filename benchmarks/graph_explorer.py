@@ -22,6 +22,13 @@ The programs are the gradient of a deep MLP whose every layer is an inner ``jax.
 cluster to open). jaxviz, the anchor, is measured in the same run on the 200-equation
 program (benchmarks/jaxviz_anchor.py installs it for the run into a temporary folder;
 ``--no-jaxviz`` skips it); JAX's own trace of each program is timed in the same kernel.
+Google's Model Explorer, the other anchor, is measured on all three programs (their StableHLO;
+benchmarks/model_explorer_anchor.py installs it for the run into a temporary folder,
+``--no-model-explorer`` skips it): its kernel side (lowering, conversion to its graph JSON)
+in three rounds interleaved with the kernel half, which then runs three times (the first
+round's figures are the table's and the targets'), and with the browser half its page's
+first inked frame in the same Chromium, one round. Its figures are printed beside ours with
+their ratios; they are no target.
 
     .venv/bin/python benchmarks/graph_explorer.py          # both halves
     .venv/bin/python benchmarks/graph_explorer.py --kernel # the kernel half only
@@ -31,6 +38,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import statistics
 import sys
 import tempfile
 import time
@@ -321,6 +330,81 @@ def evaluate(targets: Targets, rows: dict[int, dict[str, Any]], pan: Any, browse
     print("panning target not measured (--kernel: no browser)")
 
 
+def compare_model_explorer(
+    rows: dict[int, dict[str, Any]],
+    ours_kernel: dict[int, list[float]],
+    ours_cpu: dict[int, list[float]],
+    theirs_kernel: dict[int, list[dict[str, Any]]],
+    theirs_page: dict[int, dict[str, Any] | None],
+) -> dict[str, Any]:
+    """Print Model Explorer's figures beside the GraphExplorer's for the same programs, with
+    their ratios (medians over the rounds); return them for the JSON line."""
+    import model_explorer_anchor as me
+
+    if not any(theirs_kernel.values()):
+        why = me.why_not() or "skipped (--no-model-explorer)"
+        print(f"Model Explorer {me.VERSION}: not measured: {why}")
+        return {"why_not": why}
+    med = statistics.median
+    print(
+        f"Model Explorer {me.VERSION} (adapter {me.ADAPTER_VERSION}, installed for the run), "
+        "fed each program's StableHLO (jax.jit(jax.grad(deep)).lower(...).as_text()); "
+        f"kernel side, median of {max(len(v) for v in theirs_kernel.values())} rounds "
+        "interleaved with the kernel half. GraphExplorer's kernel first view = trace + model "
+        "+ layout (dot); Model Explorer's = lower + convert to graph JSON + serialize, its "
+        "layout left to the page (a web worker); CPU = process CPU (+ dot's for ours):"
+    )
+    print(
+        f"{'eqns':>6} {'ME nodes':>8} {'ME lower s':>10} {'convert s':>9} {'serialize s':>11} "
+        f"{'ME kernel s':>11} {'JSON KB':>7} {'GE kernel s':>11} {'ME/GE':>6} "
+        f"{'ME convert/GE':>13} {'ME CPU s':>8} {'GE CPU s':>8} {'CPU ME/GE':>9}"
+    )
+    out: dict[str, Any] = {"version": me.VERSION, "adapter_version": me.ADAPTER_VERSION}
+    for size, figs in theirs_kernel.items():
+        if not figs:
+            continue
+        ours = med(ours_kernel[size][: len(figs)])
+        kernel = med(f["kernel_s"] for f in figs)
+        conv = med(f["convert_s"] + f["serialize_s"] for f in figs)
+        cpu, ours_c = med(f["kernel_cpu_s"] for f in figs), med(ours_cpu[size][: len(figs)])
+        print(
+            f"{rows[size]['equations']:>6} {figs[0]['main_nodes']:>8} "
+            f"{med(f['lower_s'] for f in figs):>10.3f} {med(f['convert_s'] for f in figs):>9.3f} "
+            f"{med(f['serialize_s'] for f in figs):>11.3f} {kernel:>11.3f} "
+            f"{figs[0]['json_bytes'] / 1024:>7.0f} {ours:>11.3f} {kernel / ours:>6.2f} "
+            f"{conv / ours:>13.2f} {cpu:>8.3f} {ours_c:>8.3f} {cpu / ours_c:>9.2f}"
+        )
+        out[str(size)] = {
+            "equations": rows[size]["equations"],
+            "rounds": figs,
+            "graph_explorer_kernel_s": ours_kernel[size],
+            "graph_explorer_kernel_cpu_s": ours_cpu[size],
+            "kernel_ratio": kernel / ours,
+            "kernel_cpu_ratio": cpu / ours_c,
+        }
+    for size, page in theirs_page.items():
+        ours_page = rows[size].get("first_view_s")
+        if page is None:
+            print(f"{rows[size]['equations']} eqns: Model Explorer's page not measured")
+            continue
+        first = page.get("first_ink_s")
+        ratio = f"{(first + page['lower_s']) / ours_page:.1f}x" if first and ours_page else "-"
+        print(
+            f"{rows[size]['equations']} eqns, Model Explorer's page in Chromium (SwiftShader): "
+            + (
+                f"first inked graph frame {first:.2f} s after navigation (+ {page['lower_s']:.2f}"
+                f" s lowering), processing notice gone at "
+                + (f"{page['settled_s']:.2f} s" if page.get("settled_s") else "-")
+                if first
+                else f"no graph painted ({page.get('error', '?')})"
+            )
+            + f"; GraphExplorer cell to painted view {ours_page or float('nan'):.2f} s; "
+            f"ratio {ratio}; requests off 127.0.0.1 blocked: {page.get('blocked_requests')}"
+        )
+        out.setdefault(str(size), {})["page"] = page
+    return out
+
+
 def main() -> None:
     targets = Targets()
     kernel_only = "--kernel" in sys.argv
@@ -328,7 +412,30 @@ def main() -> None:
         (ROOT / "widgets" / "static" / f"graph_explorer.{ext}").stat().st_size
         for ext in ("js", "css")
     )
-    rows = {size: kernel_half(layers) for size, layers in SIZES.items()}
+    load_at_start = os.getloadavg()
+    # Model Explorer's kernel side, three rounds interleaved with the kernel half (the first
+    # round's rows are the table's and the targets', as without it).
+    import model_explorer_anchor as me
+
+    use_me = "--no-model-explorer" not in sys.argv
+    rows: dict[int, dict[str, Any]] = {}
+    ours_kernel: dict[int, list[float]] = {size: [] for size in SIZES}
+    ours_cpu: dict[int, list[float]] = {size: [] for size in SIZES}
+    theirs_kernel: dict[int, list[dict[str, Any]]] = {size: [] for size in SIZES}
+    for _round in range(3 if use_me else 1):
+        for size, layers in SIZES.items():
+            row = kernel_half(layers)
+            rows.setdefault(size, row)
+            ours_kernel[size].append(row["model_s"] + row["first_layout_s"])
+            ours_cpu[size].append(
+                row["model_cpu_s"] + row["first_layout_cpu_s"] + row["first_layout_dot_cpu_s"]
+            )
+            fig = me.convert(jax.grad(deep), *_program(layers)) if use_me else None
+            if fig is not None:
+                theirs_kernel[size].append(fig)
+        if use_me and me.why_not():
+            print(f"Model Explorer not measured: {me.why_not()}")
+            break
     pan: dict[str, Any] | None = None
     if not kernel_only:
         sys.path.insert(0, str(ROOT / "tests" / "browser"))
@@ -357,6 +464,12 @@ def main() -> None:
                 rows[fig["size"]].update(fig)
             else:
                 pan = fig
+
+    # Model Explorer's page for each program, after the browser half (one round each).
+    theirs_page: dict[int, dict[str, Any] | None] = {}
+    if not kernel_only and use_me and not me.why_not():
+        for size, layers in SIZES.items():
+            theirs_page[size] = me.first_view(jax.grad(deep), *_program(layers))
 
     # The anchor, on the 200-equation gradient program, in the same run (if pip gets it).
     from jaxviz_anchor import VERSION, measure
@@ -402,6 +515,7 @@ def main() -> None:
             f"{s(jaxviz['python_s'])} s in Python, first view {s(jaxviz.get('first_view_s'))} s "
             f"in Chromium (GraphExplorer: {s(ours)} s, cell to painted view in JupyterLab)"
         )
+    compared = compare_model_explorer(rows, ours_kernel, ours_cpu, theirs_kernel, theirs_page)
     if pan and pan["pan_longest_frame_ms"] is not None:
         print(
             f"panning {pan['pan_nodes']} drawn nodes for 1 s: longest frame "
@@ -413,7 +527,16 @@ def main() -> None:
     )
     evaluate(targets, rows, pan, browser=not kernel_only)
     targets.print_clocks()
-    figures = {"assets_bytes": assets, "rows": rows, "pan": pan, "jaxviz": jaxviz}
+    load = {"start": load_at_start, "end": os.getloadavg(), "cores": os.cpu_count()}
+    print(f"load average (1, 5, 15 min) at start {load_at_start}, at end {load['end']}")
+    figures = {
+        "assets_bytes": assets,
+        "rows": rows,
+        "pan": pan,
+        "jaxviz": jaxviz,
+        "model_explorer": compared,
+        "load_average": load,
+    }
     print(json.dumps(figures | targets.figures()))
     sys.exit(targets.exit_code())
 
