@@ -276,3 +276,15 @@ def test_first_view_of_the_20_layer_mlp_fits_1280x720_with_parameters_as_one_nod
     assert into == layer_boxes and len(layer_boxes) == (2 if grad else 1)
     outputs = [n["label"] for n in records.values() if n["kind"] == m.OUTPUT]
     assert outputs == ([f"∂mlp/∂params ({LAYERS} arrays)"] if grad else ["mlp"])
+
+
+def test_open_by_name_opens_the_boxes_the_structure_names():
+    from jaxlab.widgets import GraphExplorer
+
+    g = jaxlab.jaxpr_graph(mlp, PARAMS, X, explore=True)
+    ids = g.rebuild.explorer.boxes_to_open(["layer"])
+    w = GraphExplorer(g, opened=ids)
+    # The call site's box opens to its 20 calls, and each call to its equations.
+    drawn = [n["primitive"] for n in w.model["nodes"] if n["kind"] == m.EQUATION]
+    assert drawn.count("tanh") == LAYERS and drawn.count("dot_general") == LAYERS
+    assert not g.rebuild.explorer.boxes_to_open(["nothing_is_called_so"])

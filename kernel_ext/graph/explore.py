@@ -318,7 +318,27 @@ class Explorer:
             names = {item.primitive.lower(), str(item.eqn.params.get("name", "")).lower()}
             if names & wanted or item.depth <= depth:
                 found += [*self.holders(node_id), node_id]
+        # Boxes the program's structure names (a call, a scope, a loop) open by that name
+        # too (``--open scan,hamiltonian``: the scan and the calls inside it).
+        blocks = {self.tree.prefix: self.tree} | {b.prefix: b for b, _ in self.where.values()}
+        for block in blocks.values():
+            found += self._named_runs(block, 0, len(block.items) - 1, wanted)
         return list(dict.fromkeys(found))
+
+    def _named_runs(self, block: Block, lo: int, hi: int, wanted: set[str]) -> list[str]:
+        """The runs of ``block`` (at any level) whose name's first word is wanted, each
+        after what holds it."""
+        found: list[str] = []
+        for a, b in self.pieces(block, lo, hi) or []:
+            if a == b:
+                continue
+            label = (self.run_label(block, a, b) or "").removeprefix("∂ ").lower()
+            run = self.run_id(block, a, b)
+            if label and (label in wanted or label.split()[0] in wanted):
+                chain = self.holders(block.items[a].id)
+                found += [*chain[: chain.index(run) + 1]] if run in chain else [run]
+            found += self._named_runs(block, a, b, wanted)
+        return found
 
     def search(self, query: str) -> list[str]:
         """Ids of everything in the program ``query`` matches (case-insensitive): equations

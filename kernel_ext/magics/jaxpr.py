@@ -70,9 +70,10 @@ class JaxprMagics(Magics):
         "--open",
         default=None,
         metavar="WHAT",
-        help="Open these nested programs in the GraphExplorer, with what holds them: "
-        "primitives or function names separated by commas (--open scan, --open "
-        "shard_map,jit), or a depth (--open 2).",
+        help="Open these boxes in the GraphExplorer, with what holds them: nested "
+        "programs by primitive or function name, or the calls and scopes a box is named "
+        "for, separated by commas (--open scan,hamiltonian, --open shard_map), or every "
+        "nested program to a depth (--open 2).",
     )
     @argument(
         "--budget",
