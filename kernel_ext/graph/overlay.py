@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,7 @@ class _Resolved:
     name: str
     unit: str
     notes: tuple[str, ...]
+    ranked_notes: list[tuple[str, ...]] = dataclasses.field(default_factory=list)  # once
 
 
 def overlay(
@@ -102,6 +104,13 @@ def _where(source: str | None) -> str:
     return re.sub(r" \([^()]*\)$", "", source or "")
 
 
+# The index of each explored program, built once (every view of a 10,000-equation
+# program would otherwise walk it again); dropped with its explorer.
+_PROGRAMS: weakref.WeakKeyDictionary[Any, tuple[dict[str, Any], dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _program(graph: m.Graph) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The explorer's index of the whole program: equation id -> Item, prefix -> Block."""
     from .explore import Views
@@ -110,11 +119,15 @@ def _program(graph: m.Graph) -> tuple[dict[str, Any], dict[str, Any]] | None:
     if not isinstance(views, Views):
         return None
     explorer = views.explorer
+    known = _PROGRAMS.get(explorer)
+    if known is not None:
+        return known
     items = {k: block.items[i] for k, (block, i) in explorer.where.items()}
     blocks: dict[str, Any] = {"": explorer.tree}
     for item in items.values():
         for sub in item.blocks:
             blocks[sub.prefix] = sub
+    _PROGRAMS[explorer] = (items, blocks)
     return items, blocks
 
 
@@ -246,6 +259,7 @@ def apply(graph: m.Graph, resolved: _Resolved) -> m.Graph:
     shown = [n.overlay for n in nodes if n.overlay is not None and math.isfinite(n.overlay)]
     lo, hi = (min(shown), max(shown)) if shown else (0.0, 0.0)
     notes = list(resolved.notes)
+    first = not resolved.ranked_notes
     graph = dataclasses.replace(
         graph,
         nodes=nodes,
@@ -257,13 +271,17 @@ def apply(graph: m.Graph, resolved: _Resolved) -> m.Graph:
         overlay_unmatched=resolved.unmatched,
         overlay_values=resolved.given,
     )
-    for r in ranked(graph, RANKED_IN_NOTES):
-        share = f" ({r.share:.0%})" if r.share is not None else ""
-        notes.append(
-            f"{graph.overlay_name} largest: {r.id} {r.primitive}"
-            + (f" at {r.source}" if r.source else "")
-            + f": {value_text(r.value, resolved.unit)}{share}"
+    if first:  # over the whole program, so the same for every view: ranked once
+        resolved.ranked_notes.append(
+            tuple(
+                f"{graph.overlay_name} largest: {r.id} {r.primitive}"
+                + (f" at {r.source}" if r.source else "")
+                + f": {value_text(r.value, resolved.unit)}"
+                + (f" ({r.share:.0%})" if r.share is not None else "")
+                for r in ranked(graph, RANKED_IN_NOTES)
+            )
         )
+    notes += resolved.ranked_notes[0]
     return dataclasses.replace(graph, notes=(*graph.notes, *notes))
 
 

@@ -142,15 +142,15 @@ class _Matcher:
             if e.where:
                 self.by_line[e.where].append(e)
             self.by_primitive[e.primitive].append(e)
-        self.memo: dict[tuple[str, str, int], list[str]] = {}
+        self.memo: dict[tuple[str, str, int], tuple[str, ...]] = {}
 
-    def match(self, op_name: str, line: str, elements: int) -> list[str]:
+    def match(self, op_name: str, line: str, elements: int) -> tuple[str, ...]:
         key = (op_name, line, elements)
         if key not in self.memo:
             self.memo[key] = self._match(op_name, line, elements)
         return self.memo[key]
 
-    def _match(self, op_name: str, line: str, elements: int) -> list[str]:
+    def _match(self, op_name: str, line: str, elements: int) -> tuple[str, ...]:
         last = op_name.rsplit("/", 1)[-1].split("[", 1)[0]
         primitive = last.split("(", 1)[0] if "(" in last else last
         primitives = _SCOPE_PRIMITIVE.get(primitive, (primitive,))
@@ -169,7 +169,7 @@ class _Matcher:
         if len(found) > 1:  # alike but for their size (a Python loop's layers of two widths)
             sized = [e for e in found if e.size == elements]
             found = sized or found
-        return [e.id for e in found]
+        return tuple(e.id for e in found)
 
 
 def op_times(result: Any, module: str) -> dict[str, float]:
@@ -216,7 +216,9 @@ def attribute(
             inner = sum(times.get(k, 0.0) for k in hlo.nested_events(name))
             own[name] = max(0.0, times[name] - inner)
     total = sum(own.values())
-    given: dict[str, float] = defaultdict(float)
+    # Time per group of equations alike (shared evenly at the end: a 714-layer
+    # program's layers would otherwise be visited for every op of every layer).
+    grouped: dict[tuple[str, ...], float] = defaultdict(float)
     lost: dict[str, tuple[float, str]] = {}
     for name, seconds in own.items():
         if seconds <= 0:
@@ -228,8 +230,12 @@ def attribute(
         if not shares:
             lost[name] = (seconds, "its instructions carry no JAX op name")
             continue
-        for eq_id, part in shares.items():
-            given[eq_id] += seconds * part
+        for ids, part in shares.items():
+            grouped[ids] += seconds * part
+    given: dict[str, float] = defaultdict(float)
+    for ids, seconds in grouped.items():
+        for eq_id in ids:
+            given[eq_id] += seconds / len(ids)
     attributed = sum(given.values())
     unattributed = tuple(
         sorted(
@@ -255,23 +261,20 @@ def attribute(
     )
 
 
-def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[str, float]:
-    """The equations an event's time goes to, each with its part (summing to 1)."""
+def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[tuple[str, ...], float]:
+    """The groups of equations an event's time goes to, each with its part (summing
+    to 1); a group shares its part evenly."""
     members = [hlo.instructions[k] for k in hlo.members(name)]
     named = [i for i in members if i.op_names and i.opcode != "parameter"]
     costly = [i for i in named if i.opcode not in FREE] or named
     if not costly and hlo.instructions[name].op_names:
         costly = [hlo.instructions[name]]
-    weights: dict[str, float] = defaultdict(float)
+    weights: dict[tuple[str, ...], float] = defaultdict(float)
     for inst in costly:
-        targets = [
-            (eq, len(inst.op_names))
-            for op_name in inst.op_names
-            for eq in [matcher.match(op_name, inst.line, inst.elements)]
-        ]
-        for ids, n_names in targets:
-            for eq_id in ids:
-                weights[eq_id] += max(inst.work, 1.0) / n_names / len(ids)
+        for op_name in inst.op_names:
+            ids = matcher.match(op_name, inst.line, inst.elements)
+            if ids:
+                weights[ids] += max(inst.work, 1.0) / len(inst.op_names)
     whole = sum(weights.values())
     return {k: w / whole for k, w in weights.items()} if whole > 0 else {}
 
@@ -279,10 +282,15 @@ def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[str, float]:
 def _with_boxes(given: dict[str, float], where: dict[str, Any]) -> dict[str, float]:
     """A box with time of its own (a loop's control) given its whole: its own time plus
     what it holds, as the overlay reads a box given a value."""
+    inside: dict[str, float] = defaultdict(float)
+    for k, v in given.items():  # every enclosing id: "e3/0/e1" is inside "e3" and "e3/0"
+        parts = k.split("/")
+        for n in range(1, len(parts)):
+            inside["/".join(parts[:n])] += v
     data = dict(given)
-    for box in [k for k in given if where.get(k) and where[k][0].items[where[k][1]].blocks]:
-        inside = sum(v for k, v in given.items() if k.startswith(box + "/"))
-        data[box] = given[box] + inside
+    for box in given:
+        if box in inside and where.get(box) and where[box][0].items[where[box][1]].blocks:
+            data[box] = given[box] + inside[box]
     return data
 
 
