@@ -15,7 +15,7 @@ the magic and point at its help (``%jaxpr: unrecognized arguments: --x (see %jax
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Set
+from collections.abc import Callable, Iterator, Set
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -62,3 +62,20 @@ def parse_options(magic: Callable[..., Any], options: str, *, cell: bool = False
             f"{shown}: the options `{options}` do not split into words ({e}); close the "
             f"quote or drop it (see %{name}?)"
         ) from e
+
+
+def top_level_spaces(text: str) -> Iterator[int]:
+    """The positions of ``text``'s whitespace outside brackets and quotes, where a line
+    of magic arguments splits into whole expressions (``f(x, y) g(x)`` at 7)."""
+    depth, quote = 0, ""
+    for k, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote and text[k - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch.isspace() and depth == 0:
+            yield k

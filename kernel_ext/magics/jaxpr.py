@@ -32,7 +32,7 @@ from IPython.display import display
 from ..explain.trace_failure import is_non_array_argument, needs_concrete_value
 from ..program import Call, ProgramError, parse_call
 from ._failures import failure_text, raised_in_jaxlab
-from ._options import parse_options, split_options
+from ._options import parse_options, split_options, top_level_spaces
 from ._progress import watching
 
 # Options that take a value: the call expression starts after the last option (and value).
@@ -173,25 +173,14 @@ def split_calls(source: str) -> tuple[str, str]:
     import ast
 
     text = source.strip()
-    depth = 0
-    quote = ""
-    for k, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote and text[k - 1] != "\\" else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch.isspace() and depth == 0:
-            left, right = text[:k].strip(), text[k:].strip()
-            try:
-                nodes = [ast.parse(part, mode="eval").body for part in (left, right)]
-            except SyntaxError:
-                continue
-            if all(isinstance(node, ast.Call) for node in nodes):
-                return left, right
+    for k in top_level_spaces(text):
+        left, right = text[:k].strip(), text[k:].strip()
+        try:
+            nodes = [ast.parse(part, mode="eval").body for part in (left, right)]
+        except SyntaxError:
+            continue
+        if all(isinstance(node, ast.Call) for node in nodes):
+            return left, right
     raise ProgramError(
         f"--diff takes two calls separated by a space, e.g. `%jaxpr --diff f(x) g(x)` or "
         f"`%jaxpr --diff f(x) jax.checkpoint(f)(x)`; got `{text}`"

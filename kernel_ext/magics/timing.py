@@ -30,7 +30,7 @@ from IPython.display import display
 
 from ..program import ProgramError, parse_call
 from ._failures import failure_text, raised_in_jaxlab
-from ._options import parse_options, split_options
+from ._options import parse_options, split_options, top_level_spaces
 
 _VALUED = frozenset({"-n", "-r", "--compare"})
 
@@ -42,19 +42,10 @@ def take_compare(line: str) -> tuple[str, str]:
     if not sep or (head and not head.endswith(" ")):
         return "", line
     rest = rest.lstrip(" =")
-    depth, quote = 0, ""
-    for i, ch in enumerate(rest):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch.isspace() and depth == 0:
-            return rest[:i], f"{head}{rest[i:]}".strip()
-    return rest, head.strip()
+    i = next(top_level_spaces(rest), None)
+    if i is None:
+        return rest, head.strip()
+    return rest[:i], f"{head}{rest[i:]}".strip()
 
 
 def _user_namespace(shell: Any) -> dict[str, Any]:
