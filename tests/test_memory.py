@@ -23,10 +23,14 @@ def test_a_planted_100_mb_array_is_found_at_its_line_largest_first(ip):
         store_history=True,
     )
     try:
-        r = ip.run_line_magic("memory", "-o")
+        # Every site (the suite's earlier tests leave live arrays of their own: by
+        # default only the largest few are listed, and 48 bytes may fall below them).
+        r = ip.run_line_magic("memory", "--top 100000 -o")
         assert isinstance(r, MemoryReport)
-        top = r.sites[0]
-        assert top.where == f"In[{n}], line 2", r.text()
+        # First among what this test made (an earlier test's live arrays may be larger).
+        top = r.site(f"In[{n}], line 2")
+        assert top is not None, r.text()
+        assert all(s.bytes >= top.bytes for s in r.sites[: r.sites.index(top)])
         assert top.bytes >= 100_000_000 and top.buffers >= 1
         assert top.code == "big = jnp.zeros((25_000_000,), jnp.float32)"
         assert "float32[25000000]" in top.shapes

@@ -337,7 +337,15 @@ function draw(model, el, state) {
   const body = h("div", "jaxlab-ge-body");
   body.append(detail, pane);
   root.append(body);
+  // A new view replaces the search box: keep typing and stepping where they were (a
+  // reveal's redraw arrives between two presses of Enter, and none may be lost).
+  const typingHere = document.activeElement?.classList?.contains("jaxlab-ge-search") && el.contains(document.activeElement);
+  const caret = typingHere ? document.activeElement.selectionStart : null;
   el.replaceChildren(root);
+  if (typingHere) {
+    search.focus();
+    if (caret !== null) search.setSelectionRange(caret, caret);
+  }
 
   // The SVG is the pane's size; a transform on its content moves the drawing, so a frame
   // paints only what is in the pane (the browser culls the rest), however big the view.
