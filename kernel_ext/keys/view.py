@@ -32,8 +32,10 @@ _STYLE = (
 
 def _summary(lineage: KeyLineage, forest: Forest) -> str:
     text = (
-        f"{plural(len(lineage.nodes), 'key')}, {plural(len(lineage.events), 'event')}, "
-        f"{plural(len(lineage.reuses), 'reuse')}"
+        # Counted, not listed: building every record cost a long session's redraw its
+        # whole lineage (37 ms a cell after 2,000 cells).
+        f"{plural(lineage.size, 'key')}, {plural(lineage.event_count, 'event')}, "
+        f"{plural(lineage.reuse_count, 'reuse')}"
     )
     unseen = lineage.unseen
     if unseen:
