@@ -32,9 +32,11 @@ from typing import Any, NamedTuple
 import jax.extend.core as jcore
 
 from . import model as m
-from .build import _Emitter, _group_inputs, _io_nodes, _phase, _Plan, _summary, assemble
+from .build import assemble
+from .emit import _Emitter, _phase, _summary
 from .groups import Path_, Piece, item_path, split_range
 from .labels import param_summary, type_text
+from .plan import _group_inputs, _io_nodes, _Plan
 from .walk import Block, Item, name_stack, source_line
 
 
