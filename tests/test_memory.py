@@ -36,7 +36,14 @@ def test_a_planted_100_mb_array_is_found_at_its_line_largest_first(ip):
         assert "float32[25000000]" in top.shapes
         assert [s.bytes for s in r.sites] == sorted((s.bytes for s in r.sites), reverse=True)
         small = r.site(f"In[{n - 1}], line 2")
-        assert small is not None and small.bytes == 48 and "float32[3,4]" in small.shapes
+        assert small is not None and small.bytes == 48
+        # A shape is named only where one kind of live array has that buffer size (the
+        # profile records sizes, not shapes): the suite's other 48-byte arrays may not.
+        kinds = {(str(a.dtype), a.shape) for a in jax.live_arrays() if a.nbytes == 48}
+        if kinds == {("float32", (3, 4))}:
+            assert "float32[3,4]" in small.shapes
+        else:
+            assert small.shapes == ()
         # the figures: CPU keeps no memory_stats, so they are the live arrays, host memory
         assert r.host and r.platform == "cpu"
         assert r.live_bytes == sum(a.nbytes for a in jax.live_arrays())
