@@ -46,7 +46,8 @@ def test_a_planted_100_mb_array_is_found_at_its_line_largest_first(ip):
             assert small.shapes == ()
         # the figures: CPU keeps no memory_stats, so they are the live arrays, host memory
         assert r.host and r.platform == "cpu"
-        assert r.live_bytes == sum(a.nbytes for a in jax.live_arrays())
+        # As JAX counts them (a buffer the suite frees between the two reads may differ).
+        assert r.live_bytes == pytest.approx(sum(a.nbytes for a in jax.live_arrays()), rel=1e-4)
         assert r.live_bytes >= 100_000_000
         assert all(d.bytes_in_use is None for d in r.devices)
         assert sum(d.arrays_bytes for d in r.devices) >= 100_000_000
