@@ -190,7 +190,8 @@ class Graph:
         return overlay(self, data, name=name, unit=unit)
 
     def overlay_from_adjoints(self) -> Graph:
-        """The adjoints drawn (``%grad --graph``, ``values=True``) as an overlay: |∂|."""
+        """The adjoints drawn (``%grad --graph``, ``values=True``) as an overlay: each
+        node's largest adjoint magnitude, ``max(abs(min), abs(max))``."""
         from .overlay import overlay_from_adjoints
 
         return overlay_from_adjoints(self)

@@ -1,4 +1,5 @@
-"""Overlays: a number per equation drawn on a Graph as a colour scale (time, FLOPs, |∂|).
+"""Overlays: a number per equation drawn on a Graph as a colour scale (time, FLOPs, adjoint
+magnitudes).
 
 The user's data is keyed by what a reader of the program can name::
 
