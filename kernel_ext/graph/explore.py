@@ -96,6 +96,10 @@ class Explorer:
         # block, and the named box of every range it made.
         self._paths: dict[str, list[Path_]] = {}
         self._named: dict[tuple[str, int, int], Piece] = {}
+        self._labels: dict[tuple[str, int, int], str] = {}
+        # A box's parameters are named by the top-level argument leaves it reads.
+        self._argument_of: dict[Any, str] | None = None
+        self._leaves_of: Counter[str] = Counter()
         self.n_equations = tree.n_equations  # counted once: every view says it
 
     def _index(self, block: Block) -> None:
@@ -175,9 +179,15 @@ class Explorer:
     def run_label(self, block: Block, lo: int, hi: int) -> str | None:
         """A named box's title: ``layer 3 (params[3])``, ``∂ layer 3``, ``mlp/linear_1``,
         ``layer ×20``; None for a run cut by size."""
-        piece = self._named.get((block.prefix, lo, hi))
+        key = (block.prefix, lo, hi)
+        piece = self._named.get(key)
         if piece is None:
             return None
+        if key not in self._labels:  # a view redraws every closed box: named once
+            self._labels[key] = self._label(block, lo, hi, piece)
+        return self._labels[key]
+
+    def _label(self, block: Block, lo: int, hi: int, piece: Piece) -> str:
         name = piece.name or source_line(block.items[lo].eqn) or block.items[lo].primitive
         name = name.removesuffix(".__call__")  # a module's call: its class (N, not N.__call__)
         used = self._parameters(block, lo, hi)
@@ -204,7 +214,10 @@ class Explorer:
         ``model.l1``): how an iteration or an nnx module is told apart."""
         if block.prefix:
             return ""
-        names = dict(zip(self.tree.jaxpr.invars, self.input_names, strict=False))
+        if self._argument_of is None:
+            self._argument_of = dict(zip(self.tree.jaxpr.invars, self.input_names, strict=False))
+            self._leaves_of = Counter(_root(name) for name in self.input_names)
+        names, leaves = self._argument_of, self._leaves_of
         read = [
             names[v]
             for item in block.items[lo : hi + 1]
@@ -214,7 +227,6 @@ class Explorer:
         by_argument: dict[str, list[str]] = {}
         for name in dict.fromkeys(read):
             by_argument.setdefault(_root(name), []).append(name)
-        leaves = Counter(_root(name) for name in self.input_names)
         # Parts of pytree arguments only: a whole x, or all of params, tells no box apart.
         shown = [
             _shared_path(parts) for root, parts in by_argument.items() if len(parts) < leaves[root]
