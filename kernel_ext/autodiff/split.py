@@ -247,11 +247,12 @@ _SVG_SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
 def _fit(body: str) -> str:
     """The SVG scaled to the output's width, but never below 3/4 of its size: Graphviz's
     points are 4/3 px, so its 14 and 12 pt text stays at 14 and 12 px at least; a wider
-    graph scrolls sideways instead."""
+    graph scrolls sideways instead (however wide: a cap let a 10,000 pt program shrink
+    to 5 px text), and says so above it (``_scroll_cue``)."""
     return _SVG_SIZE.sub(
         lambda s: (
             f'{s.group(0)} style="max-width:100%;height:auto;min-width:'
-            f'{min(float(s.group(1)), 4000):.0f}px"'
+            f'{float(s.group(1)):.0f}px"'
         ),
         body,
         count=1,
@@ -269,7 +270,7 @@ def _scroll_cue(body: str) -> str:
     found = _SVG_SIZE.search(body)
     if found is None:
         return ""
-    smallest = min(float(found.group(1)), 4000)  # px at 3/4 scale: see _fit
+    smallest = float(found.group(1))  # px at 3/4 scale: see _fit
     if smallest <= NARROW_OUTPUT_PX:
         return ""
     return (

@@ -259,3 +259,60 @@ def test_a_cell_run_again_draws_a_new_explorer_that_works(open_notebook: Any, pa
         "n => document.querySelectorAll('.jaxlab-ge-svg g[data-id]').length > n", arg=before
     )
     assert notebook.locator(".jaxlab-ge-frame").count() == 1
+
+
+MLP = [
+    "%load_ext jaxlab\nimport jax.numpy as jnp\n"
+    "def layer(h, w):\n    return jnp.tanh(h @ w)\n"
+    "def mlp(params, x):\n    h = x\n    for w in params:\n        h = layer(h, w)\n"
+    "    return jnp.sum(h ** 2)\n"
+    "params = [jnp.full((4, 4), 0.1) for _ in range(20)]\nx = jnp.ones((2, 4))",
+    "%jaxpr --grad mlp(params, x)",
+    "%grad --split mlp(params, x)",
+]
+
+# Every text of the outputs as drawn: [font size in px times the SVG's scale, its text].
+ALL_TEXT = """() => Array.from(document.querySelectorAll(
+    '.jp-OutputArea-output .jaxlab-ge text, .jp-OutputArea-output .jaxlab-ge-legend span,'
+    + '.jp-OutputArea-output .jaxlab-grad-split text'))
+  .filter(t => t.getBoundingClientRect().width > 0)
+  .map(t => [parseFloat(getComputedStyle(t).fontSize) * (t.getScreenCTM ? t.getScreenCTM().a : 1),
+             t.textContent])"""
+
+
+def test_a_20_layer_mlp_reads_at_1280x720_and_what_is_wider_says_it_scrolls(
+    open_notebook: Any, page: Any
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    notebook = open_notebook("explorer_mlp.ipynb", MLP)
+    for i in range(len(MLP)):
+        notebook.run(i)
+        notebook.wait_idle()
+    notebook.locator(".jaxlab-ge-svg").first.wait_for()
+    notebook.locator(".jaxlab-grad-split").first.wait_for()
+    # The gradient's first view is the user's structure: the layer calls and their mirror.
+    labels = notebook.locator(".jaxlab-ge-svg .jaxlab-ge-label").all_text_contents()
+    assert any("layer ×20" in t for t in labels) and any("∂ layer ×20" in t for t in labels)
+    # No text under 12 px anywhere in the two outputs, the legend's included.
+    sizes = page.evaluate(ALL_TEXT)
+    assert sizes and all(size >= 12 - 0.05 for size, _ in sizes), [s for s in sizes if s[0] < 12]
+    # The explorer's whole first view fits its pane at full size (no fit needed).
+    fits = page.evaluate(
+        """() => { const pane = document.querySelector('.jaxlab-ge-pane').getBoundingClientRect();
+          const drawn = document.querySelector('.jaxlab-ge-svg > g').getBoundingClientRect();
+          return [drawn.width, pane.width]; }"""
+    )
+    assert fits[0] <= fits[1] + 1, fits
+    # Each split program wider than its output says so where it can be seen, above it.
+    wide = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.jaxlab-split-program')).map(p => {
+          const svg = p.querySelector('svg'), box = svg.parentElement;
+          const cue = p.querySelector('.jaxlab-split-scroll');
+          return [svg.getBoundingClientRect().width > box.clientWidth + 1,
+                  !!cue && cue.getBoundingClientRect().height > 0,
+                  !!cue && cue.getBoundingClientRect().top < svg.getBoundingClientRect().top]; })"""
+    )
+    assert len(wide) == 3
+    for wider, shown, above in wide:
+        assert not wider or (shown and above), wide
+    assert page.requests.outside() == []
