@@ -251,8 +251,7 @@ def _fit(body: str) -> str:
     to 5 px text), and says so above it (``_scroll_cue``)."""
     return _SVG_SIZE.sub(
         lambda s: (
-            f'{s.group(0)} style="max-width:100%;height:auto;min-width:'
-            f'{float(s.group(1)):.0f}px"'
+            f'{s.group(0)} style="max-width:100%;height:auto;min-width:{float(s.group(1)):.0f}px"'
         ),
         body,
         count=1,
