@@ -352,3 +352,69 @@ def test_the_dependency_highlight_has_colours_of_its_own():
     assert len(highlight) == 2 and not highlight & {colour["forward"], colour["backward"]}
     for side in ("upstream", "downstream"):
         assert re.search(rf"\.jaxlab-ge-{side} rect \{{ stroke: var\(--ge-{side}\)", css)
+
+
+# ------------------------------------------------- top-level inputs: the caller's names
+
+
+def _per_device(block):
+    everyone = jax.lax.all_gather(block, "atoms", tiled=True)
+    return block * jnp.sum(everyone)
+
+
+@jax.jit
+def _scaled(a):
+    return jnp.sin(a) * 2.0
+
+
+def _input_labels(g):
+    return [n.label for n in _io(g, m.INPUT)]
+
+
+def test_a_shard_map_programs_input_is_named_as_the_call_line_passes_it(ip):
+    """`%jaxpr forces_sharded(sharded)` draws its input `sharded`; `block`, the per-device
+    slice's name inside the shard_map'd function, is not a top-level input (in the drawing
+    and in the GraphExplorer's first view)."""
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from jaxlab.graph.build import call_graph
+    from jaxlab.program import parse_call
+
+    mesh = Mesh(np.array(jax.devices()[:2]), ("atoms",))
+    spec = P("atoms")
+    ip.user_ns["forces_sharded"] = jax.jit(
+        jax.shard_map(_per_device, mesh=mesh, in_specs=spec, out_specs=spec)
+    )
+    ip.user_ns["sharded"] = jax.device_put(jnp.ones((8, 3)), NamedSharding(mesh, spec))
+    g = ip.run_line_magic("jaxpr", "-o forces_sharded(sharded)")
+    assert _input_labels(g) == ["sharded"]
+    assert any("shard_map" in c.label for c in g.clusters)
+    call = parse_call("forces_sharded(sharded)", ip.user_ns)
+    first = call_graph(call.fun, call.args, call.kwargs, explore=True, arg_names=call.arg_names)
+    assert _input_labels(first) == ["sharded"]
+
+
+def test_a_jitted_functions_inputs_take_the_callers_names_not_its_parameters(ip):
+    ip.user_ns.update(scaled=_scaled, x=jnp.ones(3), params={"w": jnp.ones(2)})
+    assert _input_labels(ip.run_line_magic("jaxpr", "-o scaled(x)")) == ["x"]
+    g = ip.run_line_magic("jaxpr", "-o scaled(params['w'])")
+    assert _input_labels(g) == ["params['w']"]
+    # An expression names nothing: the parameter's name stands in.
+    ip.user_ns["jnp"] = jnp
+    assert _input_labels(ip.run_line_magic("jaxpr", "-o scaled(jnp.ones(3))")) == ["a"]
+    # A pytree argument: the caller's name, then each leaf's path.
+    ip.user_ns["tree_fun"] = jax.jit(lambda p, q=1.0: p["u"] * p["v"] + q)
+    ip.user_ns["q0"] = jnp.float32(2.0)
+    g = ip.run_line_magic("jaxpr", "-o tree_fun({'u': x, 'v': x}, q=q0)")
+    assert _input_labels(g) == ["p['u']", "p['v']", "q0"]
+
+
+def test_the_call_line_names_each_argument_or_nothing_when_unpacked():
+    from jaxlab.program import parse_call
+
+    ns = {"f": lambda *a, **k: None, "x": 1, "m": {"w": 2}, "xs": [1, 2], "kw": {"b": 1}}
+    call = parse_call("f(x, m['w'], x + 1, b=x)", ns)
+    assert call.arg_names == ("x", "m['w']", None) and call.kwarg_names == {"b": "x"}
+    assert parse_call("f(*xs)", ns).arg_names is None
+    assert parse_call("f(x, **kw)", ns).arg_names is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_BUDGET",
     "argument_names",
     "assemble",
+    "call_graph",
     "graph_from_jaxpr",
     "jaxpr_graph",
     "static_note",
@@ -57,6 +58,35 @@ def jaxpr_graph(
     budgeted drawing (see ``graph_from_jaxpr``); either way ``Graph.rebuild`` draws the
     explorer's views, with the same notes and annotations.
     """
+    return call_graph(
+        fun,
+        args,
+        kwargs,
+        grad=grad,
+        depth=depth,
+        values=values,
+        budget=budget,
+        explore=explore,
+    )
+
+
+def call_graph(
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    grad: bool = False,
+    depth: int | None = None,
+    values: bool = False,
+    budget: int = DEFAULT_BUDGET,
+    explore: bool = False,
+    arg_names: Sequence[str | None] | None = None,
+    kwarg_names: Mapping[str, str | None] | None = None,
+) -> m.Graph:
+    """:func:`jaxpr_graph` of ``fun(*args, **kwargs)``, its inputs named as the call line
+    names its arguments (``arg_names``, ``kwarg_names``: ``%jaxpr f(sharded)`` draws the
+    input ``sharded``, not the parameter ``block`` of the function ``f`` wraps); an
+    argument the line does not name (an expression) takes its parameter's name."""
     from ..program.static_leaves import split_static
 
     name = getattr(fun, "__name__", None) or type(fun).__name__
@@ -86,7 +116,7 @@ def jaxpr_graph(
         grad=grad,
         depth=depth,
         budget=budget,
-        input_names=argument_names(fun, args, kwargs),
+        input_names=argument_names(fun, args, kwargs, arg_names, kwarg_names),
         explore=explore,
     )
     # Each step also applies to the explorer's views (explore.then).
@@ -115,9 +145,22 @@ def static_note(
 
 
 def argument_names(
-    fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    arg_names: Sequence[str | None] | None = None,
+    kwarg_names: Mapping[str, str | None] | None = None,
 ) -> list[str]:
-    """A readable name for every flattened input leaf: ``x``, ``params['w']``, ``layers[0].b``."""
+    """A readable name for every flattened input leaf: ``x``, ``params['w']``, ``layers[0].b``.
+
+    Given the call line's names of the arguments (``arg_names``, one per positional
+    argument, and ``kwarg_names``), each argument is named as the caller wrote it, since
+    the parameter names ``inspect.signature`` finds may be those of a function nested
+    inside ``fun`` (a ``shard_map``'s per-device ``block``, a ``jit``'s inner ``a``); an
+    argument written as an expression takes its parameter's name.
+    """
+    if arg_names is not None and len(arg_names) == len(args):
+        return _caller_names(fun, args, kwargs, arg_names, kwarg_names or {})
     try:
         bound = inspect.signature(fun).bind(*args, **kwargs)
         named = list(bound.arguments.items())
@@ -129,6 +172,46 @@ def argument_names(
         for path, _ in leaves:
             names.append(arg_name + jax.tree_util.keystr(path))
     return names
+
+
+def _caller_names(
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    arg_names: Sequence[str | None],
+    kwarg_names: Mapping[str, str | None],
+) -> list[str]:
+    # The leaves in the order JAX flattens ``(args, kwargs)``: positional arguments, then
+    # keywords sorted (a dict's pytree order).
+    positional = _positional_parameters(fun, len(args))
+    named = [
+        (given or positional[i], a)
+        for i, (given, a) in enumerate(zip(arg_names, args, strict=True))
+    ]
+    named += [(kwarg_names.get(k) or k, kwargs[k]) for k in sorted(kwargs)]
+    return [
+        arg_name + jax.tree_util.keystr(path)
+        for arg_name, value in named
+        for path, _ in jax.tree_util.tree_flatten_with_path(value)[0]
+    ]
+
+
+def _positional_parameters(fun: Callable[..., Any], n: int) -> list[str]:
+    """The parameter name each of ``n`` positional arguments binds to (``args[1]`` for the
+    second of ``*args``; ``arg2`` where the signature says nothing)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    found: list[str] = []
+    for p in params:
+        if len(found) == n:
+            break
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            found += [f"{p.name}[{j}]" for j in range(n - len(found))]
+        elif p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            found.append(p.name)
+    return found + [f"arg{i}" for i in range(len(found), n)]
 
 
 def graph_from_jaxpr(

@@ -18,9 +18,7 @@ The call is traced, never run. Its plain-Python twins are ``jaxlab.jaxpr_graph``
 
 from __future__ import annotations
 
-import functools
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 from IPython import get_ipython
@@ -37,8 +35,6 @@ from ._progress import watching
 
 # Options that take a value: the call expression starts after the last option (and value).
 _VALUED = frozenset({"--depth", "--budget", "--open"})
-# jaxpr_graph's own keywords: a user keyword with one of these names is bound in a closure.
-_RESERVED = frozenset({"fun", "grad", "depth", "values", "budget", "explore"})
 
 
 @magics_class
@@ -242,21 +238,22 @@ def _opened(graph: Any, what: str) -> Any:
 
 
 def _trace(call: Call, args: Any, view: str, explore: bool = False) -> Any:
-    from ..graph import jaxpr_graph
-    from ..graph.build import DEFAULT_BUDGET
+    from ..graph.build import DEFAULT_BUDGET, call_graph
 
     fun, kwargs = call.fun, call.kwargs
     if view == "graph":
-        if _RESERVED & set(kwargs):
-            fun, kwargs = _closed_over(fun, kwargs), {}
-        return jaxpr_graph(
+        # Inputs named as the call line names its arguments (`sharded`, not the `block`
+        # of the shard_map'd function inside).
+        return call_graph(
             fun,
-            *call.args,
+            call.args,
+            kwargs,
             grad=args.grad,
             depth=args.depth,
             budget=args.budget or DEFAULT_BUDGET,
             explore=explore,
-            **kwargs,
+            arg_names=call.arg_names,
+            kwarg_names=call.kwarg_names,
         )
     import jax
 
@@ -274,16 +271,6 @@ def _trace(call: Call, args: Any, view: str, explore: bool = False) -> Any:
 
     lowered = stablehlo_text if view == "stablehlo" else hlo_text
     return lowered(target, *split.args, **split.kwargs)
-
-
-def _closed_over(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
-    # Keywords such as `depth=` would collide with jaxpr_graph's own: bind them here.
-    @functools.wraps(fun)
-    def bound(*args: Any) -> Any:
-        return fun(*args, **kwargs)
-
-    del bound.__wrapped__  # argument names come from the positional call, not fun's signature
-    return bound
 
 
 # --------------------------------------------------------------------------- failures

@@ -27,6 +27,11 @@ class Call:
     kwargs: dict[str, Any]
     source: str  # the expression as typed
     fun_source: str  # the callee as typed, e.g. "model.loss"
+    # What the call line names each argument: positional ones in order, then keywords
+    # by keyword ("params", "model.w", "data['x']"; None for an expression such as
+    # ``jnp.ones(3)``). None when ``*`` or ``**`` unpacking hides which value is which.
+    arg_names: tuple[str | None, ...] | None = None
+    kwarg_names: dict[str, str | None] | None = None
 
     @property
     def fun_name(self) -> str:
@@ -141,6 +146,29 @@ def _wrapper_accepts(call: Call) -> bool:
     return True
 
 
+def _named(node: ast.expr) -> str | None:
+    """The name an argument is written as: a variable, an attribute or a constant index
+    of one (``x``, ``model.w``, ``data['x']``, ``xs[0]``); None for any other expression."""
+    inner = node
+    while isinstance(inner, (ast.Attribute, ast.Subscript)):
+        if isinstance(inner, ast.Subscript) and not isinstance(inner.slice, ast.Constant):
+            return None
+        inner = inner.value
+    return ast.unparse(node) if isinstance(inner, ast.Name) else None
+
+
+def _call_line_names(
+    node: ast.Call,
+) -> tuple[tuple[str | None, ...] | None, dict[str, str | None] | None]:
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords
+    ):
+        return None, None
+    return tuple(_named(a) for a in node.args), {
+        k.arg: _named(k.value) for k in node.keywords if k.arg is not None
+    }
+
+
 def parse_call(source: str, namespace: Mapping[str, Any]) -> Call:
     """Evaluate the callee and arguments of ``source`` (e.g. ``"f(x, n=3)"``) in ``namespace``.
 
@@ -161,6 +189,9 @@ def parse_call(source: str, namespace: Mapping[str, Any]) -> Call:
     if not callable(fun):
         raise ProgramError(f"`{ast.unparse(node.func)}` is a {type(fun).__name__}, not a function")
     args, kwargs = _arguments(node, namespace, text)
-    call = Call(fun, tuple(args), dict(kwargs), text, ast.unparse(node.func))
+    arg_names, kwarg_names = _call_line_names(node)
+    call = Call(
+        fun, tuple(args), dict(kwargs), text, ast.unparse(node.func), arg_names, kwarg_names
+    )
     _check_binding(call)
     return call
