@@ -42,7 +42,7 @@ MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
 EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     event: int
     parents: list[int | None]  # one per key, or one for all (a split)
@@ -228,8 +228,9 @@ class KeyLineage:
         return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
 
     def _notify(self) -> None:
-        for callback in list(getattr(self, "_subscribers", ())):
-            callback()
+        if getattr(self, "_subscribers", None):
+            for callback in list(self._subscribers):
+                callback()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         from .view import lineage_html, lineage_text
@@ -260,7 +261,7 @@ class KeyLineage:
     def derived(
         self,
         op: str,
-        parents: np.ndarray,
+        parents: np.ndarray | bytes,
         children: np.ndarray | None,
         impl: str,
         site: Site,
@@ -274,7 +275,8 @@ class KeyLineage:
         ``children`` may be None: their data is read from ``out`` (of key shape ``shape``)
         when someone needs it, so recording does not wait for JAX to compute them."""
         with self._lock:
-            self._flush_calls()
+            if self._calls:
+                self._flush_calls()
             inputs = self._inputs(parents, impl, site, traced, obj)
             made = children.shape[:-1] if children is not None else shape
             event = self._event(op, "derive", tuple(inputs), made, "key", site, traced)
@@ -291,7 +293,7 @@ class KeyLineage:
     def consumed(
         self,
         op: str,
-        rows: np.ndarray,
+        rows: np.ndarray | bytes,
         impl: str,
         shape: tuple[int, ...],
         dtype: str,
@@ -299,9 +301,11 @@ class KeyLineage:
         traced: bool,
         obj: Any = None,
     ) -> list[KeyReuse]:
-        """A sampler drew from these keys (``obj``: the key array it was given)."""
+        """A sampler drew from these keys (``obj``: the key array it was given); ``rows``,
+        their data as rows of words, or one key's data as bytes."""
         with self._lock:
-            self._flush_calls()
+            if self._calls:
+                self._flush_calls()
             inputs = self._inputs(rows, impl, site, traced, obj)
             event = self._event(op, "consume", tuple(inputs), shape, dtype, site, traced)
             found = self._consume(inputs, event)
@@ -352,7 +356,7 @@ class KeyLineage:
         self._flush()
 
     def _flush_calls(self) -> None:
-        while self._calls:
+        while self._calls:  # (a loop: a replay may record calls of its own)
             self._replay(self._calls.popleft())
 
     def _replay(self, call: Call) -> None:
@@ -386,11 +390,18 @@ class KeyLineage:
             # one copy of the data, sliced per key: numpy row views cost more than the keys
             width = (p.rows.shape[-1] if p.rows.ndim else 1) * p.rows.itemsize
             blob = p.rows.tobytes()
-            single = len(p.parents) == 1
-            split = p.origin == "split"
-            for i in range(len(blob) // width):
-                parent = p.parents[0] if single else p.parents[i]
-                self._new_node(
+            count = len(blob) // width
+            if len(p.parents) != 1:  # fold_in or clone of several keys: a parent each
+                for i in range(count):
+                    self._new_node(
+                        blob[i * width : (i + 1) * width], p.impl, p.origin, p.parents[i],
+                        None, p.event, p.site, p.traced,
+                    )  # fmt: skip
+                continue
+            parent, split = p.parents[0], p.origin == "split"
+            self._made(p.origin, p.site, p.traced, parent, count)  # once, with the count
+            for i in range(count):
+                self._node(
                     blob[i * width : (i + 1) * width], p.impl, p.origin, parent,
                     i if split else None, p.event, p.site, p.traced,
                 )  # fmt: skip
@@ -403,7 +414,11 @@ class KeyLineage:
             return []
         return [ids] if isinstance(ids, int) else ids
 
-    def _inputs(self, rows: np.ndarray, impl: str, site: Site, traced: bool, obj: Any) -> list[int]:
+    def _inputs(
+        self, rows: np.ndarray | bytes, impl: str, site: Site, traced: bool, obj: Any
+    ) -> list[int]:
+        if isinstance(rows, bytes):
+            return [self._node_for(rows, impl, site, traced, obj)]
         if len(rows) == 1:
             return [self._node_for(rows[0].tobytes(), impl, site, traced, obj)]
         return [self._node_for(row.tobytes(), impl, site, traced) for row in rows]
@@ -448,11 +463,21 @@ class KeyLineage:
         return ids[-1]
 
     def _new_node(self, raw, impl, origin, parent, index, event, site, traced) -> int:
+        node = self._node(raw, impl, origin, parent, index, event, site, traced)
+        self._made(origin, site, traced, parent, 1)
+        return node
+
+    def _made(self, origin: str, site: Site, traced: bool, parent: int | None, count: int) -> None:
+        """The per-site table: ``count`` keys made at ``site`` from ``parent``."""
+        up = self._nodes.get(parent) if parent is not None else None
+        parent_site = (up[2], up[6].where) if up else None
+        self.sites.made((origin, site.where), site, traced, parent_site, count)
+
+    def _node(self, raw, impl, origin, parent, index, event, site, traced) -> int:
+        """A node, without the site table (:meth:`_made` is told, once per group)."""
         node = self._next_node
         self._next_node += 1
         self._nodes[node] = (raw, impl, origin, parent, index, event, site, traced)
-        up = self._nodes.get(parent) if parent is not None else None
-        self.sites.made((origin, site.where), site, traced, (up[2], up[6].where) if up else None)
         self._node_cache = None
         if raw:  # one node per data, a list only for clones (fewer objects to make)
             found = self._by_data.get(raw)

@@ -47,16 +47,19 @@ class SiteTable:
     unknown: int = 0  # keys of unknown origin recorded (made before tracking, or unseen)
     _next: int = 0  # row ids are never reused, so a page's "expanded" stays meaningful
 
-    def made(self, key: SiteKey, site: Any, traced: bool, parent: SiteKey | None) -> None:
+    def made(
+        self, key: SiteKey, site: Any, traced: bool, parent: SiteKey | None, count: int = 1
+    ) -> None:
+        """``count`` keys made at one site, from keys made at ``parent``."""
         row = self.keys.get(key)
         if row is None:
             self._next += 1
             row = self.keys[key] = SiteRow(f"s{self._next}", key, 0, site, traced)
             if len(self.keys) > MAX_SITES:
                 self._forget()
-        row.count += 1
+        row.count += count
         if key[0] == "unknown":
-            self.unknown += 1
+            self.unknown += count
         if row.parent is None and parent is not None and parent != key:
             row.parent = parent  # a chain `key, sub = split(key)` stays on its own row
 

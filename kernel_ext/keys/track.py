@@ -173,15 +173,18 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
         return original(*args, **kwargs)  # not a key: JAX says what is wrong, in its words
     site = user_site()
     if kind == "consume" and not _traced(key):
-        rows, impl = _rows(key)
-        try:
+        try:  # JAX's call first: by the time it returns, the key's data is likely computed
             out = original(*args, **kwargs)
         except Exception:
             # recorded all the same: a KeyReuseError from jax_debug_key_reuse is a reuse
+            rows, impl = _given(key)
             key_lineage().consumed(name, rows, impl, (), "?", site, False, key)
             raise
+        rows, impl = _given(key)
         shape, dtype = tuple(getattr(out, "shape", ())), _dtype_name(getattr(out, "dtype", "?"))
-        _warn(key_lineage().consumed(name, rows, impl, shape, dtype, site, False, key))
+        found = key_lineage().consumed(name, rows, impl, shape, dtype, site, False, key)
+        if found:
+            _warn(found)
         return out
     out = original(*args, **kwargs)
     if kind == "create":
@@ -194,14 +197,15 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
     if _traced(key) or _traced(out):
         _record_traced(name, kind, key, out, site)
         return out
-    parents, impl = _rows(key)
+    parents, impl = _given(key)
     if name == "split":  # its keys are read when needed: reading now would wait for JAX
         shape = tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
         found = key_lineage().derived(name, parents, None, impl, site, False, key, out, shape)
     else:
         children, _ = _rows(out)
         found = key_lineage().derived(name, parents, children, impl, site, False, key, out)
-    _warn(found)
+    if found:
+        _warn(found)
     return out
 
 
@@ -239,6 +243,15 @@ def _impl(key: Any) -> str:
 def _rows(key: Any) -> tuple[np.ndarray, str]:
     """Key data as rows of words (one row per key) and the key's implementation."""
     data = key_data_now(key) if _is_typed(key) else np.asarray(key)
+    return data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1), _impl(key)
+
+
+def _given(key: Any) -> tuple[np.ndarray | bytes, str]:
+    """What the lineage needs of a key given to a sampler or a split: one key's data as
+    bytes (the common case, a loop's ``key, sub = split(key)``), several keys' as rows."""
+    data = key_data_now(key) if _is_typed(key) else np.asarray(key)
+    if data.ndim == 1:
+        return data.tobytes(), _impl(key)
     return data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1), _impl(key)
 
 
