@@ -117,11 +117,11 @@ def test_mlp_loss_links_tanh_and_the_data_and_lists_the_rest():
     assert len(hidden) == 1 and linked[hidden[0].name].primitive == "tanh"
     want = jnp.tanh(x @ params[0]["W"] + params[0]["b"])
     np.testing.assert_allclose(split.linear.consts[hidden[0].number - 1], want, rtol=1e-6)
-    # The data x is kept as it is: the primal's constant named x, greyed (not differentiated).
+    # The data x is kept as it is: drawn as the primal's input x, greyed (not differentiated).
     data = [r for r in split.residuals if r.expression == "x"]
     assert len(data) == 1 and data[0].producer_label == "argument x"
     node = linked[data[0].name]
-    assert node.kind == m.CONST and node.label == "x" and node.role == m.FIXED
+    assert node.kind == m.INPUT and node.label == "x" and node.role == m.FIXED
     # Residuals only the derivative needs (from tanh's derivative: 1 - h² on JAX 0.12,
     # 1 - h on 0.10; the square's 2·e) are unmatched and listed; one computed from another
     # names it (r2 = one_minus_square(r4)).
@@ -296,3 +296,50 @@ def test_residuals_stay_numbered_when_the_primal_cannot_be_interpreted(monkeypat
     found = find_residuals(split.primal, [x1], split.linear, lin, ["x1"])
     assert [r.name for r in found] == ["r1", "r2", "r3"]
     assert all(r.producer is None and r.type == "f32[]" for r in found)
+
+
+G = 9.81
+
+
+def projectile_range(v, theta):
+    return v**2 * jnp.sin(2 * theta) / G
+
+
+def test_an_argument_not_differentiated_stays_a_named_input_not_a_folded_constant():
+    """02_autodiff's projectile_range(v, theta) with theta = 0.5, a Python float: the primal
+    program draws the input theta (held fixed) and sin of 2 * theta, never `sin 1.0`."""
+    split = grad_split(projectile_range, 20.0, 0.5)  # only v differentiated
+    assert split.names == ("v",) and split.const_names == ("theta",)
+    primal_text = str(split.primal)
+    assert "sin 1.0" not in primal_text and "sin 1.0" not in split.text()
+    primal = split.graphs()[0]
+    inputs = {n.label: n for n in primal.nodes if n.kind == m.INPUT}
+    assert set(inputs) == {"v", "theta"} and inputs["theta"].role == m.FIXED
+    assert not any(n.kind == m.CONST and "1.0" in n.label for n in primal.nodes)
+    assert "sin" in primal.primitives() and "mul" in primal.primitives()
+    by_expression = {r.expression: r for r in split.residuals}
+    assert by_expression["sin(mul(2.0, theta))"].producer_label == "sin"
+    # Held as an array, theta computes what the float did.
+    (dv,) = split.apply_transposed()
+    np.testing.assert_allclose(dv, jax.grad(projectile_range)(20.0, 0.5), rtol=1e-6)
+
+
+def test_integers_and_flags_are_not_made_arrays():
+    def power(x, n, flag):
+        return x**n if flag else x
+
+    split = grad_split(power, 2.0, 3, True)
+    assert split.names == ("x",) and "integer_pow" in str(split.primal)
+
+
+def test_a_literal_residual_is_called_a_constant_not_computed_for_the_derivative():
+    split = grad_split(projectile_range, 20.0, 0.5, wrt="v,theta")
+    by_expression = {r.expression: r for r in split.residuals}
+    two = by_expression["2.0"]
+    assert two.constant and two.producer is None
+    assert "constant" in two.text() and DERIVATIVE_ONLY not in two.text()
+    assert any(f"{two.name}" in line and "constant" in line for line in split.legend())
+    assert "a constant of the program" in split._repr_mimebundle_()["text/html"]
+    # cos 2θ is still computed for the derivative: it depends on theta.
+    assert by_expression["cos(mul(2.0, theta))"].origin() == DERIVATIVE_ONLY
+    assert not by_expression["cos(mul(2.0, theta))"].constant

@@ -64,6 +64,7 @@ class Residual:
     matched_by: str = ""  # COMPUTATION or VALUE; "" with no producer
     in_loop: str = ""  # "scan": stacked from inside a loop the primal runs whole
     printed: str = ""  # its variable in the linearized program's printout ("a")
+    constant: bool = False  # from literals and unnamed constants alone (the 2.0 of 2 * x)
 
     @property
     def name(self) -> str:
@@ -80,6 +81,8 @@ class Residual:
             same = " (an identical value)" if self.matched_by == VALUE else ""
             verb = "" if self.kept_input else "computed by "
             return f"{verb}the primal's {self.producer_label}{same}"
+        if self.constant:
+            return "a constant of the program, not computed from the inputs"
         if self.in_loop:
             return (
                 f"one per iteration, from inside the {self.in_loop} (not matched: its "
@@ -202,6 +205,8 @@ def find_residuals(
             made = by_signature.get(fwd.signatures[slot])
             if made is not None:
                 fields.update(_producer(names, made, COMPUTATION))
+            elif _constant(fwd, slot, fwd_names):
+                fields["constant"] = True
         if slot is None:  # not traced: an identical value is the best evidence left
             made = _only_equal(base, const)
             if made is not None:
@@ -210,6 +215,29 @@ def find_residuals(
             Residual(k + 1, type_text(var.aval), printed=printed[k] if printed else "", **fields)
         )
     return tuple(found)
+
+
+def _constant(run: Evaluation, slot: int, names: _Names) -> bool:
+    """Whether ``slot`` comes from literals and unnamed constants alone: no input and no
+    argument reaches it (the ``2.0`` the tangent of ``2 * x`` is multiplied by)."""
+    inputs = set(run.inputs)
+    linked: dict[int, list[int]] = {}
+    for source, target in run.links:
+        linked.setdefault(target, []).append(source)
+    seen: set[int] = set()
+    todo = [slot]
+    while todo:
+        s = todo.pop()
+        if s in seen or s in run.literals:
+            continue
+        seen.add(s)
+        step = run.producer[s]
+        if step is None:
+            if s in inputs or s in linked or names.kinds.get(s) != "constant ":
+                return False  # an input, a loop parameter or an argument held fixed
+            continue
+        todo += [i for i in run.steps[step].inputs if i is not None]
+    return True
 
 
 def _producer(names: _Names, slot: int, how: str) -> dict[str, Any]:

@@ -14,7 +14,10 @@ shows the three programs one under the other, each at full width:
 
 Each residual carries a coloured badge, and the primal node that computed the same value
 carries the same badge (:mod:`jaxlab.autodiff.residuals` finds it); a residual computed
-only for the derivative (``cos(x)`` for ``sin``) is said to be so in the legend.
+only for the derivative (``cos(x)`` for ``sin``) is said to be so in the legend, and one
+from literals alone (the ``2.0`` of ``2 * x``) is called a constant. An argument not
+differentiated stays a value of its own (a Python float as an array), drawn as the primal's
+input by its name and held fixed, never folded into the equations (``sin 1.0``).
 
 >>> split = grad_split(lambda x: jnp.sin(x) * x, jnp.float32(1.0))  # doctest: +SKIP
 >>> split.n_residuals, split.apply_transposed()                      # doctest: +SKIP
@@ -35,6 +38,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..compile.capture import jaxlab_work
 from ..graph.text import plain_text
@@ -110,8 +114,8 @@ class GradSplit:
         named = {f"c{k}": name for k, name in enumerate(self.const_names) if name}
         nodes = []
         for n in graph.nodes:
-            if n.id in named and n.kind == m.CONST:  # an argument held fixed, by name
-                n = dataclasses.replace(n, label=named[n.id], role=m.FIXED)
+            if n.id in named and n.kind == m.CONST:  # an argument held fixed: an input
+                n = dataclasses.replace(n, label=named[n.id], role=m.FIXED, kind=m.INPUT)
             if n.id in tags:
                 n = dataclasses.replace(n, tag=",".join(tags[n.id]))
             nodes.append(n)
@@ -292,6 +296,22 @@ def _named_leaves(fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> li
     ]
 
 
+def _as_arrays(tree: Any) -> Any:
+    """``tree`` with each Python or NumPy float or complex scalar an array (weakly typed,
+    as JAX types a Python number), so that tracing keeps it a constant of its own rather
+    than folding it into the equations; integers and booleans stay as they are (a loop
+    count, a flag)."""
+
+    def array(leaf: Any) -> Any:
+        if isinstance(leaf, (bool, int)) or not isinstance(
+            leaf, (float, complex, np.floating, np.complexfloating)
+        ):
+            return leaf
+        return jnp.asarray(leaf)
+
+    return jax.tree_util.tree_map(array, tree)
+
+
 @jaxlab_work()
 def grad_split(
     fun: Callable[..., Any],
@@ -306,6 +326,13 @@ def grad_split(
     Runs the function's forward pass twice (jaxlab's interpreter, equation by equation)
     to find which primal value each residual is.
     """
+    # A Python number would be folded into the programs (theta = 0.5 drawn as `sin 1.0`):
+    # as an array it stays a value of its own, the argument theta, named and held fixed.
+    # Only arguments not differentiated: a float leaf of a chosen one (a pooling layer's
+    # -inf) stays a fixed leaf, as select_arguments holds it.
+    chosen = {c.where for c in select_arguments(fun, args, kwargs, argnums=argnums, wrt=wrt).chosen}
+    args = tuple(a if i in chosen else _as_arrays(a) for i, a in enumerate(args))
+    kwargs = {k: a if k in chosen else _as_arrays(a) for k, a in kwargs.items()}
     sel = select_arguments(fun, args, kwargs, argnums=argnums, wrt=wrt)
     diff = sel.diff
     primal, out_shape = jax.make_jaxpr(sel.function, return_shape=True)(*diff)
