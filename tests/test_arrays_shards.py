@@ -4,6 +4,7 @@ and an array on one device."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -116,6 +117,9 @@ def test_a_1d_mesh_layout_is_the_shards_own_blocks():
     r = show_record(x, "x")
     _check_drawing(r.html(), _shards(x), x.shape)
     assert "axis 0 split over x" in r.text()
+    # drawn as one row of cells, and every text at 12 px, readable at 1280x720 (issue 24)
+    assert "<caption>mesh: x across</caption>" in r.html()
+    assert not re.search(r'font-size(?::|=")(?:[0-9]|1[01])(?:px|")', r.html())
 
 
 def test_a_2x1_mesh_and_a_replicated_array():

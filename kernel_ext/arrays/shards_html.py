@@ -73,7 +73,7 @@ def blocks_svg(layout: ShardLayout) -> str:
         x, y, w, h = c0 * sx, r0 * sy, (c1 - c0) * sx, (r1 - r0) * sy
         ids = ",".join(str(s.device) for s in shards)
         away = all(not s.here for s in shards)
-        label = "dev " + ids if len(ids) <= max(4, int(w / 7)) else f"{len(shards)} dev"
+        label = "dev " + ids if len(ids) <= max(4, int(w / 7.5)) else f"{len(shards)} dev"
         tip = f"{shards[0].index_text()} on device(s) {ids}, {format_bytes(shards[0].bytes)} each"
         if away:
             tip += ", held by another process"
@@ -85,7 +85,7 @@ def blocks_svg(layout: ShardLayout) -> str:
             f'fill="{colours[index]}" stroke="{_INK}" stroke-width="1"'
             + (' fill-opacity="0.35" stroke-dasharray="3,2"' if away else "")
             + "/>"
-            f'<text x="{x + w / 2:.2f}" y="{y + h / 2 + 4:.2f}" font-size="11" '
+            f'<text x="{x + w / 2:.2f}" y="{y + h / 2 + 4:.2f}" font-size="12" '
             f'text-anchor="middle" fill="{_INK}">{e(label)}</text></g>'
         )
     axis_words = " x ".join(f"axis {a}" for a in axes) or "a scalar"
@@ -127,7 +127,12 @@ def mesh_table(layout: ShardLayout) -> str:
     if names:
         down = e(names[0])
         side = e(" x ".join(names[1:])) if len(names) > 1 else ""
-        head = f"<caption>mesh: {down} down" + (f", {side} across" if side else "") + "</caption>"
+        # a 1-D mesh is drawn as one row of cells: its axis runs across
+        head = (
+            f"<caption>mesh: {down} down, {side} across</caption>"
+            if side
+            else f"<caption>mesh: {down} across</caption>"
+        )
     tail = f'<div class="dim">… {more} more device(s)</div>' if more > 0 else ""
     return f'<table class="jaxlab-shard-mesh">{head}{"".join(cells)}</table>{tail}'
 
@@ -160,7 +165,7 @@ def layout_text(layout: ShardLayout) -> list[str]:
 
 
 _STYLE = (
-    "<style>.jaxlab-shard-mesh{border-collapse:collapse;font-size:11px}"
+    "<style>.jaxlab-shard-mesh{border-collapse:collapse;font-size:12px}"
     ".jaxlab-shard-mesh td{border:1px solid #888;padding:2px 6px;text-align:center}"
-    ".jaxlab-shard-mesh caption{caption-side:top;text-align:left;font-size:11px}</style>"
+    ".jaxlab-shard-mesh caption{caption-side:top;text-align:left;font-size:12px}</style>"
 )
