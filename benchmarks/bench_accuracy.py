@@ -42,7 +42,7 @@ import numpy as np
 
 import jaxlab
 
-ROUNDS = 3  # %bench runs this many times per case, a reference before and after each
+ROUNDS = 5  # %bench runs this many times per case, a reference before and after each
 PER_CALL_TARGET = 1.1
 PEAK_KERNELS = 5
 PEAK_TARGET = 1.5

@@ -102,7 +102,9 @@ def overlay_from_adjoints(graph: m.Graph) -> m.Graph:
 # ---------------------------------------------------------------------- resolving
 def _where(source: str | None) -> str:
     """``"In[4], line 3 (loss)"`` -> ``"In[4], line 3"``: the line without its function."""
-    return re.sub(r" \([^()]*\)$", "", source or "")
+    from .walk import without_function
+
+    return without_function(source)
 
 
 # The index of each explored program, built once (every view of a 10,000-equation

@@ -7,6 +7,8 @@ decide what to collapse before it emits a single node.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,11 +121,33 @@ def walk(jaxpr: Any, prefix: str = "", role: str = "program", depth: int = 1) ->
     return block
 
 
+# Traceback -> its line: equal tracebacks (a layer's equations, each time a Python loop
+# calls it) summarise alike, and summarising costs 14 µs (35,000 asks on a 10,000-equation
+# program's overlay). Bounded: a long session traces many programs.
+_LINES: dict[Any, str | None] = {}
+_LINES_MAX = 4096
+
+
 def source_line(eqn: Any) -> str | None:
     """The user's line that produced ``eqn``: ``"model.py:12 (loss)"``, or for a notebook
     cell ``"In[3], line 2 (loss)"`` as IPython's tracebacks name it."""
+    info = eqn.source_info
     try:
-        text = source_info_util.summarize(eqn.source_info)
+        traceback = info.traceback
+        found = _LINES.get(traceback, _LINES)
+    except (AttributeError, TypeError):  # no traceback, or one that cannot be hashed
+        return _source_line(info)
+    if found is _LINES:
+        found = _source_line(info)
+        if len(_LINES) >= _LINES_MAX:
+            _LINES.clear()
+        _LINES[traceback] = found
+    return found  # type: ignore[return-value]
+
+
+def _source_line(info: Any) -> str | None:
+    try:
+        text = source_info_util.summarize(info)
     except Exception:  # a JAX release without a traceback for this equation
         return None
     if not text or text.startswith("unknown"):
@@ -138,5 +162,26 @@ def source_line(eqn: Any) -> str | None:
     return f"{where} ({func})" if func else where
 
 
+@functools.lru_cache(maxsize=4096)
+def without_function(source: str | None) -> str:
+    """``"In[4], line 3 (loss)"`` -> ``"In[4], line 3"``: a source line without its function."""
+    return _FUNCTION.sub("", source or "")
+
+
+_FUNCTION = re.compile(r" \([^()]*\)$")
+
+
+_STACKS: dict[Any, str] = {}  # name stack -> its text (made in Python: 6 µs a call)
+
+
 def name_stack(eqn: Any) -> str:
-    return str(getattr(eqn.source_info, "name_stack", ""))
+    stack = getattr(eqn.source_info, "name_stack", "")
+    try:
+        text = _STACKS.get(stack)
+    except TypeError:  # an unhashable stack: its text made each time
+        return str(stack)
+    if text is None:
+        if len(_STACKS) >= _LINES_MAX:
+            _STACKS.clear()
+        text = _STACKS[stack] = str(stack)
+    return text

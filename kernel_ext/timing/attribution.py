@@ -114,13 +114,13 @@ class _Equation:
 
 
 def _equations(tree: Any) -> list[_Equation]:
-    from ..graph.walk import name_stack, source_line
+    from ..graph.walk import name_stack, source_line, without_function
 
     found: list[_Equation] = []
 
     def visit(block: Any) -> None:
         for item in block.items:
-            where = re.sub(r" \([^()]*\)$", "", source_line(item.eqn) or "")
+            where = without_function(source_line(item.eqn))
             outs = item.eqn.outvars
             size = math.prod(getattr(outs[0].aval, "shape", ())) if outs else 0
             scope = name_stack(item.eqn)
