@@ -120,6 +120,7 @@ def test_a_1d_mesh_layout_is_the_shards_own_blocks():
     # drawn as one row of cells, and every text at 12 px, readable at 1280x720 (issue 24)
     assert "<caption>mesh: x across</caption>" in r.html()
     assert not re.search(r'font-size(?::|=")(?:[0-9]|1[01])(?:px|")', r.html())
+    assert ".jaxlab-shard-mesh code{font-size:12px}" in r.html()  # not a page's smaller code
 
 
 def test_a_2x1_mesh_and_a_replicated_array():

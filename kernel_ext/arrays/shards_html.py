@@ -167,5 +167,6 @@ def layout_text(layout: ShardLayout) -> list[str]:
 _STYLE = (
     "<style>.jaxlab-shard-mesh{border-collapse:collapse;font-size:12px}"
     ".jaxlab-shard-mesh td{border:1px solid #888;padding:2px 6px;text-align:center}"
+    ".jaxlab-shard-mesh code{font-size:12px}"  # a page's own code style may shrink it
     ".jaxlab-shard-mesh caption{caption-side:top;text-align:left;font-size:12px}</style>"
 )
