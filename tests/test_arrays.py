@@ -129,7 +129,9 @@ def test_a_3d_array_is_drawn_as_a_chosen_slice():
     s = take_sample(x, "float", slice_at=(3,))
     assert s.slice_at == (3,)
     np.testing.assert_array_equal(sample_values(s), np.asarray(x)[3])
-    assert "slice [3, :, :]" in show_record(x, slice_at=(3,)).html()
+    page = show_record(x, slice_at=(3,)).html()
+    assert "slice [3, :, :]" in page
+    assert "font-size:90%" not in page  # the caption at the view's 12 px, not 10.8 (issue 24)
 
 
 def test_complex_boolean_and_integer_samples_keep_their_kind():

@@ -64,7 +64,7 @@ def draw_info(info: ArrayInfo) -> str:
         out.append(f"<div>{head}{body}</div>")
     return (
         f'<div class="jaxlab-array-draw">{"".join(out)}'
-        f'<div style="opacity:0.75;font-size:90%">{caption}</div></div>'
+        f'<div style="opacity:0.75">{caption}</div></div>'
     )
 
 
