@@ -52,6 +52,8 @@ from .keys.track import track_keys as track_keys
 from .timing.attribution import profile_attribution as profile_attribution
 from .timing.attribution import profile_graph as profile_graph
 from .timing.bench import bench as bench
+from .timing.equation_cost import EquationCosts as EquationCosts
+from .timing.equation_cost import equation_costs as equation_costs
 from .timing.profile import profile as profile
 from .timing.profile_result import ProfileResult as ProfileResult
 from .timing.result import BenchResult as BenchResult

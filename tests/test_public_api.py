@@ -45,6 +45,8 @@ PUBLIC_NAMES = {
     "ProfileResult",
     "profile_graph",
     "profile_attribution",
+    "equation_costs",
+    "EquationCosts",
     "KeyFlow",
     "key_flow",
     "KeyLineage",

@@ -36,6 +36,9 @@ _FRAME = re.compile(r"stack_frame_id=(\d+)")
 _SOURCE = re.compile(r'source_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
 _FIELD = re.compile(r"(\w+)=(\d+)")
 _CONTRACTING = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
+_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+_DTYPE = re.compile(r"^([a-z]+)(\d*)\[")
+_BITS = {"pred": 8, "token": 0}  # else the number after the type: f32, s8, bf16, u4
 # Instructions that move nothing worth timing: their op names still count when an op
 # holds nothing else.
 FREE = frozenset(
@@ -54,6 +57,14 @@ class Instruction:
     elements: int  # of its (first) output
     called: tuple[str, ...]  # computations it runs: a fusion's, a loop's body and cond
     work: float  # an estimate: a dot's multiply-adds, else its output elements
+    out_bytes: int = 0  # of its output (an array's; a tuple's are its parts')
+    trips: int | None = None  # a while's known trip count (XLA's backend config)
+    text: str = ""  # the rest of its line, after "name = " (operands read when needed)
+
+    def operands(self) -> list[str]:
+        """The instructions it reads, by name."""
+        args = self.text.split("(", 1)[1] if "(" in self.text else ""
+        return _OPERAND.findall(args.split("), ", 1)[0])
 
 
 @dataclass
@@ -89,6 +100,15 @@ class Hlo:
         if top.opcode not in CONTROL:
             return []
         return [k for c in top.called for k in self.computations.get(c, [])]
+
+
+def _out_bytes(rest: str, elements: int) -> int:
+    """Bytes of an instruction's array output (0 for a tuple: its parts are counted)."""
+    dtype = _DTYPE.match(rest)
+    if dtype is None:
+        return 0
+    bits = _BITS.get(dtype[1], int(dtype[2]) if dtype[2] else 0)
+    return elements * bits // 8
 
 
 def _where(filename: str, line: int) -> str:
@@ -182,5 +202,9 @@ def read_hlo(text: str) -> Hlo:
                 work *= math.prod(lhs[d] for d in picked if d < len(lhs))
         if op_names and op not in ("parameter",):
             hlo.has_metadata = True
-        hlo.instructions[name] = Instruction(name, op, comp, op_names, line, elements, called, work)
+        trips = _TRIPS.search(rest) if op == "while" and "known_trip_count" in rest else None
+        hlo.instructions[name] = Instruction(
+            name, op, comp, op_names, line, elements, called, work,
+            _out_bytes(rest, elements), int(trips[1]) if trips else None, rest,
+        )  # fmt: skip
     return hlo

@@ -1,0 +1,298 @@
+"""FLOPs and bytes per jaxpr equation, read from the compiled program and drawn on it.
+
+XLA's ``cost_analysis`` gives a module's totals only (and counts a loop's body once).
+Here every instruction of the compiled HLO is costed from its own shapes and joined to
+the equations it came from by the op names and lines profile time uses (``attribution``):
+
+* **FLOPs**: a ``dot``'s 2 x its multiply-adds (a convolution's, from its output: marked
+  as an estimate), one per output element of an arithmetic elementwise instruction, one
+  per input element of a ``reduce``; transcendental instructions (``tanh``, ``exp``, ...)
+  are counted apart, as XLA counts them, in ``transcendentals``.
+* **Bytes**: what each executed instruction reads and writes (a fusion's operands and its
+  output, as XLA counts a fusion: its insides move nothing through memory), split among
+  the fusion's equations by their work, as profile time is.
+* **Loops counted whole**: an instruction inside a ``while`` body counts as many times as
+  XLA's known trip count (a ``scan``, a ``fori_loop``; nested loops multiply); a loop
+  without one (a ``while_loop``) is counted once and ``notes`` says so.
+
+::
+
+    c = jaxlab.equation_costs(step, params, x)
+    c.flops["e12"], c.total_flops          # per equation id; the module's total
+    c.ranked(3)                            # [EquationCost("e12", "dot_general", ...), ...]
+    c.graph                                # FLOPs drawn on the program (GraphExplorer)
+    jaxlab.equation_costs(step, params, x, measure="bytes").graph
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..graph import model as m
+from .hlo_map import CONTROL, FREE, Hlo, Instruction, read_hlo
+
+MEASURES = ("flops", "bytes", "transcendentals")
+_ELEMENTWISE = frozenset(
+    {
+        "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate",
+        "abs", "sign", "compare", "select", "clamp", "and", "or", "xor", "not", "floor",
+        "ceil", "round-nearest-even", "round-nearest-afz", "power", "sqrt", "rsqrt", "cbrt",
+        "atan2", "shift-left", "shift-right-logical", "shift-right-arithmetic",
+    }
+)  # fmt: skip
+_TRANSCENDENTAL = frozenset(
+    {"exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "tanh", "sine",
+     "cosine", "tan", "erf"}
+)  # fmt: skip
+
+
+_PRODUCT = {"dot": "dot_general", "convolution": "conv_general_dilated"}
+
+
+@dataclass(frozen=True)
+class EquationCost:
+    """One equation's cost, every run of it counted (loops by their trip counts)."""
+
+    id: str
+    primitive: str
+    source: str | None
+    flops: float
+    bytes: float
+    transcendentals: float
+
+
+@dataclass(frozen=True)
+class EquationCosts:
+    """FLOPs, bytes and transcendentals per equation id, with their module totals."""
+
+    function: str
+    module: str
+    flops: dict[str, float]
+    bytes: dict[str, float]
+    transcendentals: dict[str, float]
+    total_flops: float
+    total_bytes: float
+    total_transcendentals: float
+    measure: str
+    graph: m.Graph  # the program, ``measure`` drawn on it
+    notes: tuple[str, ...]
+    primitives: dict[str, str]
+    sources: dict[str, str | None]
+
+    def ranked(self, most: int = 10) -> list[EquationCost]:
+        """The ``most`` costliest equations by ``measure``, costliest first."""
+        by = getattr(self, self.measure)
+        order = sorted(by, key=lambda k: -by[k])[:most]
+        return [
+            EquationCost(
+                k, self.primitives.get(k, "?"), self.sources.get(k), self.flops.get(k, 0.0),
+                self.bytes.get(k, 0.0), self.transcendentals.get(k, 0.0),
+            )
+            for k in order
+        ]  # fmt: skip
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        return self.graph._repr_mimebundle_(include, exclude)
+
+
+def multipliers(hlo: Hlo) -> tuple[dict[str, float], int]:
+    """How many times each computation runs per call of the module, and how many loops
+    have no known trip count (counted once)."""
+    runs: dict[str, float] = {hlo.entry: 1.0}
+    unknown = 0
+    stack = [hlo.entry]
+    while stack:
+        computation = stack.pop()
+        times = runs[computation]
+        for name in hlo.computations.get(computation, []):
+            inst = hlo.instructions[name]
+            if not inst.called:
+                continue
+            each = times
+            if inst.opcode == "while":
+                if inst.trips is None:
+                    unknown += 1
+                each = times * (inst.trips if inst.trips is not None else 1)
+            for called in inst.called:
+                if called not in runs:
+                    runs[called] = each
+                    stack.append(called)
+    return runs, unknown
+
+
+def _flops(hlo: Hlo, inst: Instruction) -> tuple[float, float]:
+    """(FLOPs, transcendentals) of one instruction, from its shapes."""
+    if inst.opcode in ("dot", "convolution"):
+        return 2.0 * inst.work, 0.0
+    if inst.opcode in _ELEMENTWISE:
+        return float(inst.elements), 0.0
+    if inst.opcode in _TRANSCENDENTAL:
+        return 0.0, float(inst.elements)
+    if inst.opcode == "reduce":
+        operands = inst.operands()
+        given = hlo.instructions.get(operands[0]) if operands else None
+        return float(given.elements if given else inst.elements), 0.0
+    return 0.0, 0.0
+
+
+def _bytes(hlo: Hlo, inst: Instruction) -> float:
+    """What an executed instruction reads and writes (nothing for free or control ones)."""
+    if inst.opcode in FREE or inst.opcode in CONTROL:
+        return 0.0
+    read = sum(hlo.instructions[k].out_bytes for k in inst.operands() if k in hlo.instructions)
+    return float(read + inst.out_bytes)
+
+
+def costs_of(
+    closed_jaxpr: Any,
+    hlo_text: str,
+    *,
+    function: str,
+    graph_of: Callable[[Any], m.Graph],
+    measure: str = "flops",
+) -> EquationCosts:
+    """Join the costs of ``hlo_text``'s instructions to ``closed_jaxpr``'s equations (see
+    module docstring); ``measure`` drawn on the Graph ``graph_of(closed)``."""
+    from ..graph.explore import Views
+    from .attribution import (
+        AttributionError,
+        _equations,
+        _Matcher,
+        _split,
+        _with_boxes,
+        dataclasses_replace_notes,
+    )
+
+    if measure not in MEASURES:
+        raise ValueError(f"measure is one of {', '.join(MEASURES)}; got {measure!r}")
+    hlo = read_hlo(hlo_text)
+    if not hlo.has_metadata:
+        raise AttributionError(
+            "the compiled program carries no JAX op names (metadata): its instructions "
+            "cannot be joined to the program's equations"
+        )
+    graph = graph_of(closed_jaxpr)
+    views = graph.rebuild
+    if not isinstance(views, Views):
+        raise AttributionError("the Graph of this program cannot be explored")
+    equations = _equations(views.explorer.tree)
+    matcher = _Matcher(equations)
+    runs, unknown = multipliers(hlo)
+    fused = {c for i in hlo.instructions.values() if i.opcode == "fusion" for c in i.called}
+    found: dict[str, dict[str, float]] = {k: defaultdict(float) for k in MEASURES}
+    totals = dict.fromkeys(MEASURES, 0.0)
+    lost = dict.fromkeys(MEASURES, 0.0)
+
+    primitive_of = {e.id: e.primitive for e in equations}
+
+    def targets(inst: Instruction, op_name: str) -> tuple[str, ...]:
+        ids = matcher.match(op_name, inst.line, inst.elements)
+        wanted = _PRODUCT.get(inst.opcode)
+        if wanted is None or any(primitive_of.get(k) == wanted for k in ids):
+            return ids
+        # XLA merged a product with its neighbours and kept their name (a backward pass's
+        # `transpose`, a loop's `while`): its FLOPs are a product's, at its line if one is
+        # there, else wherever its name stack says
+        alike = op_name.rsplit("/", 1)[0] + "/" + wanted
+        for line in (inst.line, ""):
+            found = matcher.match(alike, line, inst.elements)
+            if any(primitive_of.get(k) == wanted for k in found):
+                return found
+        return ids
+
+    def give(kind: str, inst: Instruction, amount: float) -> None:
+        totals[kind] += amount
+        ids: tuple[str, ...] = ()
+        for op_name in inst.op_names:
+            ids = targets(inst, op_name)
+            if ids:
+                for k in ids:
+                    found[kind][k] += amount / len(ids) / len(inst.op_names)
+        if not inst.op_names or not ids:
+            lost[kind] += amount
+
+    for computation, times in runs.items():
+        for name in hlo.computations.get(computation, []):
+            inst = hlo.instructions[name]
+            flops, transcendental = _flops(hlo, inst)
+            if flops:
+                give("flops", inst, flops * times)
+            if transcendental:
+                give("transcendentals", inst, transcendental * times)
+            if computation in fused:
+                continue  # inside a fusion: its bytes are the fusion's
+            moved = _bytes(hlo, inst) * times
+            if not moved:
+                continue
+            totals["bytes"] += moved
+            shares = _split(hlo, name, matcher)
+            for ids, part in shares.items():
+                for k in ids:
+                    found["bytes"][k] += moved * part / len(ids)
+            if not shares:
+                lost["bytes"] += moved
+    notes = []
+    if unknown:
+        notes.append(
+            f"{unknown} loop{'s' if unknown > 1 else ''} without a known trip count "
+            "(a while_loop): its body is counted once"
+        )
+    for kind in MEASURES:
+        if totals[kind] and lost[kind] / totals[kind] > 0.001:
+            notes.append(
+                f"{lost[kind] / totals[kind]:.1%} of the {kind} went to instructions with "
+                "no equation of the program (XLA's own)"
+            )
+    unit = {"flops": "FLOP", "bytes": "B", "transcendentals": ""}[measure]
+    data = _with_boxes(dict(found[measure]), views.explorer.where)
+    shown = graph.overlay(data, name=measure, unit=unit)
+    if notes:
+        shown = dataclasses_replace_notes(shown, tuple(notes))
+    return EquationCosts(
+        function=function,
+        module=hlo.module,
+        flops=dict(found["flops"]),
+        bytes=dict(found["bytes"]),
+        transcendentals=dict(found["transcendentals"]),
+        total_flops=totals["flops"],
+        total_bytes=totals["bytes"],
+        total_transcendentals=totals["transcendentals"],
+        measure=measure,
+        graph=shown,
+        notes=tuple(notes),
+        primitives={e.id: e.primitive for e in equations},
+        sources={e.id: e.where or None for e in equations},
+    )
+
+
+def equation_costs(
+    fun: Callable[..., Any], *args: Any, measure: str = "flops", **kwargs: Any
+) -> EquationCosts:
+    """FLOPs, bytes and transcendentals per equation of ``fun(*args)`` as XLA compiles it
+    (``jax.jit(fun)`` unless jitted already; an equinox module's non-array leaves held
+    static, as ``eqx.filter_jit`` holds them); ``measure`` drawn on its program."""
+    import jax
+
+    from ..compile.capture import jaxlab_work
+    from ..graph.build import argument_names, graph_from_jaxpr
+    from ..program.static_leaves import filter_jit_target, split_static
+
+    name = getattr(fun, "__name__", None) or type(fun).__name__
+    names = argument_names(fun, args, kwargs)
+    inner = filter_jit_target(fun)
+    if hasattr(fun, "trace") and inner is None:
+        jitted, call_args, call_kwargs = fun, args, kwargs
+    else:
+        split = split_static(inner or fun, args, kwargs, numbers_static=inner is not None)
+        jitted, call_args, call_kwargs = jax.jit(split.fun), split.args, split.kwargs
+    with jaxlab_work():
+        traced = jitted.trace(*call_args, **call_kwargs)
+        text = traced.lower().compile().as_text()
+
+    def graph_of(c: Any) -> m.Graph:
+        return graph_from_jaxpr(c, title=name, input_names=names, explore=True)
+
+    return costs_of(traced.jaxpr, text, function=name, graph_of=graph_of, measure=measure)
