@@ -126,3 +126,23 @@ def test_an_equinox_gradient_s_matmuls_are_the_analytic_count():
     inputs = 2 * 8 * (32 * 32 + 32 * 4)  # activations' gradients (not the input x's)
     assert matmuls == forward + weights + inputs == 71_680
     assert all(e.primitive == "dot_general" for e in c.ranked(6))
+
+
+def test_the_magic_draws_and_returns_the_costs_and_refuses_what_it_cannot(ip):
+    from IPython.core.error import UsageError
+
+    ip.run_cell(
+        "import jax, jax.numpy as jnp\n"
+        "def mm(a, b):\n    return jnp.tanh(a @ b).sum()\n"
+        "a, b = jnp.ones((64, 32)), jnp.ones((32, 16))"
+    )
+    c = ip.run_line_magic("jaxpr", "--cost flops -o mm(a, b)")
+    assert c.ranked(1)[0].flops == 2 * 64 * 32 * 16 and c.graph.overlay_name == "flops"
+    grad = ip.run_line_magic("jaxpr", "--cost bytes --grad -o mm(a, b)")
+    assert grad.measure == "bytes" and grad.total_bytes > c.total_bytes
+    before = dict(ip.user_ns)
+    with pytest.raises(UsageError, match="one of flops, bytes, transcendentals, not 'time'"):
+        ip.run_line_magic("jaxpr", "--cost time mm(a, b)")
+    with pytest.raises(UsageError, match="leave out --text"):
+        ip.run_line_magic("jaxpr", "--cost flops --text mm(a, b)")
+    assert set(ip.user_ns) == set(before)

@@ -34,7 +34,7 @@ from ._options import parse_options, split_options, top_level_spaces
 from ._progress import watching
 
 # Options that take a value: the call expression starts after the last option (and value).
-_VALUED = frozenset({"--depth", "--budget", "--open"})
+_VALUED = frozenset({"--depth", "--budget", "--open", "--cost"})
 
 
 @magics_class
@@ -72,6 +72,14 @@ class JaxprMagics(Magics):
         "nested program to a depth (--open 2).",
     )
     @argument(
+        "--cost",
+        default=None,
+        metavar="WHAT",
+        help="FLOPs, bytes or transcendentals per equation drawn on the program (--cost "
+        "flops, --cost bytes): from the compiled program, loops counted by their trip "
+        "counts (jaxlab.equation_costs).",
+    )
+    @argument(
         "--budget",
         type=int,
         default=None,
@@ -103,6 +111,16 @@ class JaxprMagics(Magics):
                 "(--static, -o, --text, --diff) opens every nested program already (--depth N "
                 "closes those below N)"
             )
+        if args.cost is not None:
+            from ..timing.equation_cost import MEASURES
+
+            if views or args.diff:
+                other = f"--{views[0]}" if views else "--diff"
+                raise UsageError(f"%jaxpr: --cost draws on the graph; leave out {other}")
+            if args.cost not in MEASURES:
+                raise UsageError(
+                    f"%jaxpr: --cost takes one of {', '.join(MEASURES)}, not {args.cost!r}"
+                )
         if args.diff:
             if views:
                 raise UsageError(f"%jaxpr: --diff compares graphs; leave out --{views[0]}")
@@ -111,6 +129,8 @@ class JaxprMagics(Magics):
             call = parse_call(source, self.shell.user_ns if self.shell is not None else {})
         except ProgramError as e:
             raise UsageError(f"%jaxpr: {e}") from e
+        if args.cost is not None:
+            return self._cost(call, args)
         # Shown in the GraphExplorer: only its first view is built (a big program's whole
         # budgeted drawing would be built for nothing).
         explore = not (views or args.static or args.output) and _live()
@@ -129,6 +149,33 @@ class JaxprMagics(Magics):
             display(_opened(result, args.open))
             return None
         display(_explorable(result) if not (views or args.static) else result)
+        return None
+
+    def _cost(self, call: Any, args: Any) -> Any:
+        """``%jaxpr --cost flops f(x)``: the compiled program's costs per equation, drawn."""
+        from ..timing.attribution import AttributionError
+        from ..timing.equation_cost import equation_costs
+
+        fun = call.fun
+        if args.grad:
+            import jax
+
+            fun = jax.grad(fun)
+        with watching("%jaxpr", f"compiling `{call.source}` for its costs"):
+            try:
+                result = equation_costs(fun, *call.args, measure=args.cost, **call.kwargs)
+            except AttributionError as e:
+                raise UsageError(f"%jaxpr --cost: {e}") from e
+            except Exception as e:
+                if raised_in_jaxlab(e):
+                    raise
+                raise UsageError(describe_trace_failure(call, e)) from e
+        if args.output:
+            return result
+        if args.open is not None:
+            display(_opened(result.graph, args.open))
+            return None
+        display(result.graph if args.static else _explorable(result.graph))
         return None
 
     def _diff(self, source: str, args: Any) -> Any:
