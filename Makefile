@@ -62,10 +62,12 @@ unit: setup
 	$(VENV)/bin/python -m pytest
 
 # The site, offline, warnings as errors. Alone it executes the tutorials; in `make test` the
-# notebook test has executed them already and saved the copies the docs then take.
+# notebook test has executed them already and saved the copies the docs then take. The
+# check reads each tutorial in Chromium at 1280x720 (about 2 s a page).
 DOCS_HTML := docs/_build/html
 docs: setup
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs $(DOCS_HTML)
+	@tools/ensure_system.sh chromium
 	$(VENV)/bin/python docs/check_site.py $(DOCS_HTML)
 
 # The quicker second run: unit and magic tests on Python 3.11 with its own lock.

@@ -12,6 +12,11 @@ loads a script, stylesheet or frame from an absolute URL (a CDN), not from the s
 when a page shows a widget view whose saved state it lacks (or whose state is not readable
 JSON, or names its ES module by URL), or does not load the widget loader
 (``_static/jaxlab-widgets.js``) from the site itself.
+
+Then it reads every tutorial page as a reader does, in Chromium at 1280x720
+(``read_tutorials.py``): it fails on output text drawn under 12 px (SVG text at its drawn
+scale), on an output wider than the content column with no box that scrolls and says so,
+and on any visible text promising a click (the site has no kernel).
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ sys.path.insert(0, str(DOCS / "_ext"))
 
 from api_page import public_names  # noqa: E402
 from magic_pages import magic_help  # noqa: E402
+
+sys.path.insert(0, str(DOCS))
+from read_tutorials import reading_problems  # noqa: E402
 
 # (tag, attribute) pairs whose URL the browser fetches while showing the page.
 _FETCHED = {("script", "src"), ("link", "href"), ("iframe", "src"), ("img", "src")}
@@ -163,12 +171,16 @@ def problems(site: Path, notebooks: Path) -> list[str]:
 def main(argv: list[str]) -> int:
     site = Path(argv[0]) if argv else DOCS / "_build" / "html"
     found = problems(site, DOCS.parent / "notebooks")
+    tutorials = sorted((site / "tutorials").glob("*.html"))
+    found += reading_problems(site, [p.relative_to(site).as_posix() for p in tutorials])
     for line in found:
         print(f"docs: {line}", file=sys.stderr)
     if not found:
         print(
-            f"docs: {site} has every page, loads nothing from the network and draws its "
-            "widgets from saved state with its own loader"
+            f"docs: {site} has every page, loads nothing from the network, draws its "
+            f"widgets from saved state with its own loader, and its {len(tutorials)} "
+            "tutorials read at 1280x720 (no text under 12 px, nothing wider than the "
+            "column without a scroll cue, no click promised)"
         )
     return 1 if found else 0
 

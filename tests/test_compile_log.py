@@ -807,3 +807,12 @@ def test_a_failing_push_is_logged_once_and_retried(monkeypatch, caplog):
     log.subscribe(lambda kind: 1 / 0)
     log.record("still_logged")
     assert log.for_function("still_logged") and "ZeroDivisionError" in log.capture_errors[-1]
+
+
+def test_the_logs_asides_are_never_drawn_under_12_px():
+    """Where a recompile came from (``In[3], line 9``) is an aside in <small>: quieter, not
+    smaller than 12 px (a browser's <small> of the log's 13 px is 10.8 px; the docs'
+    reading check found it on the site)."""
+    from jaxlab.compile.log_view import _STYLE
+
+    assert ".jaxlab-compile-log small{font-size:max(12px," in _STYLE

@@ -145,8 +145,10 @@ LEGEND = (
     ("repeat", "repeat: a call made of the same equations as the site's first"),
     ("carry", "dashed arrow: a loop's carry, fed back to the next iteration"),
     ("seeds", "dotted arrow: the value the seed differentiates"),
-    ("upstream", "after a click: what the node depends on"),
-    ("downstream", "after a click: what depends on the node"),
+    # The live page adds how to choose the node (a click); the docs site has no kernel
+    # and promises none.
+    ("upstream", "highlighted: what the chosen node depends on"),
+    ("downstream", "highlighted: what depends on the chosen node"),
     # Two programs compared (jaxlab.diff, graph/diff.py).
     ("added", "added: only the second program has it"),
     ("removed", "removed: only the first program has it"),

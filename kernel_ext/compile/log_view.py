@@ -231,7 +231,10 @@ _STYLE = (
     f"<style>{_T} td,{_T} th{{text-align:left;vertical-align:top;padding:2px 8px}}"
     f"{_T} td.num,{_T} th.num{{text-align:right;white-space:nowrap;"
     "font-variant-numeric:tabular-nums}"
-    ".jaxlab-compile-log ul.reasons{margin:0;padding-left:1.2em}</style>"
+    ".jaxlab-compile-log ul.reasons{margin:0;padding-left:1.2em}"
+    # An aside is quieter, not smaller than 12 px (a browser's <small> is 0.83em).
+    ".jaxlab-compile-log small{font-size:max(12px,0.9em);"
+    "color:var(--jp-ui-font-color2,#666)}</style>"
 )
 _HEAD = ("function", "compiles", "recompiled", "total", "last", "phases, newest first", "why")
 _NUMBERS = {"compiles", "recompiled", "total", "last"}

@@ -213,6 +213,10 @@ def test_a_control_that_needs_the_kernel_says_there_is_none(server: str, page: A
     assert not note.is_visible()
     # The saved view promises nothing that needs a kernel: no "click to open", no search.
     assert "click to open" not in explorer.inner_text()  # a click still highlights, here
+    assert "click" not in explorer.inner_text().lower()  # nor "click a node" in the legend
+    # A drawing that fits its pane says nothing of panning (a wider one does: the docs'
+    # reading check finds any that does not).
+    assert explorer.locator(".jaxlab-ge-cue").inner_text() == ""
     assert explorer.locator(".jaxlab-ge-search").count() == 0
     assert explorer.locator(".jaxlab-ge-fit").count() == 1  # fitting happens in the page
     explorer.locator(".jaxlab-ge-closed, .jaxlab-ge-frame-title").first.click()

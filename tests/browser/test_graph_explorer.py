@@ -303,6 +303,7 @@ def test_a_20_layer_mlp_reads_at_1280x720_and_what_is_wider_says_it_scrolls(
           return [drawn.width, pane.width]; }"""
     )
     assert fits[0] <= fits[1] + 1, fits
+    assert notebook.locator(".jaxlab-ge-cue").first.inner_text() == ""  # no pan to promise
     # Each split program wider than its output says so where it can be seen, above it.
     wide = page.evaluate(
         """() => Array.from(document.querySelectorAll('.jaxlab-split-program')).map(p => {

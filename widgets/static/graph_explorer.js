@@ -101,7 +101,10 @@ function draw(model, el, state) {
   search.value = state.query;
   const count = h("span", "jaxlab-ge-count");
   const fit = h("button", "jaxlab-ge-fit", "fit");
-  bar.append(...(live ? [search, count] : []), fit);
+  // Said when the drawing (at full size, from its top left) is wider than the pane: the
+  // rest is dragged into view, and nothing else shows that it is there.
+  const cue = h("span", "jaxlab-ge-cue");
+  bar.append(...(live ? [search, count] : []), fit, cue);
   root.append(bar);
   for (const note of data.notes || []) root.append(h("div", "jaxlab-ge-note", note));
   // The legend: the kernel lists the marks this view draws; each swatch wears the class
@@ -112,7 +115,8 @@ function draw(model, el, state) {
     for (const { mark, text } of entries) {
       const item = h("span", "jaxlab-ge-legend-item");
       item.dataset.mark = mark;
-      const words = mark === "closed" && live ? text + " (click to open)" : text;
+      const how = { closed: " (click to open)", upstream: " (click a node)", downstream: " (click a node)" };
+      const words = live && how[mark] ? text + how[mark] : text;
       item.append(h("span", "jaxlab-ge-swatch jaxlab-ge-legend-" + mark), h("span", "", words));
       key.append(item);
     }
@@ -370,6 +374,8 @@ function draw(model, el, state) {
   const apply = () => {
     const tall = Math.round(Math.min(height * state.at_view.k, Math.max(window.innerHeight * 0.8, 240)));
     svg.setAttribute("height", String(tall));
+    const wide = pane.clientWidth > 0 && width * state.at_view.k > pane.clientWidth + 1;
+    cue.textContent = wide ? "↔ wider than this pane: drag to pan, or fit to see all of it" : "";
     place();
   };
   let frame = 0;

@@ -92,7 +92,7 @@ function draw(model, el, state) {
   }
   const body = h("div", "jaxlab-kl-body");
   const tree = h("div", "jaxlab-kl-tree");
-  const box = h("div", "jaxlab-kl-detail", "Click a key to see where it was made and consumed.");
+  const box = h("div", "jaxlab-kl-detail", "Choose a key to see where it was made and consumed.");
   const keep = visible(items, state.cell);
   const lists = new Map([[null, h("ul")]]);
   const kids = new Map();

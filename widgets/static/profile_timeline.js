@@ -92,7 +92,7 @@ function legend() {
 
 function timeline(model, root) {
   const box = h("div", "jaxlab-pt-timeline");
-  const tip = h("div", "jaxlab-pt-tip", "wheel: zoom · drag: pan · double-click: reset");
+  const tip = h("div", "jaxlab-pt-tip", "wheel: zoom · drag: pan · a double press: reset");
   const width = () => Math.max(300, (box.clientWidth || 700) - 4);
   const view = { start: 0, end: model.get("duration_s") || 1e-6 };
   const spans = model.get("spans");
