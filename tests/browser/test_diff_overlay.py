@@ -30,15 +30,20 @@ CELLS = [
     "%%profile --graph\nfor _ in range(5):\n    step(xs, ws).block_until_ready()",
 ]
 
-OUTPUT = ".jp-Cell:nth-child({n}) .jp-OutputArea-output"
+
+# FONT_SIZES, inside one explorer: JupyterLab restores earlier tests' tabs into the page.
+SIZES_IN = FONT_SIZES.replace("() =>", "(e) =>").replace(
+    "document.querySelectorAll", "e.querySelectorAll"
+)
 
 
-def _sizes_in(page: Any, scope: str) -> list[tuple[bool, float]]:
-    script = FONT_SIZES.replace(
-        "document.querySelectorAll('.jaxlab-ge-svg text')",
-        f"document.querySelector({scope!r}).querySelectorAll('.jaxlab-ge-svg text')",
-    )
-    return page.evaluate(script)
+def _wait_until(page: Any, done: Any, seconds: float = 60.0) -> None:
+    """Poll ``done()`` (a locator's count: the explorer redraws its root as a box opens)."""
+    for _ in range(int(seconds * 10)):
+        if done():
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError("the view did not change")
 
 
 def test_diff_and_profile_overlay_draw_their_marks_and_read_at_1280x720(
@@ -49,7 +54,7 @@ def test_diff_and_profile_overlay_draw_their_marks_and_read_at_1280x720(
     for i in range(len(CELLS)):
         notebook.run(i)
         notebook.wait_idle()
-    explorers = page.locator(".jaxlab-ge")
+    explorers = notebook.locator(".jaxlab-ge")
     explorers.nth(1).wait_for()
     diff, profiled = explorers.nth(0), explorers.nth(1)
 
@@ -63,11 +68,7 @@ def test_diff_and_profile_overlay_draw_their_marks_and_read_at_1280x720(
     for _ in range(2):
         before = diff.locator(".jaxlab-ge-svg g[data-id]").count()
         diff.locator(marked).first.click()
-        page.wait_for_function(
-            "n => document.querySelector('.jaxlab-ge')"
-            ".querySelectorAll('.jaxlab-ge-svg g[data-id]').length > n",
-            arg=before,
-        )
+        _wait_until(page, lambda n=before: diff.locator(".jaxlab-ge-svg g[data-id]").count() > n)
     removed = diff.locator(".jaxlab-ge-svg .jaxlab-ge-diff-removed", has_text="tanh")
     added = diff.locator(".jaxlab-ge-svg .jaxlab-ge-diff-added", has_text="sin")
     assert removed.count() == 1 and added.count() == 1
@@ -76,7 +77,7 @@ def test_diff_and_profile_overlay_draw_their_marks_and_read_at_1280x720(
     plain = diff.locator(".jaxlab-ge-svg g[data-id]:not([class*='jaxlab-ge-diff-'])")
     assert plain.count() >= 4  # what did not change is drawn plain (x, mul, sum, ...)
     diff.scroll_into_view_if_needed()
-    sizes = _sizes_in(page, ".jaxlab-ge")
+    sizes = diff.evaluate(SIZES_IN)
     assert sizes and all(s >= (14 if title else 12) - 0.05 for title, s in sizes), sizes
 
     # The profile's overlay: the matmul costs most; filled by its time, named first.
@@ -93,7 +94,7 @@ def test_diff_and_profile_overlay_draw_their_marks_and_read_at_1280x720(
     dot.hover()
     detail = profiled.locator(".jaxlab-ge-detail").inner_text()
     assert "time" in detail and "%" in detail, detail
-    area = page.locator(".jp-OutputArea-output:has(.jaxlab-ge)").last.bounding_box()
+    area = notebook.locator(".jp-OutputArea-output:has(.jaxlab-ge)").last.bounding_box()
     pane = profiled.locator(".jaxlab-ge-pane").bounding_box()
     assert pane["x"] + pane["width"] <= area["x"] + area["width"] + 1
     assert page.requests.outside() == []
