@@ -173,7 +173,10 @@ def test_grad_split_programs_name_inputs_tangents_and_gradients():
     split = grad_split(loss, params, jnp.ones((5, 3)), jnp.ones((5, 1)))
     primal, linear, transposed = split.graphs()
     leaves = ["params[0]['W']", "params[0]['b']", "params[1]['W']"]
-    assert [n.label for n in _io(primal, m.INPUT)] == leaves
+    inputs = _io(primal, m.INPUT)
+    assert [n.label for n in inputs if n.role != m.FIXED] == leaves
+    # the data, not differentiated, are inputs too: held fixed (never folded in)
+    assert sorted(n.label for n in inputs if n.role == m.FIXED) == ["x", "y"]
     assert [n.label for n in _io(primal, m.OUTPUT)] == ["loss"]
     assert [n.label for n in _io(linear, m.INPUT)] == ["d" + s for s in leaves]
     assert [n.label for n in _io(transposed, m.INPUT)] == ["∂loss/∂loss = 1"]
