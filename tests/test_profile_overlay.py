@@ -133,6 +133,8 @@ def test_result_graph_reads_the_program_the_compile_log_kept():
     assert p.result.costliest_function() == "kept_fn"
     a = p.result.attribution("kept_fn")
     assert a.share >= 0.9 and a.graph.overlay_name == "time"
+    inputs = [n.label for n in a.graph.nodes if n.kind == "input"]
+    assert inputs == ["x", "w"]  # named as JAX traced them, not in0, in1
 
 
 def test_profile_graph_magic_refuses_a_cell_without_jit(ip):

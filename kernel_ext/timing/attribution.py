@@ -366,10 +366,22 @@ def attribution_from_program(result: Any, name: str, closed: Any) -> Attribution
     module = "jit_" + re.sub(r"\W", "_", name)  # as the profiled module is named
     text = re.sub(r"^HloModule \S+?,", f"HloModule {module},", text, count=1)
 
+    names = _traced_names(closed)
+
     def graph_of(c: Any) -> m.Graph:
-        return graph_from_jaxpr(c, title=name, explore=True)
+        return graph_from_jaxpr(c, title=name, input_names=names, explore=True)
 
     return attribute(result, closed, text, function=name, graph_of=graph_of)
+
+
+def _traced_names(closed: Any) -> list[str] | None:
+    """The inputs' names JAX recorded when it traced the program (``params['W']``, ``x``),
+    or None where it recorded none (then they are drawn as ``in0``, ``in1``, ...)."""
+    info = getattr(closed.jaxpr, "debug_info", None)
+    names = list(getattr(info, "arg_names", None) or ())
+    if len(names) != len(closed.jaxpr.invars) or not all(names):
+        return None
+    return [str(n) for n in names]
 
 
 def profile_graph(result: Any, fun: Callable[..., Any], *args: Any, **kwargs: Any) -> m.Graph:
