@@ -150,21 +150,33 @@ def read_page(page: Any, url: str) -> list[list[str]]:
     return found
 
 
-def reading_problems(site: Path, pages: Sequence[str]) -> list[str]:
-    """One line per offending element of each page (paths relative to ``site``)."""
+def reading_problems(site: Path, pages: Sequence[str], browser: Any = None) -> list[str]:
+    """One line per offending element of each page (paths relative to ``site``), read in
+    ``browser`` (a Playwright browser already running: the tests' session one), else in a
+    Chromium started for it."""
+    if browser is not None:
+        with served(site) as base:
+            return _read_all(browser, base, pages)
     executable = chromium()
     if executable is None:
         return ["Chromium is missing, so no tutorial was read: tools/ensure_system.sh chromium"]
     from playwright.sync_api import sync_playwright
 
-    lines = []
     with served(site) as base, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        started = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            for name in pages:
-                for kind, where, what in read_page(page, f"{base}/{name}"):
-                    lines.append(f"{name} at 1280x720: {kind}: {where}: {what}")
+            return _read_all(started, base, pages)
         finally:
-            browser.close()
+            started.close()
+
+
+def _read_all(browser: Any, base: str, pages: Sequence[str]) -> list[str]:
+    lines = []
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        for name in pages:
+            for kind, where, what in read_page(page, f"{base}/{name}"):
+                lines.append(f"{name} at 1280x720: {kind}: {where}: {what}")
+    finally:
+        page.close()
     return lines

@@ -63,9 +63,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def found(site: Path) -> list[str]:
-    """Every page read in one browser, as check_site.py reads the site."""
-    return reading_problems(site, sorted(f"tutorials/{p.name}" for p in site.glob("*/*.html")))
+def found(site: Path, browser: Any) -> list[str]:
+    """Every page read in one browser (the session's: one Playwright per process), as
+    check_site.py reads the site."""
+    pages = sorted(f"tutorials/{p.name}" for p in site.glob("*/*.html"))
+    return reading_problems(site, pages, browser)
 
 
 @pytest.fixture
