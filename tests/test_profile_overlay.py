@@ -91,6 +91,10 @@ def test_a_scan_loops_time_goes_to_its_body_and_the_loop():
     # The closed loop shows its body's time and its own (the loop's control).
     assert scan.overlay == pytest.approx(inside + a.times.get(scan.id, 0.0))
     assert any(e.id.startswith(scan.id + "/") for e in a.ranked(3))
+    # XLA's own copies of the carry, inside the loop's body, are the loop's time.
+    hlo = read_hlo(jitted.trace(x, w).lower().compile().as_text())
+    in_body = [u.op for u in a.unattributed if hlo.caller(hlo.instructions[u.op].computation)]
+    assert in_body == []
 
 
 def test_a_cell_that_ran_no_jitted_function_says_so():

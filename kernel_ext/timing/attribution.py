@@ -16,6 +16,8 @@ primitive, line, name stack and shape) share evenly.
   its fusion.
 * A loop's or branch's event holds its body's events: only its own time (the event's
   less its body's) is the loop's, given to the ``scan``/``while``/``cond`` equation.
+* An op XLA added inside a loop's body with no JAX op name (a copy of the loop's carry)
+  is the loop's: given to the ``scan``/``while`` equation that runs the body.
 * Time that cannot be attributed (an op with no JAX op name, ``wrapped_reduce-window``;
   an op name the module does not have) is listed by op name with its share, never
   dropped: ``attributed + unattributed`` is the module's profiled op time.
@@ -172,6 +174,21 @@ class _Matcher:
         return tuple(e.id for e in found)
 
 
+def program_equations(
+    closed_jaxpr: Any, graph_of: Callable[[Any], m.Graph]
+) -> tuple[m.Graph, Any, list[_Equation], _Matcher]:
+    """The program's Graph (``graph_of(closed)``), its explorer's views, every equation
+    of it (nested programs too) and the matcher that joins HLO instructions to them."""
+    from ..graph.explore import Views
+
+    graph = graph_of(closed_jaxpr)
+    views = graph.rebuild
+    if not isinstance(views, Views):
+        raise AttributionError("the Graph of this program cannot be explored")
+    equations = _equations(views.explorer.tree)
+    return graph, views, equations, _Matcher(equations)
+
+
 def op_times(result: Any, module: str) -> dict[str, float]:
     """Seconds per op name of ``module`` in the profile, every span counted."""
     return {c.name: c.total_s for c in getattr(result, "op_times", ()) if c.module == module}
@@ -188,8 +205,6 @@ def attribute(
     """Join ``result``'s op times of the module ``hlo_text`` compiles to the equations of
     ``closed_jaxpr`` (see module docstring); the Graph ``graph_of(closed)`` gets the
     time overlay."""
-    from ..graph.explore import Views
-
     hlo = read_hlo(hlo_text)
     times = op_times(result, hlo.module)
     if not times:
@@ -203,12 +218,7 @@ def attribute(
             f"the profile holds no op of {hlo.module!r} ({function}); the modules it ran: "
             + ", ".join(ran)
         )
-    graph = graph_of(closed_jaxpr)
-    views = graph.rebuild
-    if not isinstance(views, Views):
-        raise AttributionError("the Graph of this program cannot be explored")
-    equations = _equations(views.explorer.tree)
-    matcher = _Matcher(equations)
+    graph, views, equations, matcher = program_equations(closed_jaxpr, graph_of)
     # An event's own time: a loop's or branch's less the events it holds.
     own = dict(times)
     for name in times:
@@ -269,6 +279,10 @@ def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[tuple[str, ...], floa
     costly = [i for i in named if i.opcode not in FREE] or named
     if not costly and hlo.instructions[name].op_names:
         costly = [hlo.instructions[name]]
+    if not costly:  # XLA's own (a copy of a loop's carry): the loop's, if in its body
+        owner = hlo.caller(hlo.instructions[name].computation)
+        if owner is not None and owner.op_names:
+            costly = [owner]
     weights: dict[tuple[str, ...], float] = defaultdict(float)
     for inst in costly:
         for op_name in inst.op_names:

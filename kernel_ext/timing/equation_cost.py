@@ -156,14 +156,12 @@ def costs_of(
 ) -> EquationCosts:
     """Join the costs of ``hlo_text``'s instructions to ``closed_jaxpr``'s equations (see
     module docstring); ``measure`` drawn on the Graph ``graph_of(closed)``."""
-    from ..graph.explore import Views
     from .attribution import (
         AttributionError,
-        _equations,
-        _Matcher,
         _split,
         _with_boxes,
         dataclasses_replace_notes,
+        program_equations,
     )
 
     if measure not in MEASURES:
@@ -174,12 +172,7 @@ def costs_of(
             "the compiled program carries no JAX op names (metadata): its instructions "
             "cannot be joined to the program's equations"
         )
-    graph = graph_of(closed_jaxpr)
-    views = graph.rebuild
-    if not isinstance(views, Views):
-        raise AttributionError("the Graph of this program cannot be explored")
-    equations = _equations(views.explorer.tree)
-    matcher = _Matcher(equations)
+    graph, views, equations, matcher = program_equations(closed_jaxpr, graph_of)
     runs, unknown = multipliers(hlo)
     fused = {c for i in hlo.instructions.values() if i.opcode == "fusion" for c in i.called}
     found: dict[str, dict[str, float]] = {k: defaultdict(float) for k in MEASURES}

@@ -74,6 +74,7 @@ class Hlo:
     instructions: dict[str, Instruction] = field(default_factory=dict)
     computations: dict[str, list[str]] = field(default_factory=dict)
     has_metadata: bool = False
+    _callers: dict[str, Instruction] | None = field(default=None, repr=False, compare=False)
 
     def members(self, name: str) -> list[str]:
         """The instructions an event of ``name`` executes itself: a fusion's contents
@@ -92,6 +93,15 @@ class Hlo:
                 else:
                     found.append(k)
         return found
+
+    def caller(self, computation: str) -> Instruction | None:
+        """The loop, branch or call instruction that runs ``computation`` (None: the entry,
+        or a fusion's computation)."""
+        if self._callers is None:
+            self._callers = {
+                c: i for i in self.instructions.values() if i.opcode in CONTROL for c in i.called
+            }
+        return self._callers.get(computation)
 
     def nested_events(self, name: str) -> list[str]:
         """The instructions directly inside a loop, branch or call: events of their own,
