@@ -39,7 +39,7 @@ import numpy as np
 
 from .._jax_compat import key_data_now, tracing_loop_body
 from .._warning import JaxlabWarning
-from .calls import TRACING, TemplateOp, is_typed
+from .calls import TRACING, TemplateOp, is_typed, rows_of
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
 from .site import Site, user_site
@@ -242,17 +242,14 @@ def _impl(key: Any) -> str:
 
 def _rows(key: Any) -> tuple[np.ndarray, str]:
     """Key data as rows of words (one row per key) and the key's implementation."""
-    data = key_data_now(key) if _is_typed(key) else np.asarray(key)
-    return data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1), _impl(key)
+    return rows_of(key), _impl(key)
 
 
 def _given(key: Any) -> tuple[np.ndarray | bytes, str]:
     """What the lineage needs of a key given to a sampler or a split: one key's data as
     bytes (the common case, a loop's ``key, sub = split(key)``), several keys' as rows."""
     data = key_data_now(key) if _is_typed(key) else np.asarray(key)
-    if data.ndim == 1:
-        return data.tobytes(), _impl(key)
-    return data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1), _impl(key)
+    return (data.tobytes() if data.ndim == 1 else _as_rows(data)), _impl(key)
 
 
 def _data(key: Any) -> Any:

@@ -19,6 +19,8 @@ The call is traced, never run. Its plain-Python twins are ``jaxlab.jaxpr_graph``
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from IPython import get_ipython
@@ -134,15 +136,8 @@ class JaxprMagics(Magics):
         # Shown in the GraphExplorer: only its first view is built (a big program's whole
         # budgeted drawing would be built for nothing).
         explore = not (views or args.static or args.output) and _live()
-        with watching("%jaxpr", f"tracing `{call.source}`"):
-            try:
-                result = _trace(call, args, views[0] if views else "graph", explore=explore)
-            except ProgramError as e:  # the user's input, already said with its fix
-                raise UsageError(f"%jaxpr: {e}") from e
-            except Exception as e:
-                if raised_in_jaxlab(e):
-                    raise  # a bug of ours: show it whole rather than blame the user's program
-                raise UsageError(describe_trace_failure(call, e)) from e
+        with watching("%jaxpr", f"tracing `{call.source}`"), _users_errors(call):
+            result = _trace(call, args, views[0] if views else "graph", explore=explore)
         if args.output:
             return result
         if args.open is not None:
@@ -161,15 +156,9 @@ class JaxprMagics(Magics):
             import jax
 
             fun = jax.grad(fun)
-        with watching("%jaxpr", f"compiling `{call.source}` for its costs"):
-            try:
-                result = equation_costs(fun, *call.args, measure=args.cost, **call.kwargs)
-            except AttributionError as e:
-                raise UsageError(f"%jaxpr --cost: {e}") from e
-            except Exception as e:
-                if raised_in_jaxlab(e):
-                    raise
-                raise UsageError(describe_trace_failure(call, e)) from e
+        compiling = watching("%jaxpr", f"compiling `{call.source}` for its costs")
+        with compiling, _users_errors(call, "%jaxpr --cost", AttributionError):
+            result = equation_costs(fun, *call.args, measure=args.cost, **call.kwargs)
         if args.output:
             return result
         if args.open is not None:
@@ -189,15 +178,8 @@ class JaxprMagics(Magics):
             raise UsageError(f"%jaxpr --diff: {e}") from e
         graphs = []
         for call in calls:
-            with watching("%jaxpr", f"tracing `{call.source}`"):
-                try:
-                    graphs.append(_trace(call, args, "graph", explore=True))
-                except ProgramError as e:
-                    raise UsageError(f"%jaxpr: {e}") from e
-                except Exception as e:
-                    if raised_in_jaxlab(e):
-                        raise
-                    raise UsageError(describe_trace_failure(call, e)) from e
+            with watching("%jaxpr", f"tracing `{call.source}`"), _users_errors(call):
+                graphs.append(_trace(call, args, "graph", explore=True))
         result = diff(graphs[0], graphs[1], titles=(calls[0].source, calls[1].source))
         if args.output:
             return result
@@ -348,6 +330,22 @@ def _concrete_hint(call: Call, error: BaseException) -> str:
         "`jax.lax.cond(pred, f_true, f_false, x)` or `jnp.where`; for a loop "
         f"`jax.lax.fori_loop` / `jax.lax.while_loop`; or make the argument static: {static}."
     )
+
+
+@contextmanager
+def _users_errors(call: Call, prefix: str = "%jaxpr", *said: type[Exception]) -> Iterator[None]:
+    """The user's input (a ``ProgramError``, or one of ``said``: already worded with its
+    fix) and the user's program failing under JAX become a UsageError with the user's
+    line; a bug of ours is shown whole rather than blamed on the user's program."""
+    expected: tuple[type[Exception], ...] = (ProgramError, *said)
+    try:
+        yield
+    except expected as e:
+        raise UsageError(f"{prefix}: {e}") from e
+    except Exception as e:
+        if raised_in_jaxlab(e):
+            raise
+        raise UsageError(describe_trace_failure(call, e)) from e
 
 
 def describe_trace_failure(call: Call, error: BaseException) -> str:

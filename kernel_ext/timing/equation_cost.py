@@ -197,15 +197,19 @@ def costs_of(
         return ids
 
     def give(kind: str, inst: Instruction, amount: float) -> None:
+        """``amount`` shared by the instruction's op names; a name that matches no
+        equation keeps its share as XLA's own (never counted twice)."""
         totals[kind] += amount
-        ids: tuple[str, ...] = ()
+        if not inst.op_names:
+            lost[kind] += amount
+            return
+        part = amount / len(inst.op_names)
         for op_name in inst.op_names:
             ids = targets(inst, op_name)
-            if ids:
-                for k in ids:
-                    found[kind][k] += amount / len(ids) / len(inst.op_names)
-        if not inst.op_names or not ids:
-            lost[kind] += amount
+            if not ids:
+                lost[kind] += part
+            for k in ids:
+                found[kind][k] += part / len(ids)
 
     for computation, times in runs.items():
         for name in hlo.computations.get(computation, []):

@@ -57,9 +57,14 @@ class Instruction:
     elements: int  # of its (first) output
     called: tuple[str, ...]  # computations it runs: a fusion's, a loop's body and cond
     work: float  # an estimate: a dot's multiply-adds, else its output elements
-    out_bytes: int = 0  # of its output (an array's; a tuple's are its parts')
     trips: int | None = None  # a while's known trip count (XLA's backend config)
-    text: str = ""  # the rest of its line, after "name = " (operands read when needed)
+    text: str = ""  # the rest of its line, after "name = " (read further when needed)
+
+    @property
+    def out_bytes(self) -> int:
+        """Bytes of its output (0 for a tuple: its parts are counted). Read when asked:
+        only the costs per equation need it, not every profile's join."""
+        return _out_bytes(self.text, self.elements)
 
     def operands(self) -> list[str]:
         """The instructions it reads, by name."""
@@ -215,6 +220,6 @@ def read_hlo(text: str) -> Hlo:
         trips = _TRIPS.search(rest) if op == "while" and "known_trip_count" in rest else None
         hlo.instructions[name] = Instruction(
             name, op, comp, op_names, line, elements, called, work,
-            _out_bytes(rest, elements), int(trips[1]) if trips else None, rest,
+            int(trips[1]) if trips else None, rest,
         )  # fmt: skip
     return hlo
