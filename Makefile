@@ -11,7 +11,7 @@ PY311   := $(shell tools/find_python.sh 3.11)
 VENV311 := .venv311
 PORT    ?= 8888
 
-.PHONY: help lab setup test lint unit docs py311 bench lock clean
+.PHONY: help lab setup test lint unit docs py311 py311-env bench lock clean
 
 help:
 	@echo "make lab    set up .venv and start JupyterLab on notebooks/"
@@ -59,7 +59,7 @@ lint: setup
 
 unit: setup
 	@tools/ensure_system.sh chromium
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest --durations=25
 
 # The site, offline, warnings as errors. Alone it executes the tutorials; in `make test` the
 # notebook test has executed them already and saved the copies the docs then take. The
@@ -71,15 +71,32 @@ docs: setup
 	$(VENV)/bin/python docs/check_site.py $(DOCS_HTML)
 
 # The quicker second run: unit and magic tests on Python 3.11 with its own lock.
-py311:
-	@if [ -n "$(PY311)" ] && [ "$(MINOR)" != "3.11" ]; then \
-	  $(MAKE) --no-print-directory $(VENV311)/.stamp && \
+SECOND_RUN := $(if $(PY311),$(if $(filter 3.11,$(MINOR)),,yes),)
+py311: py311-env
+	@if [ -n "$(SECOND_RUN)" ]; then \
 	  $(VENV311)/bin/python -m pytest -m "not browser and not notebooks and not slow" -q; \
 	else echo "jaxlab: no separate Python 3.11 run (python3.11 absent, or it is the main one)"; fi
 
+py311-env:
+	@if [ -n "$(SECOND_RUN)" ]; then $(MAKE) --no-print-directory $(VENV311)/.stamp; fi
+
 # Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
+# Two waits overlap the rest: the 3.11 environment is installed while the main suite runs
+# (about 80 s of pip, most of it on disk), and its tests run beside the docs build. Each
+# background job's output is printed when it is waited for; any failure fails the target.
+# System packages are installed first, in the foreground.
 test: export JAXLAB_EXECUTED_NOTEBOOKS := test-output/notebooks
-test: lint unit docs py311
+test: lint
+	@tools/ensure_system.sh chromium  # apt-get now: two at once would fight over dpkg's lock
+	@if [ -n "$(SECOND_RUN)" ]; then tools/ensure_system.sh venv $(PY311); fi
+	@mkdir -p test-output; \
+	$(MAKE) --no-print-directory py311-env > test-output/py311-env.log 2>&1 & env311=$$!; \
+	$(MAKE) --no-print-directory unit || { wait $$env311; exit 1; }; \
+	wait $$env311 || { cat test-output/py311-env.log; echo "jaxlab: the 3.11 environment failed" >&2; exit 1; }; \
+	$(MAKE) --no-print-directory py311 > test-output/py311.log 2>&1 & run311=$$!; \
+	$(MAKE) --no-print-directory docs; docs=$$?; \
+	wait $$run311; py=$$?; echo "== Python 3.11 run"; cat test-output/py311.log; \
+	test $$docs -eq 0 && test $$py -eq 0
 
 bench: setup
 	@for f in benchmarks/*.py; do echo "== $$f"; $(VENV)/bin/python $$f || exit 1; done
