@@ -24,6 +24,7 @@ JSON line of figures::
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -79,12 +80,15 @@ def per_call_case(fn: Callable[..., Any], *args: Any) -> dict[str, float]:
             our_fastest.append(r.ready_min_s)
     wall1, cpu1 = clocks()
     ratios = [o / (refs[i] * refs[i + 1]) ** 0.5 for i, o in enumerate(ours)]
+    # the reference against itself: how far two of its measurements a round apart differ
+    drift = [max(b / a, a / b) for a, b in itertools.pairwise(refs)]
     return {
         "reference_s": statistics.median(refs),
         "bench_s": statistics.median(ours),
         "ratio": statistics.median(ratios),
         # fastest against fastest: the least disturbed figures on a busy machine
         "min_ratio": min(our_fastest) / min(fastest),
+        "ref_drift": statistics.median(drift),
         "wall_s": wall1 - wall0,
         "cpu_s": cpu1 - cpu0,
     }
@@ -178,16 +182,18 @@ def main() -> None:
     load = os.getloadavg()[0]
     results = {name: per_call_case(fn, *args) for name, (fn, args) in cases().items()}
     head = f"{'call':22} {'reference':>11} {'%bench':>11} {'ratio':>7} {'min ratio':>9}"
-    print(f"{head} {'wall':>7} {'cpu':>7}")
+    print(f"{head} {'ref/ref':>7} {'wall':>7} {'cpu':>7}")
     for name, c in results.items():
         print(
             f"{name:22} {c['reference_s'] * 1e3:9.4f}ms {c['bench_s'] * 1e3:9.4f}ms "
-            f"{c['ratio']:7.3f} {c['min_ratio']:9.3f} {c['wall_s']:6.1f}s {c['cpu_s']:6.1f}s"
+            f"{c['ratio']:7.3f} {c['min_ratio']:9.3f} {c['ref_drift']:7.3f} "
+            f"{c['wall_s']:6.1f}s {c['cpu_s']:6.1f}s"
         )
     print(
         f"(reference: timeit of jax.block_until_ready(f(x)), median of 7 repeats, measured "
         f"before and after each of {ROUNDS} jaxlab.bench; ratio: the median of the rounds'; "
-        "min ratio: fastest round against fastest repeat)"
+        "min ratio: fastest round against fastest repeat; ref/ref: the reference against "
+        "itself one round later, the median factor: a ratio closer than that is noise)"
     )
     peaks = peaks_in_fresh_kernels()
     flops = [p["flops_s"] for p in peaks]

@@ -59,6 +59,15 @@ def _returned_note(r: BenchResult) -> str:
     return "dispatch: the work is queued and runs after the call returned"
 
 
+def _unsteady_note(r: BenchResult) -> str:
+    return (
+        f"the slowest round took {r.spread:.1f}× the fastest: the call's time moved while it "
+        "was measured (other work on this machine, or the system moving a thread between "
+        "cores, as it does a host callback's); the median is quoted. Run again, or give "
+        "more rounds (-r 20)"
+    )
+
+
 def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'s' if n != 1 else ''}"
 
@@ -77,6 +86,8 @@ def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
             f"rounds {spread}",
         )
     )
+    if r.unsteady:
+        rows.append(("unsteady", f"{r.spread:.1f}×", _unsteady_note(r)))
     if not r.jitted:
         count = f"{r.dispatches:,} operations" if r.dispatches is not None else "its operations"
         rows.append(

@@ -20,6 +20,9 @@ from typing import Any
 # An unblocked figure "agrees" with the awaited one within this factor (or within the
 # spread of the rounds, whichever is wider): closer than that is noise, not a finding.
 AGREES = 1.25
+# Rounds this far apart are not noise around one figure: the call ran at two levels (a host
+# callback measured here moved between 105 and 200 µs as the system placed its thread).
+UNSTEADY = 1.5
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,11 @@ class BenchResult:
     def spread(self) -> float:
         """The slowest round over the fastest (1.0: every round alike)."""
         return self.ready_max_s / self.ready_min_s if self.ready_min_s > 0 else 1.0
+
+    @property
+    def unsteady(self) -> bool:
+        """Whether the rounds differ so much that the median is one of several levels."""
+        return self.repeats >= 3 and self.spread >= UNSTEADY
 
     @property
     def timeit_agrees(self) -> bool:
