@@ -49,7 +49,10 @@ from typing import Any
 
 VERSION = "0.1.34"
 ADAPTER_VERSION = "0.2.1"
-PAGE_TIMEOUT_S = 240.0  # per page: a program not painted by then is reported as such
+# per page: a program not painted by then is reported as such (its page draws with WebGL,
+# SwiftShader's software one on a GPU-less machine; with 240 s a page, graph_explorer.py
+# with this anchor did not finish in 15 minutes)
+PAGE_TIMEOUT_S = 60.0
 
 _target: str | None = None
 _why_not: str | None = None
