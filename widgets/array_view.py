@@ -33,7 +33,8 @@ class ArrayView(JaxlabWidget, static="array_view"):
     """A live view of an array or pytree; :meth:`update` redraws it in place."""
 
     name = traitlets.Unicode("").tag(sync=True)
-    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    # the kernel makes every row: no per-row validation (a 714-layer tree has 2,143 rows)
+    rows: traitlets.List[Any] = traitlets.List(traitlets.Any()).tag(sync=True)
     drawing = traitlets.Dict().tag(sync=True)
     footer = traitlets.Unicode("").tag(sync=True)
     updates = traitlets.Int(0).tag(sync=True)
@@ -70,7 +71,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
         self._record = record
         rows = tree_rows(record.root)
         if not self.selected or record.root.find(self.selected) is None:
-            first = next((n for n in record.root.walk() if n.array is not None), None)
+            first = record.root.first_array()
             selected = first.path if first is not None else ""
         else:
             selected = self.selected

@@ -3,6 +3,7 @@ drawing) and as text. Everything from the user (keys, reprs, dtypes, names) is e
 
 from __future__ import annotations
 
+import functools
 import html
 
 from .draw import draw_info
@@ -33,23 +34,35 @@ def flags(node: TreeNode) -> str:
 
 def array_line(info: ArrayInfo) -> str:
     """``float32 (3, 4) on one device (cpu:0), 48 B; min .., max ..`` in one line."""
-    if len(info.devices) == 1:
-        where = f"one device ({info.devices[0]})"
-    elif info.layout is not None:
-        where = f"{len(info.devices)} devices, {info.layout.blocks} block(s)"
-    else:
-        where = (
-            ", ".join(info.devices) if len(info.devices) <= 2 else f"{len(info.devices)} devices"
-        )
-    head = f"{dtype_words(info.dtype, info.weak)} {shape_words(info.shape)}"
-    if where:
-        head += f" on {where}"
-    head += f", {format_bytes(info.nbytes)}"
+    blocks = info.layout.blocks if info.layout is not None else None
+    head = _array_head(info.dtype, info.weak, info.shape, info.devices, blocks, info.nbytes)
     if info.note:
         return f"{head}; {info.note}"
     if info.stats is not None:
         return f"{head}; {info.stats.words()}"
     return head
+
+
+@functools.lru_cache(maxsize=1024)  # a model's leaves share a few heads: 714 layers, two
+def _array_head(
+    dtype: str,
+    weak: bool,
+    shape: tuple[int, ...],
+    devices: tuple[str, ...],
+    blocks: int | None,
+    nbytes: int,
+) -> str:
+    """What an array is and where it lives: ``float32 (3, 4) on one device (cpu:0), 48 B``."""
+    if len(devices) == 1:
+        where = f"one device ({devices[0]})"
+    elif blocks is not None:
+        where = f"{len(devices)} devices, {blocks} block(s)"
+    else:
+        where = ", ".join(devices) if len(devices) <= 2 else f"{len(devices)} devices"
+    head = f"{dtype_words(dtype, weak)} {shape_words(shape)}"
+    if where:
+        head += f" on {where}"
+    return head + f", {format_bytes(nbytes)}"
 
 
 def _summary(node: TreeNode) -> str:
@@ -127,7 +140,7 @@ def tree_text(record: ShowRecord) -> str:
             add(child, depth + 1)
 
     add(record.root, 0)
-    total = len(record.root.walk())
+    total = record.root.count() if len(lines) >= MAX_TEXT_LINES else len(lines)
     if total > len(lines):
         lines.append(f"… {total - len(lines)} more node(s)")
     lines += list(record.notes)

@@ -7,6 +7,7 @@ Records are plain frozen dataclasses (JSON-serialisable through ``asdict``); the
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,7 +222,11 @@ class TreeNode:
     def find(self, path: str) -> TreeNode | None:
         """The node at ``path`` (as printed), or None."""
         # a full walk: haiku's module groups are not prefixes of their leaves' paths
-        return next((n for n in self.walk() if n.path == path), None)
+        return next((n for n in self.nodes() if n.path == path), None)
+
+    def first_array(self) -> TreeNode | None:
+        """The first array leaf, depth first (the one a view draws unless told)."""
+        return next((n for n in self.nodes() if n.array is not None), None)
 
     def walk(self) -> list[TreeNode]:
         """Every node, depth first."""
@@ -229,6 +234,19 @@ class TreeNode:
         for child in self.children:
             out.extend(child.walk())
         return out
+
+    def nodes(self) -> Iterator[TreeNode]:
+        """Every node, depth first, one at a time: a search stops where it finds (the
+        first array of a 714-layer tree is its third node, not after its 2,143rd)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def count(self) -> int:
+        """How many nodes the subtree holds."""
+        return 1 + sum(child.count() for child in self.children)
 
 
 @dataclass(frozen=True)

@@ -162,35 +162,43 @@ def host_stats_many(arrays: list[np.ndarray]) -> list[ArrayStats]:
             for i in members:
                 out[i] = host_stats(arrays[i])
             continue
-        stack = np.stack([arrays[i].reshape(-1) for i in members])
+        # one copy into a (leaves, size) block: a concatenate costs less than a stack
+        stack = np.concatenate([arrays[i].reshape(-1) for i in members]).reshape(len(members), -1)
         for i, stats in zip(members, _stacked_stats(stack), strict=True):
             out[i] = stats
     return [s for s in out if s is not None]
 
 
 def _stacked_stats(a: np.ndarray) -> list[ArrayStats]:
-    """``host_stats`` of each row of ``a`` (rows: arrays of one real dtype)."""
+    """``host_stats`` of each row of ``a`` (rows: arrays of one real dtype).
+
+    Sums, deviations and the std are taken in float64, as ``host_stats`` takes them; the
+    extremes and the zero count on ``a`` itself (exact in any dtype), and a finite sum of
+    every row says no row holds a NaN or an Inf, so the usual case makes no mask (a
+    714-layer tree's weights: half the time of masking them)."""
+    rows, size = a.shape
     kind = a.dtype.kind
-    zero = np.count_nonzero(a == 0, axis=1)
-    v = a.astype(np.float64)
-    finite = np.isfinite(v)
-    every = bool(finite.all())  # the usual case: no masks needed
-    count = finite.sum(axis=1)
-    nan = np.zeros_like(count) if every else np.isnan(v).sum(axis=1)
-    inf = np.zeros_like(count) if every else np.isinf(v).sum(axis=1)
-    if kind in "iub":
+    total = a.sum(axis=1, dtype=np.float64)
+    every = kind in "iub" or bool(np.isfinite(total).all())
+    if every:
+        count = np.full(rows, size)
+        nan = inf = np.zeros(rows, dtype=np.int64)
         lo, hi = a.min(axis=1).astype(np.float64), a.max(axis=1).astype(np.float64)
-    elif every:
-        lo, hi = v.min(axis=1), v.max(axis=1)
+        mean = total / size
+        dev = a.astype(np.float64)
+        dev -= mean[:, None]
     else:
+        v = a.astype(np.float64)
+        finite = np.isfinite(v)
+        count = finite.sum(axis=1)
+        nan, inf = np.isnan(v).sum(axis=1), np.isinf(v).sum(axis=1)
         lo = np.where(finite, v, np.inf).min(axis=1)
         hi = np.where(finite, v, -np.inf).max(axis=1)
-        v = np.where(finite, v, 0.0)
-    mean = v.sum(axis=1) / np.maximum(count, 1)
-    dev = v - mean[:, None] if every else np.where(finite, v - mean[:, None], 0.0)
+        mean = np.where(finite, v, 0.0).sum(axis=1) / np.maximum(count, 1)
+        dev = np.where(finite, v - mean[:, None], 0.0)
     std = np.sqrt(np.einsum("ij,ij->i", dev, dev) / np.maximum(count, 1))
-    size = int(a.shape[1])
-    rows = zip(*(c.tolist() for c in (nan, inf, zero, count, lo, hi, mean, std)), strict=True)
+    zero = _zeros_per_row(a)
+    figures = zip(*(c.tolist() for c in (nan, inf, zero, count, lo, hi, mean, std)), strict=True)
     return [
         ArrayStats(
             size=size,
@@ -204,5 +212,14 @@ def _stacked_stats(a: np.ndarray) -> list[ArrayStats]:
             std=float(sd) if c else None,
             computed_on="host copy",
         )
-        for n, i, z, c, mn, mx, m, sd in rows
+        for n, i, z, c, mn, mx, m, sd in figures
     ]
+
+
+def _zeros_per_row(a: np.ndarray) -> np.ndarray:
+    """How many zeros each row holds; one count of the whole stack first, since weights
+    seldom hold any (a count per row costs as much again)."""
+    is_zero = a == 0
+    if not is_zero.any():
+        return np.zeros(a.shape[0], dtype=np.int64)
+    return np.count_nonzero(is_zero, axis=1)

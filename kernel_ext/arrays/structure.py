@@ -46,7 +46,9 @@ def node_label(node: Any) -> str:
 
 
 def is_hidden_key(key: str) -> bool:
-    return any(p in key for p in _HIDDEN_PREFIXES)
+    # asked of every path step: two plain tests, not a generator over the prefixes
+    first, second = _HIDDEN_PREFIXES
+    return first in key or second in key
 
 
 def is_haiku_params(node: Any) -> bool:

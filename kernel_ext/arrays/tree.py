@@ -25,6 +25,7 @@ from .structure import haiku_groups, is_haiku_params, is_hidden_key, node_label,
 
 MAX_NODES = 20_000
 MAX_DRAWN = 4  # array leaves of a tree given a drawing in the static view
+_PLAIN = (dict, list, tuple)
 
 
 class _Walk:
@@ -70,7 +71,8 @@ def _walk(node: Any, path: str, key: str, walk: _Walk) -> _Raw:
     if children is None:
         kind, text = value_words(node)
         return (path, key, kind, text, -1, [], 0)
-    label = node_label(node)
+    # a plain container's label is its type's name (node_label would ask haiku's test again)
+    label = type(node).__name__ if type(node) in _PLAIN else node_label(node)
     if not children:
         label += " (empty)"
     out: list[_Raw] = []
