@@ -144,13 +144,28 @@ class _Matcher:
             if e.where:
                 self.by_line[e.where].append(e)
             self.by_primitive[e.primitive].append(e)
-        self.memo: dict[tuple[str, str, int], tuple[str, ...]] = {}
+        self.memo: dict[tuple[str, str, int], int] = {}
+        # Each set of equations an instruction goes to, numbered once: a group of a
+        # 714-layer program's layers is a tuple of 714 ids, whose hash (never cached)
+        # would be recomputed at every op that adds time to it.
+        self.groups: list[tuple[str, ...]] = []
+        self._numbers: dict[tuple[str, ...], int] = {}
 
     def match(self, op_name: str, line: str, elements: int) -> tuple[str, ...]:
+        """The ids of the equations an instruction of ``op_name`` at ``line`` is of."""
+        return self.groups[self.group(op_name, line, elements)]
+
+    def group(self, op_name: str, line: str, elements: int) -> int:
+        """The number of :meth:`match`'s group (in ``groups``): equal groups, one number."""
         key = (op_name, line, elements)
-        if key not in self.memo:
-            self.memo[key] = self._match(op_name, line, elements)
-        return self.memo[key]
+        number = self.memo.get(key)
+        if number is None:
+            ids = self._match(op_name, line, elements)
+            number = self._numbers.setdefault(ids, len(self.groups))
+            if number == len(self.groups):
+                self.groups.append(ids)
+            self.memo[key] = number
+        return number
 
     def _match(self, op_name: str, line: str, elements: int) -> tuple[str, ...]:
         last = op_name.rsplit("/", 1)[-1].split("[", 1)[0]
@@ -228,7 +243,7 @@ def attribute(
     total = sum(own.values())
     # Time per group of equations alike (shared evenly at the end: a 714-layer
     # program's layers would otherwise be visited for every op of every layer).
-    grouped: dict[tuple[str, ...], float] = defaultdict(float)
+    grouped: dict[int, float] = defaultdict(float)  # by the matcher's group number
     lost: dict[str, tuple[float, str]] = {}
     for name, seconds in own.items():
         if seconds <= 0:
@@ -240,10 +255,11 @@ def attribute(
         if not shares:
             lost[name] = (seconds, "its instructions carry no JAX op name")
             continue
-        for ids, part in shares.items():
-            grouped[ids] += seconds * part
+        for group, part in shares.items():
+            grouped[group] += seconds * part
     given: dict[str, float] = defaultdict(float)
-    for ids, seconds in grouped.items():
+    for group, seconds in grouped.items():
+        ids = matcher.groups[group]
         for eq_id in ids:
             given[eq_id] += seconds / len(ids)
     attributed = sum(given.values())
@@ -271,9 +287,9 @@ def attribute(
     )
 
 
-def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[tuple[str, ...], float]:
-    """The groups of equations an event's time goes to, each with its part (summing
-    to 1); a group shares its part evenly."""
+def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[int, float]:
+    """The groups of equations an event's time goes to (by number: ``matcher.groups``),
+    each with its part (summing to 1); a group shares its part evenly."""
     members = [hlo.instructions[k] for k in hlo.members(name)]
     named = [i for i in members if i.op_names and i.opcode != "parameter"]
     costly = [i for i in named if i.opcode not in FREE] or named
@@ -283,12 +299,12 @@ def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[tuple[str, ...], floa
         owner = hlo.caller(hlo.instructions[name].computation)
         if owner is not None and owner.op_names:
             costly = [owner]
-    weights: dict[tuple[str, ...], float] = defaultdict(float)
+    weights: dict[int, float] = defaultdict(float)
     for inst in costly:
         for op_name in inst.op_names:
-            ids = matcher.match(op_name, inst.line, inst.elements)
-            if ids:
-                weights[ids] += max(inst.work, 1.0) / len(inst.op_names)
+            group = matcher.group(op_name, inst.line, inst.elements)
+            if matcher.groups[group]:
+                weights[group] += max(inst.work, 1.0) / len(inst.op_names)
     whole = sum(weights.values())
     return {k: w / whole for k, w in weights.items()} if whole > 0 else {}
 

@@ -226,7 +226,8 @@ def costs_of(
                 continue
             totals["bytes"] += moved
             shares = _split(hlo, name, matcher)
-            for ids, part in shares.items():
+            for group, part in shares.items():
+                ids = matcher.groups[group]
                 for k in ids:
                     found["bytes"][k] += moved * part / len(ids)
             if not shares:
