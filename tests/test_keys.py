@@ -536,3 +536,36 @@ def test_a_loop_run_twice_from_one_seed_is_not_a_reuse():
         loop()  # the same keys again, made anew: a cell run twice
     assert key_lineage().reuses == ()
     assert len(key_lineage().same_seeds) == 1
+
+
+def test_a_key_from_an_eager_loop_drawn_again_warns_at_once_with_both_lines():
+    # more splits than are kept unread, so the reused key's data was read and stored
+    with track_keys():
+        key = jax.random.key(0)
+        subs = []
+        for _ in range(3 * record.UNREAD_SPLITS):
+            key, sub = jax.random.split(key)
+            jax.random.normal(sub, (2,))
+            first = here() - 1
+            subs.append(sub)
+        with pytest.warns(JaxlabWarning, match="reused"):
+            jax.random.uniform(subs[2])
+        second = here() - 1
+    lineage = key_lineage()
+    (reuse,) = lineage.reuses
+    assert (reuse.first.lineno, reuse.second.lineno) == (first, second)
+    assert (reuse.first_op, reuse.second_op) == ("normal", "uniform")
+    assert len(lineage.nodes) == 1 + 2 * 3 * record.UNREAD_SPLITS
+    node = lineage.find(np.asarray(jax.random.key_data(subs[2])))
+    assert node is not None and node.origin == "split" and node.index == 1
+
+
+def test_a_draw_recorded_after_its_key_object_died_means_what_it_meant_then():
+    keys = [jax.random.key(1)]  # made before tracking began, as is b (the same seed)
+    b = jax.random.key(1)
+    with track_keys():
+        jax.random.normal(keys.pop())  # that object is gone before anyone reads
+        jax.random.normal(b)  # another object of that seed: not a reuse
+    assert key_lineage().reuses == ()
+    assert len(key_lineage().same_seeds) == 1
+    assert key_lineage().unseen == 2

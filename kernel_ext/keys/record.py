@@ -14,6 +14,11 @@ sampler consume it, ``fold_in`` and ``clone`` do not. A key consumed a second ti
 :class:`KeyReuse`. The keys a split makes are materialised only when someone looks or
 asks for one of them (a jitted loop may split thousands per call): until then they are
 kept as one array of key data per event.
+
+An eager draw or split of one key that cannot be a reuse (its data was never consumed,
+its object is not one known by identity, no compiled call waits to be replayed) is only
+noted: its records are made, in order, when someone reads the lineage or when a call
+that needs them comes (an eager loop pays for the reuse check, not for the records).
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ MAX_EVENTS = 50_000
 MAX_REUSES = 1_000
 MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
 EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
+MAX_NOTED = MAX_EVENTS  # eager draws and splits noted, their records not made yet
+UNREAD_SPLITS = 8  # a noted split's keys are read once this many later ones are noted
+_GONE = object()  # stands for a noted key's object that died before its record was made
 
 
 @dataclass(slots=True)
@@ -171,7 +179,9 @@ class KeyLineage:
     @property
     def dropped(self) -> int:
         """Nodes (and calls of compiled functions) forgotten to keep the store bounded."""
-        return self._dropped
+        with self._lock:
+            self._flush_all()
+            return self._dropped
 
     def consumers(self, node: int) -> tuple[KeyEvent, ...]:
         with self._lock:
@@ -207,6 +217,10 @@ class KeyLineage:
             self._events: dict[int, tuple[Any, ...]] = {}
             self._consumers: dict[int, list[int]] = {}
             self._consumed_by: dict[int, int] = {}  # node -> first consuming event
+            # the data of every key consumed (held or noted): data not in it is no reuse
+            self._consumed_data: set[bytes] = set()
+            self._noted: list[list[Any]] = []  # eager calls whose records are not made yet
+            self._unread: deque[list[Any]] = deque()  # noted splits whose keys are unread
             # id(key array) -> (weak reference, node): a single key known by its object
             self._objects: dict[int, tuple[weakref.ref[Any], int]] = {}
             self._single_roots: set[int] = set()  # one key made from a seed (or unseen)
@@ -275,18 +289,12 @@ class KeyLineage:
         ``children`` may be None: their data is read from ``out`` (of key shape ``shape``)
         when someone needs it, so recording does not wait for JAX to compute them."""
         with self._lock:
-            if self._calls:
+            lazy = op == "split" and children is None and out is not None
+            if lazy and self._note(op, parents, impl, site, shape, None, traced, obj, out):
+                found: list[KeyReuse] = []
+            else:
                 self._flush_calls()
-            inputs = self._inputs(parents, impl, site, traced, obj)
-            made = children.shape[:-1] if children is not None else shape
-            event = self._event(op, "derive", tuple(inputs), made, "key", site, traced)
-            found = self._consume(inputs, event) if op == "split" else []
-            # a split's children all descend from its one key; fold_in and clone pair up
-            owners: list[int | None] = list(inputs) if op != "split" else [inputs[0]]
-            later = out if children is None else None
-            self._add(_Pending(event, owners, children, impl, op, site, traced, later))
-            if children is not None and len(children) == 1 and out is not None and op != "split":
-                self._remember(out, self._next_node - 1)  # a clone shares its key's data
+                found = self._derived(op, parents, children, impl, site, traced, obj, out, shape)
         self._notify()
         return found
 
@@ -304,12 +312,30 @@ class KeyLineage:
         """A sampler drew from these keys (``obj``: the key array it was given); ``rows``,
         their data as rows of words, or one key's data as bytes."""
         with self._lock:
-            if self._calls:
+            if self._note(op, rows, impl, site, shape, dtype, traced, obj, None):
+                found: list[KeyReuse] = []
+            else:
                 self._flush_calls()
-            inputs = self._inputs(rows, impl, site, traced, obj)
-            event = self._event(op, "consume", tuple(inputs), shape, dtype, site, traced)
-            found = self._consume(inputs, event)
+                found = self._consumed(op, rows, impl, shape, dtype, site, traced, obj)
         self._notify()
+        return found
+
+    def _consumed(self, op, rows, impl, shape, dtype, site, traced, obj) -> list[Any]:
+        inputs = self._inputs(rows, impl, site, traced, obj)
+        event = self._event(op, "consume", tuple(inputs), shape, dtype, site, traced)
+        return self._consume(inputs, event)
+
+    def _derived(self, op, parents, children, impl, site, traced, obj, out, shape) -> list[Any]:
+        inputs = self._inputs(parents, impl, site, traced, obj)
+        made = children.shape[:-1] if children is not None else shape
+        event = self._event(op, "derive", tuple(inputs), made, "key", site, traced)
+        found = self._consume(inputs, event) if op == "split" else []
+        # a split's children all descend from its one key; fold_in and clone pair up
+        owners: list[int | None] = list(inputs) if op != "split" else [inputs[0]]
+        later = out if children is None else None
+        self._add(_Pending(event, owners, children, impl, op, site, traced, later))
+        if children is not None and len(children) == 1 and out is not None and op != "split":
+            self._remember(out, self._next_node - 1)  # a clone shares its key's data
         return found
 
     def called(self, call: Call) -> None:
@@ -324,6 +350,8 @@ class KeyLineage:
     def traced_node(self, origin: str, parent: int | None, site: Site, event: int | None) -> int:
         """A key seen only while tracing (no data: it lived inside the compiled program)."""
         with self._lock:
+            if self._noted:
+                self._flush_calls()
             return self._new_node(b"", "", origin, parent, None, event, site, True)
 
     def traced_event(
@@ -356,6 +384,8 @@ class KeyLineage:
         self._flush()
 
     def _flush_calls(self) -> None:
+        if self._noted:  # noted calls came first: none is noted while a call waits
+            self._record_noted()
         while self._calls:  # (a loop: a replay may record calls of its own)
             self._replay(self._calls.popleft())
 
@@ -363,6 +393,44 @@ class KeyLineage:
         from .replay import replay
 
         replay(self, call)
+
+    # ----------------------------------------------------------------- noted calls
+    def _note(self, op, raw, impl, site, shape, dtype, traced, obj, out) -> bool:
+        """Note one eager draw (``dtype``) or split (``out``, its keys) of one key for
+        later, when nothing is learnt from recording it now; False: record it now."""
+        if (
+            traced or obj is None or not isinstance(raw, bytes) or self._calls
+            or raw in self._consumed_data  # consumed before: maybe a reuse, told at once
+            or id(obj) in self._objects  # known by identity (a seed's own key)
+            or len(self._noted) >= MAX_NOTED
+        ):  # fmt: skip
+            return False
+        try:  # the object, not kept alive: only needed if it is used again
+            ref = weakref.ref(obj)
+        except TypeError:
+            return False
+        entry = [op, raw, impl, site, shape, dtype, ref, out]
+        self._noted.append(entry)
+        self._consumed_data.add(raw)
+        if out is not None:  # a split: its keys read a few splits later (computed by then)
+            self._unread.append(entry)
+            if len(self._unread) > UNREAD_SPLITS:
+                old = self._unread.popleft()
+                old[7] = rows_of(old[7])
+        return True
+
+    def _record_noted(self) -> None:
+        """Make the records of the noted calls, in order, as if made when called."""
+        noted, self._noted = self._noted, []
+        self._unread.clear()
+        for op, raw, impl, site, shape, dtype, ref, out in noted:
+            obj = ref()
+            obj = _GONE if obj is None else obj  # still "a key object", one never seen again
+            if dtype is None:  # a split: `out`, its keys (or their data, read already)
+                found = self._derived(op, raw, None, impl, site, False, obj, out, shape)
+            else:
+                found = self._consumed(op, raw, impl, shape, dtype, site, False, obj)
+            self._unwarned.extend(found)  # none: data consumed before is never noted
 
     # ----------------------------------------------------------------- internals
     def _event(self, op, kind, inputs, shape, dtype, site, traced, in_loop=False) -> int:
@@ -425,6 +493,8 @@ class KeyLineage:
 
     def _remember(self, obj: Any, node: int) -> None:
         """``obj`` (one key's array) is ``node``: known by identity, before its data."""
+        if obj is _GONE:
+            return
         try:
             ref = weakref.ref(obj)
         except TypeError:
@@ -505,6 +575,9 @@ class KeyLineage:
             elif isinstance(ids, list) and node in ids:
                 ids.remove(node)
         self._dropped += len(old)
+        if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
+            held = (self._nodes[n][0] for n in self._consumed_by if n in self._nodes)
+            self._consumed_data = {*held, *(entry[1] for entry in self._noted)}
 
     def _count_use(self, node: int, event: int) -> None:
         """The per-site table's draw row (splits are counted as the keys they make)."""
@@ -521,6 +594,9 @@ class KeyLineage:
             earlier = self._consumed_by.get(node)
             if earlier is None:
                 self._consumed_by[node] = event
+                held = self._nodes.get(node)
+                if held is not None and held[0]:
+                    self._consumed_data.add(held[0])
             else:
                 found.append(self._reuse(node, earlier, event))
         return found
