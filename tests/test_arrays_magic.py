@@ -1,6 +1,9 @@
 """``%show`` in a real shell, ``jaxlab.show`` and its handle, the ArrayView widget, and
 ``%show on|off`` as the notebook's display."""
 
+import threading
+import time
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -95,6 +98,97 @@ def test_updates_in_a_fast_loop_are_throttled_and_end_on_the_latest():
         assert view.record.root.array.stats.max == 49.0
     finally:
         view.widget.close()
+
+
+def _settled(view, want_max, wait_s=5.0):
+    """Wait for the view's timer-thread redraw to reach the state whose max is want_max."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if view.record.root.array.stats.max == want_max:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_burst_of_updates_without_flush_ends_on_the_last_state():
+    """No flush: the redraw armed by the burst (on a timer thread) draws the last value,
+    and an update made while a redraw runs arms the next, so none is lost."""
+    view = jaxlab.show(jnp.zeros((3, 3)), name="s", rate=40.0)
+    try:
+        states = [jnp.full((3, 3), float(k)) for k in range(300)]
+        for k, state in enumerate(states):
+            view.update(state)
+            if k % 50 == 0:
+                time.sleep(0.03)  # let timer redraws run beside the burst
+        assert _settled(view, 299.0)
+        assert view.widget.drawing["sample"]["values"] == [[299.0] * 3] * 3
+        drawn = view.widget.updates
+        time.sleep(0.1)  # nothing armed any more: no further redraw
+        assert view.widget.updates == drawn
+    finally:
+        view.widget.close()
+
+
+def test_a_change_made_while_a_redraw_runs_arms_the_next():
+    """The redraw of value 1 is running (on its timer thread) when value 2 arrives: a
+    further redraw must follow, or the view would stay on 1."""
+    from jaxlab.widgets.array_view import LatestRedraw
+
+    value, seen = [0], []
+    running, release = threading.Event(), threading.Event()
+
+    def redraw():
+        seen.append(value[0])
+        if value[0] == 1:
+            running.set()
+            release.wait(5)
+
+    redraws = LatestRedraw(redraw, interval=0.01)
+    try:
+        redraws.now()
+        value[0] = 1
+        redraws.changed()
+        assert running.wait(5)
+        value[0] = 2
+        redraws.changed()
+        release.set()
+        deadline = time.monotonic() + 5
+        while seen[-1] != 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen == [0, 1, 2]
+    finally:
+        release.set()
+        redraws.close()
+
+
+def test_update_between_redraws_leaves_the_redraw_to_the_timer():
+    view = jaxlab.show(jnp.zeros(2), name="s", rate=2.0)  # the next redraw 0.5 s away
+    try:
+        start = view.widget.updates
+        for k in range(100):
+            view.update(jnp.full(2, float(k)))
+        assert view.widget.updates == start  # no redraw on the caller's thread
+        view.flush()  # drops the armed redraw and draws the latest now
+        assert view.widget.updates == start + 1 and view.record.root.array.stats.max == 99.0
+        time.sleep(0.7)  # past the dropped timer's time: it draws nothing older
+        assert view.widget.updates == start + 1 and view.record.root.array.stats.max == 99.0
+    finally:
+        view.widget.close()
+
+
+def test_a_float_sample_travels_as_one_float64_buffer_of_the_same_values():
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    field = jnp.arange(12.0).reshape(3, 4).at[1, 2].set(jnp.nan).at[2, 3].set(-jnp.inf)
+    view = ArrayView(field, name="f")
+    try:
+        state, paths, buffers = _remove_buffers(view.get_state(["drawing"]))
+        assert paths == [["drawing", "sample", "values"]]
+        sent = np.frombuffer(buffers[0], "<f8").reshape(state["drawing"]["sample"]["dims"])
+        np.testing.assert_array_equal(sent, np.asarray(field))
+        assert view.drawing["sample"]["values"][1][2] == "NaN"  # the trait keeps its lists
+    finally:
+        view.close()
 
 
 def test_the_page_chooses_the_leaf_and_the_slice():

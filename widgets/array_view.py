@@ -14,9 +14,13 @@ twin (the saved notebook's view) is the ``ShowRecord``'s HTML of the latest stat
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
+import numpy as np
 import traitlets
 
 from jaxlab.arrays.draw import sample_caption
@@ -24,7 +28,7 @@ from jaxlab.arrays.html import flags
 from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
 from jaxlab.arrays.tree import show_record
 
-from ._base import JaxlabWidget, Throttle
+from ._base import JaxlabWidget
 
 MAX_ROWS = 3000  # tree rows sent to the page; the rest counted
 
@@ -35,7 +39,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
     name = traitlets.Unicode("").tag(sync=True)
     # the kernel makes every row: no per-row validation (a 714-layer tree has 2,143 rows)
     rows: traitlets.List[Any] = traitlets.List(traitlets.Any()).tag(sync=True)
-    drawing = traitlets.Dict().tag(sync=True)
+    drawing = traitlets.Dict().tag(sync=True, to_json=lambda d, _: drawing_json(d))
     footer = traitlets.Unicode("").tag(sync=True)
     updates = traitlets.Int(0).tag(sync=True)
     # the page chooses which leaf to draw and, for 3-D+, the slice of its leading axes
@@ -46,8 +50,8 @@ class ArrayView(JaxlabWidget, static="array_view"):
         super().__init__(name=name, **kwargs)
         self._value = value
         self._record: ShowRecord | None = None
-        self._throttle = Throttle(self._redraw, interval=1.0 / rate)
-        self._redraw()
+        self._redraws = LatestRedraw(self._redraw, interval=1.0 / rate)
+        self._redraws.now()
         self.observe(self._choose, names=["selected", "slice_at"])
 
     @property
@@ -56,15 +60,15 @@ class ArrayView(JaxlabWidget, static="array_view"):
         return self._record
 
     def update(self, value: Any) -> None:
-        """Show ``value`` now, or, when the last redraw was less than ``1/rate`` s ago, once
-        that interval ends (the latest value wins), so a loop is slowed by its redraws
-        only, never by every call."""
+        """Show ``value``: redrawn on a timer thread once ``1/rate`` s have passed since the
+        last redraw began, the latest value then; between redraws a call only keeps the
+        value, so a loop that calls it every step is slowed by the redraws alone."""
         self._value = value
-        self._throttle.changed()
+        self._redraws.changed()
 
     def flush(self) -> None:
-        """Redraw the latest value now (a loop ended)."""
-        self._throttle.changed(now=True)
+        """Redraw the latest value now, on this thread (a loop ended)."""
+        self._redraws.now()
 
     def _redraw(self) -> None:
         record = show_record(self._value, self.name, draw=1, slice_at=self._slice())
@@ -87,8 +91,9 @@ class ArrayView(JaxlabWidget, static="array_view"):
         return tuple(self.slice_at) if self.slice_at else None
 
     def _choose(self, *_: Any) -> None:
-        if self._record is not None:
-            self.drawing = self._drawing(self.selected)
+        with self._redraws.drawing:  # not beside a redraw on the timer thread
+            if self._record is not None:
+                self.drawing = self._drawing(self.selected)
 
     def _drawing(self, path: str) -> dict[str, Any]:
         record = self._record
@@ -132,7 +137,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
         return
 
     def close(self) -> None:
-        self._throttle.cancel()
+        self._redraws.close()
         super().close()
 
     def _static_html(self) -> str:
@@ -140,6 +145,94 @@ class ArrayView(JaxlabWidget, static="array_view"):
 
     def _static_text(self) -> str:
         return self.record.text()
+
+
+class LatestRedraw:
+    """Redraws of the latest value, at most one per ``interval`` (start to start), each on a
+    timer thread; the caller's thread only marks that a value changed::
+
+        redraws = LatestRedraw(widget.redraw, interval=0.25)
+        redraws.changed()   # between redraws: one attribute read
+        redraws.now()       # a redraw on this thread, after any one running
+
+    ``changed`` arms one timer, for when the interval since the last redraw ends; the
+    redraw it makes reads the value then, so an update made while a timer is armed is
+    drawn by it, and one made after the redraw began arms the next: the view always
+    ends on the latest value.
+    """
+
+    def __init__(self, redraw: Callable[[], None], interval: float) -> None:
+        self._redraw = redraw
+        self._interval = interval
+        self._armed = False  # a redraw is due; read without the lock on every change
+        self._closed = False
+        self._timer: threading.Timer | None = None
+        self._last = -interval  # when the last redraw began (monotonic seconds)
+        self._lock = threading.Lock()  # guards _armed and _timer
+        self.drawing = threading.RLock()  # held by a redraw (reentrant: its observers)
+
+    def changed(self) -> None:
+        """A new value: arm a redraw unless one is armed already."""
+        if not self._armed:
+            self._arm()
+
+    def now(self) -> None:
+        """Redraw on this thread (after a running redraw ends), dropping an armed one."""
+        with self.drawing:
+            self._disarm()
+            if not self._closed:
+                self._draw()
+
+    def close(self) -> None:
+        """No more redraws (the widget is closing); waits for a running one."""
+        with self.drawing:
+            self._closed = True
+            self._disarm()
+
+    def _arm(self) -> None:
+        with self._lock:
+            if self._armed or self._closed:
+                return
+            self._armed = True
+            delay = max(0.0, self._last + self._interval - time.monotonic())
+            self._timer = threading.Timer(delay, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _disarm(self) -> None:
+        with self._lock:
+            self._armed = False
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def _fire(self) -> None:
+        with self.drawing:
+            with self._lock:
+                if not self._armed:  # dropped by now() or close() meanwhile
+                    return
+                # cleared before the value is read: a change from here on arms the next
+                self._armed = False
+                self._timer = None
+            self._draw()
+
+    def _draw(self) -> None:
+        self._last = time.monotonic()
+        self._redraw()
+
+
+def drawing_json(drawing: dict[str, Any]) -> dict[str, Any]:
+    """The drawing as the comm carries it: a float sample's values as one buffer of
+    little-endian float64 (``values``, with ``dims``, its shape), not nested lists.
+    ipywidgets walks every list of a state for binary parts and the kernel writes every
+    number as JSON text: a 160 x 160 sample was most of a redraw's cost. The page reads
+    the buffer back into the same nested arrays, NaN and Inf as numbers."""
+    sample = drawing.get("sample")
+    if not sample or sample.get("kind") != "float" or not isinstance(sample["values"], list):
+        return drawing  # integers stay exact as JSON; complex pairs and scalars are few
+    values = np.asarray(sample["values"], dtype="<f8")  # "NaN", "Inf" words read back
+    wire = {**sample, "values": memoryview(values.tobytes()), "dims": list(values.shape)}
+    return {**drawing, "sample": wire}
 
 
 def _shards_payload(layout: ShardLayout | None) -> dict[str, Any] | None:

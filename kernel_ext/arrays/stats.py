@@ -158,7 +158,8 @@ def host_stats_many(arrays: list[np.ndarray]) -> list[ArrayStats]:
     out: list[ArrayStats | None] = [None] * len(arrays)
     for members in groups.values():
         first = arrays[members[0]]
-        if len(members) == 1 or first.size == 0 or first.dtype.kind not in "biuf":
+        # one array alone is a stack of one: the same figures, without host_stats' masks
+        if first.size == 0 or first.dtype.kind not in "biuf":
             for i in members:
                 out[i] = host_stats(arrays[i])
             continue

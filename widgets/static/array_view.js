@@ -2,6 +2,7 @@
 // State (synced from Python, see widgets/array_view.py):
 //   name, rows: [{path, key, label, depth, leaf, array, line, params, bytes, flags, more}]
 //   drawing: {path, shape, line, kind, caption, sample: {values, kind, steps, slice_at, bytes},
+//             (a float sample's values come as one float64 buffer, its shape in dims)
 //             shards: {words, mesh, devices: [{device, process, index, bytes, here, copies}]} | null}
 //   footer, updates
 //   selected, slice_at (written here): the leaf to draw and a 3-D+ array's leading indices
@@ -35,6 +36,23 @@ function bytesText(n) {
 function num(v) {
   if (typeof v === "string") return v === "NaN" ? NaN : v === "Inf" ? Infinity : -Infinity;
   return v;
+}
+
+/** A sample's values as nested arrays: a float sample's come as a buffer of float64
+ * (a DataView, or an ArrayBuffer) shaped by sample.dims; others as JSON lists. */
+function sampleValues(sample) {
+  const v = sample.values;
+  let buffer;
+  if (ArrayBuffer.isView(v)) buffer = v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength);
+  else if (v instanceof ArrayBuffer) buffer = v;
+  else return v;
+  const flat = new Float64Array(buffer); // copied above: a view's offset may be unaligned
+  const dims = sample.dims || [flat.length];
+  if (dims.length < 2) return Array.from(flat);
+  const cols = dims[dims.length - 1];
+  const rows = [];
+  for (let r = 0; r * cols < flat.length; r++) rows.push(Array.from(flat.subarray(r * cols, (r + 1) * cols)));
+  return rows;
 }
 
 function colour(stops, u) {
@@ -158,7 +176,7 @@ function drawPane(box, model) {
   const d = model.get("drawing") || {};
   if (!d.path) { box.append(h("div", "jaxlab-av-dim", "no array to draw")); return; }
   box.append(h("div", "jaxlab-av-path", d.path), h("div", "jaxlab-av-dim", d.line));
-  const s = d.sample;
+  const s = d.sample ? { ...d.sample, values: sampleValues(d.sample) } : null;
   if (!s) { box.append(h("div", "jaxlab-av-dim", d.caption || "")); return; }
   if (d.shape.length > 2) sliceControl(box, model, d);
   const tip = h("div", "jaxlab-av-tip", "hover for values");
