@@ -1,6 +1,7 @@
 """``%show`` in a real shell, ``jaxlab.show`` and its handle, the ArrayView widget, and
 ``%show on|off`` as the notebook's display."""
 
+import json
 import threading
 import time
 
@@ -176,7 +177,7 @@ def test_update_between_redraws_leaves_the_redraw_to_the_timer():
         view.widget.close()
 
 
-def test_a_float_sample_travels_as_one_float64_buffer_of_the_same_values():
+def test_a_float_sample_and_the_rows_travel_as_buffers_of_the_same_values():
     from ipywidgets.widgets.widget import _remove_buffers
 
     field = jnp.arange(12.0).reshape(3, 4).at[1, 2].set(jnp.nan).at[2, 3].set(-jnp.inf)
@@ -187,6 +188,8 @@ def test_a_float_sample_travels_as_one_float64_buffer_of_the_same_values():
         sent = np.frombuffer(buffers[0], "<f8").reshape(state["drawing"]["sample"]["dims"])
         np.testing.assert_array_equal(sent, np.asarray(field))
         assert view.drawing["sample"]["values"][1][2] == "NaN"  # the trait keeps its lists
+        _, paths, buffers = _remove_buffers(view.get_state(["rows"]))
+        assert paths == [["rows"]] and json.loads(bytes(buffers[0])) == view.rows
     finally:
         view.close()
 

@@ -32,9 +32,16 @@ class ArrayLeaf:
 
 
 def is_array_like(x: Any) -> bool:
+    return isinstance(x, _array_types())
+
+
+@functools.cache
+def _array_types() -> tuple[type, ...]:
+    """What an array leaf is, made once (asked of every node a walk makes; jax imported
+    when first asked, not with this module)."""
     import jax
 
-    return isinstance(x, jax.Array | np.ndarray | np.generic | jax.ShapeDtypeStruct)
+    return (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct)
 
 
 def _state(x: Any) -> str:

@@ -1,6 +1,7 @@
 // ArrayView: an array or pytree, live. No imports, no network.
 // State (synced from Python, see widgets/array_view.py):
 //   name, rows: [{path, key, label, depth, leaf, array, line, params, bytes, flags, more}]
+//         (as one buffer of their JSON text)
 //   drawing: {path, shape, line, kind, caption, sample: {values, kind, steps, slice_at, bytes},
 //             (a float sample's values come as one float64 buffer, its shape in dims)
 //             shards: {words, mesh, devices: [{device, process, index, bytes, here, copies}]} | null}
@@ -53,6 +54,12 @@ function sampleValues(sample) {
   const rows = [];
   for (let r = 0; r * cols < flat.length; r++) rows.push(Array.from(flat.subarray(r * cols, (r + 1) * cols)));
   return rows;
+}
+
+/** The tree's rows: they come as a buffer of JSON text (a DataView or an ArrayBuffer). */
+function rowsOf(v) {
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) return JSON.parse(new TextDecoder().decode(v));
+  return v || [];
 }
 
 function colour(stops, u) {
@@ -206,7 +213,7 @@ function shardList(box, shards) {
 
 function drawTree(box, model, collapsed, redraw) {
   box.replaceChildren();
-  const rows = model.get("rows") || [];
+  const rows = rowsOf(model.get("rows"));
   const selected = model.get("selected");
   let hideBelow = Infinity;
   for (const row of rows) {
