@@ -569,3 +569,22 @@ def test_a_draw_recorded_after_its_key_object_died_means_what_it_meant_then():
     assert key_lineage().reuses == ()
     assert len(key_lineage().same_seeds) == 1
     assert key_lineage().unseen == 2
+
+
+def test_an_eager_loop_keeps_only_its_newest_split_results_alive():
+    import gc
+    import weakref
+
+    alive = []
+    with track_keys():
+        key = jax.random.PRNGKey(0)  # legacy: a split's result is the user's own array
+        for _ in range(5 * record.UNREAD_SPLITS):
+            out = jax.random.split(key)
+            alive.append(weakref.ref(out))
+            key, sub = out
+            jax.random.normal(sub, (2,))
+        del out
+        gc.collect()
+        # the newest splits, and the first (recorded at once, its keys read when needed)
+        assert sum(r() is not None for r in alive) <= record.UNREAD_SPLITS + 1
+        assert len(key_lineage().nodes) == 1 + 2 * 5 * record.UNREAD_SPLITS

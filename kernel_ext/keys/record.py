@@ -48,6 +48,8 @@ EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
 MAX_NOTED = MAX_EVENTS  # eager draws and splits noted, their records not made yet
 UNREAD_SPLITS = 8  # a noted split's keys are read once this many later ones are noted
 _GONE = object()  # stands for a noted key's object that died before its record was made
+_NOTE = 8  # values per noted call in KeyLineage._noted
+_SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per shape, shared
 
 
 @dataclass(slots=True)
@@ -219,8 +221,8 @@ class KeyLineage:
             self._consumed_by: dict[int, int] = {}  # node -> first consuming event
             # the data of every key consumed (held or noted): data not in it is no reuse
             self._consumed_data: set[bytes] = set()
-            self._noted: list[list[Any]] = []  # eager calls whose records are not made yet
-            self._unread: deque[list[Any]] = deque()  # noted splits whose keys are unread
+            self._noted: list[Any] = []  # eager calls whose records are not made yet
+            self._unread: deque[int] = deque()  # where in _noted a split's unread keys are
             # id(key array) -> (weak reference, node): a single key known by its object
             self._objects: dict[int, tuple[weakref.ref[Any], int]] = {}
             self._single_roots: set[int] = set()  # one key made from a seed (or unseen)
@@ -402,28 +404,34 @@ class KeyLineage:
             traced or obj is None or not isinstance(raw, bytes) or self._calls
             or raw in self._consumed_data  # consumed before: maybe a reuse, told at once
             or id(obj) in self._objects  # known by identity (a seed's own key)
-            or len(self._noted) >= MAX_NOTED
+            or len(self._noted) >= MAX_NOTED * _NOTE
         ):  # fmt: skip
             return False
         try:  # the object, not kept alive: only needed if it is used again
             ref = weakref.ref(obj)
         except TypeError:
             return False
-        entry = [op, raw, impl, site, shape, dtype, ref, out]
-        self._noted.append(entry)
+        at = len(self._noted)
+        if len(_SHAPES) < 4096:
+            shape = _SHAPES.setdefault(shape, shape)
+        # flat, no container per call: fewer objects for the garbage collector to walk
+        self._noted += (op, raw, impl, site, shape, dtype, ref, out)
         self._consumed_data.add(raw)
         if out is not None:  # a split: its keys read a few splits later (computed by then)
-            self._unread.append(entry)
-            if len(self._unread) > UNREAD_SPLITS:
-                old = self._unread.popleft()
-                old[7] = rows_of(old[7])
+            unread = self._unread
+            unread.append(at + 7)
+            if len(unread) > UNREAD_SPLITS:
+                old = unread.popleft()
+                # a copy: a view of the key's buffer would keep the key array alive
+                self._noted[old] = rows_of(self._noted[old]).copy()
         return True
 
     def _record_noted(self) -> None:
         """Make the records of the noted calls, in order, as if made when called."""
         noted, self._noted = self._noted, []
         self._unread.clear()
-        for op, raw, impl, site, shape, dtype, ref, out in noted:
+        for at in range(0, len(noted), _NOTE):
+            op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
             obj = ref()
             obj = _GONE if obj is None else obj  # still "a key object", one never seen again
             if dtype is None:  # a split: `out`, its keys (or their data, read already)
@@ -577,7 +585,7 @@ class KeyLineage:
         self._dropped += len(old)
         if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
             held = (self._nodes[n][0] for n in self._consumed_by if n in self._nodes)
-            self._consumed_data = {*held, *(entry[1] for entry in self._noted)}
+            self._consumed_data = {*held, *self._noted[1::_NOTE]}
 
     def _count_use(self, node: int, event: int) -> None:
         """The per-site table's draw row (splits are counted as the keys they make)."""
