@@ -227,3 +227,22 @@ def test_device_counts_are_exact_past_a_uint8_row_and_float32s_integers():
     zeros = len(range(0, n, 3)) - (1 if (n - 1) % 3 == 0 else 0)
     assert (s.zero, s.nan, s.inf, s.finite) == (zeros, 1, 1, n - 2)
     assert device_stats(jnp.zeros(n, jnp.bool_)).zero == n
+
+
+def test_a_view_pauses_the_collector_only_while_it_is_built():
+    import gc
+
+    from jaxlab.arrays.collector import collector_paused
+
+    seen = []
+    with collector_paused():
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    show_record([{"W": jnp.ones((2, 2))}] * 3).html()
+    assert gc.isenabled()
+    gc.disable()  # the user's own pause is theirs: a view does not end it
+    try:
+        show_record(jnp.ones(3)).text()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
+from jaxlab.arrays.collector import collector_paused
 from jaxlab.arrays.draw import sample_caption
 from jaxlab.arrays.html import flags
 from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
@@ -74,6 +75,10 @@ class ArrayView(JaxlabWidget, static="array_view"):
         self._redraws.now()
 
     def _redraw(self) -> None:
+        with collector_paused():  # the record, a row per node and their JSON: no cycles
+            self._draw_record()
+
+    def _draw_record(self) -> None:
         record = show_record(self._value, self.name, draw=1, slice_at=self._slice())
         self._record = record
         rows = tree_rows(record.root)

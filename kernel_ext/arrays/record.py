@@ -261,14 +261,18 @@ class ShowRecord:
     notes: tuple[str, ...] = field(default=())
 
     def text(self) -> str:
+        from .collector import collector_paused
         from .html import tree_text
 
-        return tree_text(self)
+        with collector_paused():
+            return tree_text(self)
 
     def html(self) -> str:
+        from .collector import collector_paused
         from .html import tree_html
 
-        return tree_html(self)
+        with collector_paused():  # a string per node, no cycle among them
+            return tree_html(self)
 
     def __str__(self) -> str:
         return self.text()

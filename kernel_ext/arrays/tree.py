@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .collector import collector_paused
 from .info import ArrayLeaf, array_infos, is_array_like
 from .record import ArrayInfo, ShowRecord, TreeNode
 from .structure import haiku_groups, is_haiku_params, is_hidden_key, node_label, value_words
@@ -39,6 +40,11 @@ def show_record(
     x: Any, name: str = "", slice_at: tuple[int, ...] | None = None, draw: int = MAX_DRAWN
 ) -> ShowRecord:
     """Walk ``x`` (an array or any pytree) and compute every array leaf's figures."""
+    with collector_paused():  # thousands of records, no cycle among them
+        return _record(x, name, slice_at, draw)
+
+
+def _record(x: Any, name: str, slice_at: tuple[int, ...] | None, draw: int) -> ShowRecord:
     walk = _Walk()
     shape = _walk(x, name or "", "", walk)
     infos = array_infos(walk.leaves, slice_at=slice_at, draw=draw)
