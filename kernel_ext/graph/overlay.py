@@ -149,8 +149,10 @@ def resolve(graph: m.Graph, data: Mapping[str, float], *, name: str, unit: str) 
             if not item.blocks:  # a box's line is its contents' lines
                 by_line.setdefault(_where(source_line(item.eqn)), []).append(item_id)
         for item_id, item in items.items():  # a line that only calls a box: the box
+            if not item.blocks:
+                continue
             where = _where(source_line(item.eqn))
-            if item.blocks and where not in by_line:
+            if where not in by_line:
                 by_line.setdefault(where, []).append(item_id)
     else:
         for n in graph.nodes:
@@ -296,25 +298,26 @@ def ranked(graph: m.Graph, most: int = 10) -> list[Ranked]:
     program = _program(graph)
     items = program[0] if program is not None else {}
     by_id = {n.id: n for n in graph.nodes}
+    known = [
+        (key, value)
+        for key, value in graph.overlay_values.items()
+        if math.isfinite(value) and (key in items or key in by_id)
+    ]
+    # Only the chosen are described (a 10,000-equation program's lines not all looked up).
     found: list[Ranked] = []
-    for key, value in graph.overlay_values.items():
-        if not math.isfinite(value):
-            continue
+    for key, value in sorted(known, key=lambda kv: -abs(kv[1]))[:most]:
         if key in items:
             item = items[key]
             primitive, source = item.primitive, source_line(item.eqn)
-        elif key in by_id:
-            primitive, source = by_id[key].primitive or by_id[key].label, by_id[key].source
         else:
-            continue
+            primitive, source = by_id[key].primitive or by_id[key].label, by_id[key].source
         share = (
             value / graph.overlay_total
             if not graph.overlay_signed and graph.overlay_total > 0
             else None
         )
         found.append(Ranked(key, primitive, source, value, share))
-    found.sort(key=lambda r: -abs(r.value))
-    return found[:most]
+    return found
 
 
 # ---------------------------------------------------------------------- drawing

@@ -28,9 +28,12 @@ _INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%(\S+) = (.*)$")
 _OPCODE = re.compile(r"^.*?(?<![\w.%-])([a-z][a-z0-9_-]*)\(")
 _SHAPE = re.compile(r"^[a-z]+\d*\[([\d,]*)\]")
 _OPERAND = re.compile(r"%([\w.\-]+)")
+# (No \b before the key: tried at every character it triples the search; a key that
+# starts inside a word is dropped in _called instead.)
 _CALLED = re.compile(
-    r"\b(?:calls|body|condition|to_apply|true_computation|false_computation)=%([\w.\-]+)"
+    r"(?:calls|body|condition|to_apply|true_computation|false_computation)=%([\w.\-]+)"
 )
+_WORD = re.compile(r"\w")
 _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
 _OP_NAME = re.compile(r'op_name="([^"\\]*(?:\\.[^"\\]*)*)"')  # (unrolled: 2x faster)
 _FRAME = re.compile(r"stack_frame_id=(\d+)")
@@ -230,7 +233,7 @@ def _instruction(
         source = _SOURCE.search(rest)
         if source is not None:
             line = _where(source[1], int(source[2]))
-    called = tuple(_CALLED.findall(rest)) if "=%" in rest else ()
+    called = _called(rest) if "=%" in rest else ()
     branches = _BRANCHES.search(rest) if "branch_computations=" in rest else None
     if branches is not None:
         called += tuple(_OPERAND.findall(branches[1]))
@@ -240,6 +243,13 @@ def _instruction(
         name, op, computation, tuple(filter(None, names[1].split(";"))) if names else (),
         line, elements, called, float(elements), int(trips[1]) if trips else None, rest,
     )  # fmt: skip
+
+
+def _called(rest: str) -> tuple[str, ...]:
+    """The computations an instruction runs, named by its ``calls=``, ``body=`` ... ."""
+    return tuple(
+        m[1] for m in _CALLED.finditer(rest) if not (m.start() and _WORD.match(rest, m.start() - 1))
+    )
 
 
 def _dims(written: str | None) -> tuple[int, ...]:
