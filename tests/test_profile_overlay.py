@@ -156,3 +156,23 @@ def test_profile_graph_magic_draws_the_costliest_function(ip, capsys):
     assert result.costliest_function() == "cell_step"
     shown = capsys.readouterr().out
     assert "cell_step" in shown
+
+
+def test_hlo_read_names_what_an_instruction_runs_by_whole_keys_only():
+    text = (
+        "HloModule m, entry_computation_layout={()->f32[2,3]{1,0}}\n\n"
+        "%c (p: f32[2,3]) -> f32[2,3] {\n  ROOT %p = f32[2,3]{1,0} parameter(0)\n}\n\n"
+        "ENTRY %main () -> f32[2,3] {\n  %k = f32[2,3]{1,0} constant({...})\n"
+        "  ROOT %f = f32[2,3]{1,0} fusion(%k), kind=kLoop, recalls=%k, calls=%c, "
+        'metadata={op_name="jit(m)/a;jit(m)/b"}\n'
+        "}\n"
+    )
+    hlo = read_hlo(text)
+    f = hlo.instructions["f"]
+    assert (f.opcode, f.called, f.op_names, f.elements) == (
+        "fusion",
+        ("c",),
+        ("jit(m)/a", "jit(m)/b"),
+        6,
+    )
+    assert hlo.members("f") == ["p"] and hlo.entry == "main" and hlo.has_metadata
