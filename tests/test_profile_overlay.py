@@ -176,3 +176,20 @@ def test_hlo_read_names_what_an_instruction_runs_by_whole_keys_only():
         6,
     )
     assert hlo.members("f") == ["p"] and hlo.entry == "main" and hlo.has_metadata
+
+
+def test_the_join_pauses_the_collector_and_resumes_it(big):
+    import gc
+
+    result, _ = big
+    x, w = jnp.ones((512, 512)), jnp.ones((512, 512))
+    traced = jax.jit(planted).trace(x, w)
+    seen = []
+
+    def graph_of(c):
+        seen.append(gc.isenabled())
+        return jaxlab.graph.build.graph_from_jaxpr(c, title="planted", explore=True)
+
+    text = traced.lower().compile().as_text()
+    attribute(result, traced.jaxpr, text, function="planted", graph_of=graph_of)
+    assert seen == [False] and gc.isenabled()
