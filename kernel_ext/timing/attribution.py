@@ -219,7 +219,7 @@ def attribute(
     """Join ``result``'s op times of the module ``hlo_text`` compiles to the equations of
     ``closed_jaxpr`` (see module docstring); the Graph ``graph_of(closed)`` gets the
     time overlay."""
-    from ..arrays.collector import collector_paused
+    from .._collector import collector_paused
 
     # The join makes ~80,000 objects that outlive it and no cycle: a collection in the
     # middle walks the kernel's whole heap (0.1-0.25 s of a 10,000-equation join) and

@@ -11,28 +11,17 @@ seven times), and runs with Python's garbage collector paused, as ``timeit`` run
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import jax
 
+# As timeit does: a collection in the middle of a round is not the call's time.
+from .._collector import collector_paused
+
 ROUND_S = 0.2  # a round of calls lasts at least this long (as %timeit's autorange)
 MAX_RUNS = 100_000
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """As ``timeit`` does: a collection in the middle of a round is not the call's time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def ready_round(call: Callable[[], Any], n: int) -> float:

@@ -1,4 +1,5 @@
-"""Building a view without pauses of Python's cyclic garbage collector.
+"""Work without pauses of Python's cyclic garbage collector: %show's views, the profile
+join, %bench's timed rounds (as ``timeit`` pauses it).
 
 A 714-layer tree's view makes some 20,000 records, rows and strings, none of them in a
 reference cycle. Each 700 allocations start a collection, and in a kernel whose heap is
