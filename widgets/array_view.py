@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from jaxlab.arrays.collector import collector_paused
+from jaxlab._collector import collector_paused
 from jaxlab.arrays.draw import sample_caption
 from jaxlab.arrays.html import flags
 from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
