@@ -440,3 +440,22 @@ def test_rounds_at_two_levels_are_called_unsteady_and_steady_ones_are_not():
     assert f"{r.spread:.1f}×" in row and "-r 20" in row
     steady = jaxlab.bench(lambda: time.sleep(0.002), runs=20, repeats=6)
     assert not steady.unsteady and "unsteady" not in str(steady)
+
+
+def test_a_call_a_little_over_a_fresh_peak_raises_it_without_measuring_again(monkeypatch):
+    from jaxlab.timing import peak
+
+    measured = []
+
+    def count(platform):
+        measured.append(platform)
+        return peak.Peak(platform, 1e9, 1e9, 1, 1, time.time(), peak.load_average())
+
+    monkeypatch.setattr(peak, "measure_peak", count)
+    platform = jax.default_backend()
+    fresh = peak.Peak(platform, 1e9, 1e9, 1, 1, time.time(), peak.load_average())
+    monkeypatch.setattr(peak, "_PEAKS", {platform: fresh})
+    p = peak.peak_for(1.2e9, None)  # a kernel 1.2x the peak's: the peak raised, not remeasured
+    assert not measured and p.flops_s == 1.2e9 and p.raised_by == "flops"
+    p = peak.peak_for(2e9, None)  # twice the (raised) peak: it was measured busier: again
+    assert measured == [platform] and p.flops_s == 2e9
