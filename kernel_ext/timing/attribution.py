@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from .._collector import collector_paused
 from ..graph import model as m
 from .hlo_map import FREE, Hlo, read_hlo
 
@@ -208,6 +209,10 @@ def op_times(result: Any, module: str) -> dict[str, float]:
     return {c.name: c.total_s for c in getattr(result, "op_times", ()) if c.module == module}
 
 
+# The join makes ~80,000 objects that outlive it and no cycle: a collection in the middle
+# walks the kernel's whole heap (0.1-0.25 s of a 10,000-equation join) and frees nothing
+# it made.
+@collector_paused()
 def attribute(
     result: Any,
     closed_jaxpr: Any,
@@ -219,23 +224,6 @@ def attribute(
     """Join ``result``'s op times of the module ``hlo_text`` compiles to the equations of
     ``closed_jaxpr`` (see module docstring); the Graph ``graph_of(closed)`` gets the
     time overlay."""
-    from .._collector import collector_paused
-
-    # The join makes ~80,000 objects that outlive it and no cycle: a collection in the
-    # middle walks the kernel's whole heap (0.1-0.25 s of a 10,000-equation join) and
-    # frees nothing it made.
-    with collector_paused():
-        return _attribute(result, closed_jaxpr, hlo_text, function=function, graph_of=graph_of)
-
-
-def _attribute(
-    result: Any,
-    closed_jaxpr: Any,
-    hlo_text: str,
-    *,
-    function: str,
-    graph_of: Callable[[Any], m.Graph],
-) -> Attribution:
     hlo = read_hlo(hlo_text)
     times = op_times(result, hlo.module)
     if not times:
