@@ -82,8 +82,8 @@ py311-env:
 
 # Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
 # The 3.11 environment is installed beside the docs build (about 80 s of pip, the docs
-# about 50 s), then its tests run. Not beside the main suite: its Binder test builds a
-# venv of its own, and two pip installs at once took the suite from 11 to 14.7 minutes.
+# about 50 s), then its tests run alone. Not beside the main suite, whose Binder test
+# builds a venv of its own: tried, the whole run took as long (1377 s against 1367 s).
 # System packages are installed first, in the foreground (two apt-gets would fight over
 # dpkg's lock).
 test: export JAXLAB_EXECUTED_NOTEBOOKS := test-output/notebooks
