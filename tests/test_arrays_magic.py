@@ -133,7 +133,7 @@ def test_a_burst_of_updates_without_flush_ends_on_the_last_state():
 def test_a_change_made_while_a_redraw_runs_arms_the_next():
     """The redraw of value 1 is running (on its timer thread) when value 2 arrives: a
     further redraw must follow, or the view would stay on 1."""
-    from jaxlab.widgets.array_view import LatestRedraw
+    from jaxlab.widgets._base import LatestRedraw
 
     value, seen = [0], []
     running, release = threading.Event(), threading.Event()

@@ -81,7 +81,7 @@ PUBLIC_MAGICS = {
 # category); everything else lives in a package: the package of its capability, or a
 # package below them all: program/ (calls, cells and a call's argument leaves, shared by
 # every magic) or highlight/ (code as HTML). tests/test_house.py checks the imports.
-TOP_LEVEL = {"__init__.py", "devices.py", "_jax_compat.py", "_warning.py", "_collector.py"}
+TOP_LEVEL = {"__init__.py", "devices.py", "_jax_compat.py", "_warning.py"}
 
 
 def test_every_public_name_is_there_and_callable_or_a_class():

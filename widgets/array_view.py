@@ -15,22 +15,19 @@ twin (the saved notebook's view) is the ``ShowRecord``'s HTML of the latest stat
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
 import numpy as np
 import traitlets
 
-from jaxlab._collector import collector_paused
 from jaxlab.arrays.draw import sample_caption
 from jaxlab.arrays.html import flags
 from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
 from jaxlab.arrays.tree import show_record
+from jaxlab.timing.collector import collector_paused
 
-from ._base import JaxlabWidget
+from ._base import JaxlabWidget, LatestRedraw
 
 MAX_ROWS = 3000  # tree rows sent to the page; the rest counted
 
@@ -153,80 +150,6 @@ class ArrayView(JaxlabWidget, static="array_view"):
 
     def _static_text(self) -> str:
         return self.record.text()
-
-
-class LatestRedraw:
-    """Redraws of the latest value, at most one per ``interval`` (start to start), each on a
-    timer thread; the caller's thread only marks that a value changed::
-
-        redraws = LatestRedraw(widget.redraw, interval=0.25)
-        redraws.changed()   # between redraws: one attribute read
-        redraws.now()       # a redraw on this thread, after any one running
-
-    ``changed`` arms one timer, for when the interval since the last redraw ends; the
-    redraw it makes reads the value then, so an update made while a timer is armed is
-    drawn by it, and one made after the redraw began arms the next: the view always
-    ends on the latest value.
-    """
-
-    def __init__(self, redraw: Callable[[], None], interval: float) -> None:
-        self._redraw = redraw
-        self._interval = interval
-        self._armed = False  # a redraw is due; read without the lock on every change
-        self._closed = False
-        self._timer: threading.Timer | None = None
-        self._last = -interval  # when the last redraw began (monotonic seconds)
-        self._lock = threading.Lock()  # guards _armed and _timer
-        self.drawing = threading.RLock()  # held by a redraw (reentrant: its observers)
-
-    def changed(self) -> None:
-        """A new value: arm a redraw unless one is armed already."""
-        if not self._armed:
-            self._arm()
-
-    def now(self) -> None:
-        """Redraw on this thread (after a running redraw ends), dropping an armed one."""
-        with self.drawing:
-            self._disarm()
-            if not self._closed:
-                self._draw()
-
-    def close(self) -> None:
-        """No more redraws (the widget is closing); waits for a running one."""
-        with self.drawing:
-            self._closed = True
-            self._disarm()
-
-    def _arm(self) -> None:
-        with self._lock:
-            if self._armed or self._closed:
-                return
-            self._armed = True
-            delay = max(0.0, self._last + self._interval - time.monotonic())
-            self._timer = threading.Timer(delay, self._fire)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _disarm(self) -> None:
-        with self._lock:
-            self._armed = False
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-
-    def _fire(self) -> None:
-        with self.drawing:
-            with self._lock:
-                if not self._armed:  # dropped by now() or close() meanwhile
-                    return
-                # cleared before the value is read: a change from here on arms the next
-                self._armed = False
-                self._timer = None
-            self._draw()
-
-    def _draw(self) -> None:
-        self._last = time.monotonic()
-        self._redraw()
 
 
 def rows_json(rows: list[dict[str, Any]]) -> memoryview:

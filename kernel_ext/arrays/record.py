@@ -261,14 +261,14 @@ class ShowRecord:
     notes: tuple[str, ...] = field(default=())
 
     def text(self) -> str:
-        from .._collector import collector_paused
+        from ..timing.collector import collector_paused
         from .html import tree_text
 
         with collector_paused():
             return tree_text(self)
 
     def html(self) -> str:
-        from .._collector import collector_paused
+        from ..timing.collector import collector_paused
         from .html import tree_html
 
         with collector_paused():  # a string per node, no cycle among them

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._collector import collector_paused
+from ..timing.collector import collector_paused
 from .info import ArrayLeaf, array_infos, is_array_like
 from .record import ArrayInfo, ShowRecord, TreeNode
 from .structure import haiku_groups, is_haiku_params, is_hidden_key, node_label, value_words

@@ -40,8 +40,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .._collector import collector_paused
 from ..graph import model as m
+from .collector import collector_paused
 from .hlo_map import FREE, Hlo, read_hlo
 
 _SCOPE_PRIMITIVE = {"while": ("scan", "while"), "conditional": ("cond",)}

@@ -1,5 +1,5 @@
-"""Work without pauses of Python's cyclic garbage collector: %show's views, the profile
-join, %bench's timed rounds (as ``timeit`` pauses it).
+"""Work without pauses of Python's cyclic garbage collector: %bench's timed rounds (as
+``timeit`` pauses it), the profile join, and ``arrays/``'s views (%show).
 
 A 714-layer tree's view makes some 20,000 records, rows and strings, none of them in a
 reference cycle. Each 700 allocations start a collection, and in a kernel whose heap is
