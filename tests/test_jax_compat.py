@@ -246,6 +246,26 @@ def test_key_data_now_fallback(monkeypatch):
     assert np.array_equal(_jax_compat.key_data_now(key), np.asarray(jax.random.key_data(key)))
 
 
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])
+def test_key_impl_now_on_installed_jax(impl):
+    from jaxlab.keys.track import _impl
+
+    key = jax.random.key(3, impl=impl)
+    assert _jax_compat.key_impl_now(key) is not None  # the fast path is taken
+    assert _jax_compat.key_impl_now(jax.random.key(4, impl=impl)) is _jax_compat.key_impl_now(key)
+    assert _impl(key) == _impl(key) == str(jax.random.key_impl(key))
+    assert impl in _impl(key)
+
+
+def test_key_impl_now_fallback(monkeypatch):
+    from jaxlab.keys.track import _impl
+
+    monkeypatch.setattr(_jax_compat, "_KEY_IMPL", "_gone_away")
+    key = jax.random.key(5, impl="rbg")
+    assert _jax_compat.key_impl_now(key) is None
+    assert _impl(key) == str(jax.random.key_impl(key))  # by the key type's name instead
+
+
 def test_tracing_loop_body_on_installed_jax():
     seen = []
 

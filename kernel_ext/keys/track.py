@@ -37,7 +37,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._jax_compat import key_data_now, tracing_loop_body
+from .._jax_compat import key_data_now, key_impl_now, tracing_loop_body
 from .._warning import JaxlabWarning
 from .calls import TRACING, TemplateOp, is_typed, rows_of
 from .jit import make_jit
@@ -230,9 +230,23 @@ def _dtype_name(dtype: Any) -> str:
     return name
 
 
-def _impl(key: Any) -> str:
-    if not _is_typed(key):  # a legacy key's implementation is the default one (may change)
-        return str(jax.config.jax_default_prng_impl)
+# id(a typed key's implementation object) -> (that object, its name); the object is held,
+# so its id is never another's
+_IMPL_NAMES: dict[int, tuple[Any, str]] = {}
+
+
+def _impl(key: Any, typed: bool | None = None) -> str:
+    if not (_is_typed(key) if typed is None else typed):
+        return str(jax.config.jax_default_prng_impl)  # a legacy key's: the default (may change)
+    spec = key_impl_now(key)
+    if spec is not None:
+        hit = _IMPL_NAMES.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        name = str(jax.random.key_impl(key))
+        if len(_IMPL_NAMES) < 64:
+            _IMPL_NAMES[id(spec)] = (spec, name)
+        return name
     name = key.dtype.name  # a string: a cheap cache key, unlike the dtype itself
     impl = _IMPLS.get(name)
     if impl is None:
@@ -248,8 +262,9 @@ def _rows(key: Any) -> tuple[np.ndarray, str]:
 def _given(key: Any) -> tuple[np.ndarray | bytes, str]:
     """What the lineage needs of a key given to a sampler or a split: one key's data as
     bytes (the common case, a loop's ``key, sub = split(key)``), several keys' as rows."""
-    data = key_data_now(key) if _is_typed(key) else np.asarray(key)
-    return (data.tobytes() if data.ndim == 1 else _as_rows(data)), _impl(key)
+    typed = _is_typed(key)
+    data = key_data_now(key) if typed else np.asarray(key)
+    return (data.tobytes() if data.ndim == 1 else _as_rows(data)), _impl(key, typed)
 
 
 def _data(key: Any) -> Any:
