@@ -234,12 +234,13 @@ _KEY_BASE_ARRAY = "_base_array"
 
 def key_data_now(key: Any) -> Any:
     """The key data of a concrete typed key as a NumPy array (no dispatch when possible)."""
-    base = getattr(key, _KEY_BASE_ARRAY, None)
-    if base is not None and not isinstance(base, _tracer_class()):
-        return _np().asarray(base)
     import jax
+    import numpy as np
 
-    return _np().asarray(jax.random.key_data(key))
+    base = getattr(key, _KEY_BASE_ARRAY, None)
+    if base is not None and not isinstance(base, jax.core.Tracer):
+        return np.asarray(base)
+    return np.asarray(jax.random.key_data(key))
 
 
 # Which implementation a typed key has is asked on every tracked draw: ``key.dtype`` makes
@@ -252,27 +253,6 @@ _KEY_IMPL = "_impl"
 def key_impl_now(key: Any) -> Any:
     """The object that stands for a concrete typed key's implementation, or None."""
     return getattr(key, _KEY_IMPL, None)
-
-
-_MODULES: dict[str, Any] = {}  # imported on first use (this module imports nothing heavy)
-
-
-def _np() -> Any:
-    found = _MODULES.get("numpy")
-    if found is None:
-        import numpy
-
-        found = _MODULES["numpy"] = numpy
-    return found
-
-
-def _tracer_class() -> type:
-    found = _MODULES.get("Tracer")
-    if found is None:
-        import jax
-
-        found = _MODULES["Tracer"] = jax.core.Tracer
-    return found
 
 
 # A loop body (``scan``, ``while_loop``, ``fori_loop``, ``lax.map``) is traced once and
