@@ -234,13 +234,20 @@ _KEY_BASE_ARRAY = "_base_array"
 
 def key_data_now(key: Any) -> Any:
     """The key data of a concrete typed key as a NumPy array (no dispatch when possible)."""
-    import jax
     import numpy as np
+
+    return np.asarray(key_base_now(key))
+
+
+def key_base_now(key: Any) -> Any:
+    """The array of a concrete typed key's data: the key's own when it holds one, else
+    ``jax.random.key_data``'s (a dispatch)."""
+    import jax
 
     base = getattr(key, _KEY_BASE_ARRAY, None)
     if base is not None and not isinstance(base, jax.core.Tracer):
-        return np.asarray(base)
-    return np.asarray(jax.random.key_data(key))
+        return base
+    return jax.random.key_data(key)
 
 
 # Which implementation a typed key has is asked on every tracked draw: ``key.dtype`` makes
@@ -253,6 +260,43 @@ _KEY_IMPL = "_impl"
 def key_impl_now(key: Any) -> Any:
     """The object that stands for a concrete typed key's implementation, or None."""
     return getattr(key, _KEY_IMPL, None)
+
+
+# Which keys a split made is known by object when the user unpacks its result
+# (``key, sub = jax.random.split(key)``): the concrete typed key class (JAX's private
+# ``PRNGKeyArray``, found by name among ``jax.Array``'s subclasses, nothing made) makes
+# them in its ``__iter__``. A JAX without that class or method yields None, and the keys
+# are then known by their data, read on each call (slower, as correct).
+_KEY_ARRAY_CLASS = "PRNGKeyArray"
+
+
+def watch_key_unpacking(watch: Callable[[Any, Any], Any]) -> Callable[[], None] | None:
+    """While hooked, iterating a concrete typed key array returns ``watch(array, keys)``,
+    ``keys`` being JAX's own iterator of its keys (``watch`` returns an iterator of the
+    same keys); returns the undo, or None when this JAX cannot be watched."""
+    import jax
+
+    cls = next((c for c in jax.Array.__subclasses__() if c.__name__ == _KEY_ARRAY_CLASS), None)
+    original = cls.__dict__.get("__iter__") if cls is not None else None
+    if not callable(original):
+        return None
+
+    def __iter__(self: Any) -> Any:
+        __tracebackhide__ = True
+        return watch(self, original(self))
+
+    __iter__.__wrapped__ = original  # type: ignore[attr-defined]
+    __iter__.__doc__ = original.__doc__
+    try:
+        cls.__iter__ = __iter__  # type: ignore[union-attr]
+    except (TypeError, AttributeError):  # an immutable (C) type
+        return None
+
+    def undo() -> None:
+        if cls.__dict__.get("__iter__") is __iter__:  # type: ignore[union-attr]
+            cls.__iter__ = original  # type: ignore[union-attr]
+
+    return undo
 
 
 # A loop body (``scan``, ``while_loop``, ``fori_loop``, ``lax.map``) is traced once and

@@ -23,16 +23,17 @@ that needs them comes (an eager loop pays for the reuse check, not for the recor
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from .calls import Call, rows_of
+from .calls import Call, data_bytes, rows_of
 from .model import KeyEdge as KeyEdge
 from .model import KeyEvent as KeyEvent
 from .model import KeyNode as KeyNode
@@ -47,6 +48,7 @@ MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
 EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
 MAX_NOTED = MAX_EVENTS  # eager draws and splits noted, their records not made yet
 UNREAD_SPLITS = 8  # a noted split's keys are read once this many later ones are noted
+MAX_KIDS = 4096  # keys known by their split's index (beyond, the dead are dropped)
 _GONE = object()  # stands for a noted key's object that died before its record was made
 _NOTE = 8  # values per noted call in KeyLineage._noted
 _SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per shape, shared
@@ -62,6 +64,14 @@ class _Pending:
     site: Site
     traced: bool
     source: Any = None  # the key array a split made (its data read later: no stall)
+
+
+def _shared(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """One tuple per shape, however many calls are noted with it."""
+    found = _SHAPES.get(shape)
+    if found is None and len(_SHAPES) < 4096:
+        found = _SHAPES[shape] = shape
+    return shape if found is None else found
 
 
 # Internally a node is a tuple (raw data, impl, origin, parent, index, event, site, traced)
@@ -223,6 +233,14 @@ class KeyLineage:
             self._consumed_data: set[bytes] = set()
             self._noted: list[Any] = []  # eager calls whose records are not made yet
             self._unread: deque[int] = deque()  # where in _noted a split's unread keys are
+            # A noted split's keys are known by object once unpacked (key, sub = split(key)),
+            # each by a token, 2 * (where its split is in _noted) + its index: id(the split's
+            # unread result) -> where; id(a key) -> (weak reference, generation, token, impl)
+            self._outs: dict[int, int] = {}
+            self._kids: dict[int, tuple[weakref.ref[Any], int, int, str]] = {}
+            self._kid_tokens: set[int] = set()  # keys noted as consumed by their token
+            self._data_from = -1  # no token below this is noted (a call noted by data since)
+            self._generation = getattr(self, "_generation", 0) + 1  # of _noted's positions
             # id(key array) -> (weak reference, node): a single key known by its object
             self._objects: dict[int, tuple[weakref.ref[Any], int]] = {}
             self._single_roots: set[int] = set()  # one key made from a seed (or unseen)
@@ -403,6 +421,7 @@ class KeyLineage:
         if (
             traced or obj is None or not isinstance(raw, bytes) or self._calls
             or raw in self._consumed_data  # consumed before: maybe a reuse, told at once
+            or self._kid_tokens  # keys noted by their token: is this one's data theirs?
             or id(obj) in self._objects  # known by identity (a seed's own key)
             or len(self._noted) >= MAX_NOTED * _NOTE
         ):  # fmt: skip
@@ -412,29 +431,103 @@ class KeyLineage:
         except TypeError:
             return False
         at = len(self._noted)
-        if len(_SHAPES) < 4096:
-            shape = _SHAPES.setdefault(shape, shape)
+        shape = _shared(shape)
         # flat, no container per call: fewer objects for the garbage collector to walk
         self._noted += (op, raw, impl, site, shape, dtype, ref, out)
         self._consumed_data.add(raw)
-        if out is not None:  # a split: its keys read a few splits later (computed by then)
-            unread = self._unread
-            unread.append(at + 7)
-            if len(unread) > UNREAD_SPLITS:
-                old = unread.popleft()
-                # a copy: a view of the key's buffer would keep the key array alive
-                self._noted[old] = rows_of(self._noted[old]).copy()
+        self._data_from = 2 * at
+        if out is not None:
+            self._noted_split(at, shape, out)
         return True
+
+    def _noted_split(self, at: int, shape: tuple[int, ...], out: Any) -> None:
+        """A split noted at ``at``: its keys known by object when unpacked, and their data
+        read a few splits later (computed by then)."""
+        if len(shape) == 1 and shape[0] <= EAGER_KEYS:
+            self._outs[id(out)] = at
+        unread = self._unread
+        unread.append(at + 7)
+        if len(unread) > UNREAD_SPLITS:
+            old = unread.popleft()
+            made = self._noted[old]
+            self._outs.pop(id(made), None)
+            self._noted[old] = data_bytes(made)  # holds nothing of the key array
+
+    def note_known(
+        self,
+        op: str,
+        key: Any,
+        shape: tuple[int, ...],
+        dtype: str | None,
+        site: Site,
+        out: Any = None,
+    ) -> bool:
+        """Note an eager draw (``dtype``) or split (``out``, its keys) of a key unpacked
+        from a noted split, known by its object (its data unread: a loop's common case);
+        False when it is not such a key or may be a reuse (then the caller records it with
+        its data, and a reuse is told at once)."""
+        known = self._kids.get(id(key))
+        if known is None or known[0]() is not key:
+            return False
+        ref, generation, token, impl = known
+        with self._lock:
+            noted = self._noted
+            if (
+                token in self._kid_tokens  # consumed before
+                or token < self._data_from  # a call noted by data since (of its data?)
+                or generation != self._generation or self._calls
+                or len(noted) >= MAX_NOTED * _NOTE
+            ):  # fmt: skip
+                return False
+            at = len(noted)
+            noted += (op, token, impl, site, _SHAPES.get(shape) or _shared(shape), dtype, ref, out)
+            self._kid_tokens.add(token)
+            if out is not None:
+                self._noted_split(at, shape, out)
+        if self._subscribers:
+            self._notify()
+        return True
+
+    def unpacked(self, array: Any, keys: Iterator[Any]) -> Iterator[Any]:
+        """``array``, a key array, is being unpacked into ``keys`` (JAX's iterator of them):
+        when it is a noted split's result, each key is known by its object from now on, as
+        that split's i-th key, and a call given it needs no read of its data."""
+        at = self._outs.get(id(array))
+        if at is None:
+            return keys
+        # no lock: a token of a generation that ended meanwhile is refused when noted
+        generation, noted, kids = self._generation, self._noted, self._kids
+        if at + 7 >= len(noted) or noted[at + 7] is not array:  # recorded since
+            return keys
+        made = tuple(keys)
+        if len(kids) > MAX_KIDS:  # the dead out (a loop's keys die as it goes on)
+            self._kids = kids = {i: k for i, k in kids.items() if k[0]() is not None}
+            if len(kids) > MAX_KIDS // 2:
+                kids.clear()  # (those keys are then read when used: slower, correct)
+        token, impl = 2 * at, noted[at + 2]  # + the index (at: a multiple of _NOTE, index < 16)
+        for i, key in enumerate(made):
+            kids[id(key)] = (weakref.ref(key), generation, token + i, impl)
+        return iter(made)
 
     def _record_noted(self) -> None:
         """Make the records of the noted calls, in order, as if made when called."""
         noted, self._noted = self._noted, []
         self._unread.clear()
+        self._outs.clear()
+        self._kids.clear()
+        self._kid_tokens.clear()
+        self._data_from = -1
+        self._generation += 1
         for at in range(0, len(noted), _NOTE):
             op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
             obj = ref()
             obj = _GONE if obj is None else obj  # still "a key object", one never seen again
+            if type(raw) is int:  # a key's token: the split noted at raw // 16 * 8, its key
+                raw = noted[raw // 16 * 8 + 7][raw % 16].tobytes()  # raw % 16 (read by now)
             if dtype is None:  # a split: `out`, its keys (or their data, read already)
+                blob = out if isinstance(out, bytes) else data_bytes(out)
+                count = math.prod(shape)
+                out = noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(count, -1)
                 found = self._derived(op, raw, None, impl, site, False, obj, out, shape)
             else:
                 found = self._consumed(op, raw, impl, shape, dtype, site, False, obj)
@@ -585,7 +678,8 @@ class KeyLineage:
         self._dropped += len(old)
         if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
             held = (self._nodes[n][0] for n in self._consumed_by if n in self._nodes)
-            self._consumed_data = {*held, *self._noted[1::_NOTE]}
+            noted = (raw for raw in self._noted[1::_NOTE] if type(raw) is bytes)
+            self._consumed_data = {*held, *noted}
 
     def _count_use(self, node: int, event: int) -> None:
         """The per-site table's draw row (splits are counted as the keys they make)."""

@@ -49,18 +49,6 @@ def is_user(filename: str) -> bool:
     return found
 
 
-def user_frame() -> FrameType | None:
-    """The innermost frame of user code on the stack (jaxlab's and libraries' skipped)."""
-    frame: FrameType | None = sys._getframe(1)
-    for _ in range(_MAX_DEPTH):
-        if frame is None:
-            return None
-        if is_user(frame.f_code.co_filename):
-            return frame
-        frame = frame.f_back
-    return None
-
-
 _SITES: dict[tuple[str, int], Site] = {}
 
 
@@ -81,9 +69,19 @@ def _site(filename: str, lineno: int) -> Site:
     return Site(where, cell, code, filename, lineno)
 
 
-def user_site() -> Site:
-    """The user's line that (through any library) called the caller."""
-    frame = user_frame()
-    if frame is None:
-        return Site.unknown()
-    return site_of(frame.f_code.co_filename, frame.f_lineno)
+def user_site(start: FrameType | None = None) -> Site:
+    """The user's line that (through any library) called the caller: the innermost frame
+    of user code (jaxlab's and libraries' skipped), searched from ``start`` (a wrapper
+    passes its caller's frame) or from the caller's caller. Asked on every tracked call:
+    one function, the caches read in line."""
+    frame: FrameType | None = sys._getframe(1) if start is None else start
+    for _ in range(_MAX_DEPTH):
+        if frame is None:
+            break
+        filename = frame.f_code.co_filename
+        user = _USER_FILE.get(filename)
+        if user if user is not None else is_user(filename):
+            found = _SITES.get((filename, frame.f_lineno))
+            return found if found is not None else site_of(filename, frame.f_lineno)
+        frame = frame.f_back
+    return Site.unknown()

@@ -28,6 +28,7 @@ of unknown origin.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -37,7 +38,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._jax_compat import key_data_now, key_impl_now, tracing_loop_body
+from .._jax_compat import key_data_now, key_impl_now, tracing_loop_body, watch_key_unpacking
 from .._warning import JaxlabWarning
 from .calls import TRACING, TemplateOp, is_typed, rows_of
 from .jit import make_jit
@@ -55,6 +56,7 @@ SAMPLERS = (
     "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
     "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
 )  # fmt: skip
+_TRACER = jax.core.Tracer
 _ARRAYS = (jax.Array, np.ndarray)  # what can be a key (a list, a module, ... cannot)
 _JIT = "<jax.jit>"  # jax.jit's entry in _ORIGINALS/_WRAPPERS
 _TRACER_MEMORY = 4096  # tracers remembered while tracing loop bodies (then forgotten)
@@ -69,6 +71,8 @@ _ORIGINALS: dict[str, Callable[..., Any]] = {}
 _WRAPPERS: dict[str, Callable[..., Any]] = {}
 # Loop bodies: tracer id -> (tracer, node, consuming event) while the trace lasts.
 _TRACED: dict[int, tuple[Any, int, int | None]] = {}
+_UNPACKING: list[Callable[[], None] | None] = []  # the undo of the key unpacking watch
+_LINEAGE = key_lineage()
 
 
 def is_tracking() -> bool:
@@ -127,6 +131,7 @@ def _set(on: bool) -> None:
             _WRAPPERS[name] = _wrap(name, original)
             setattr(jax.random, name, _WRAPPERS[name])
         _ORIGINALS[_JIT] = jax.jit
+        _UNPACKING[:] = [watch_key_unpacking(_LINEAGE.unpacked)]
         _WRAPPERS[_JIT] = make_jit(jax.jit, key_lineage().called, _recording, user_site)
         jax.jit = _WRAPPERS[_JIT]
     elif not on and _WRAPPERS:
@@ -137,6 +142,9 @@ def _set(on: bool) -> None:
                 setattr(module, attr, _ORIGINALS[name])
         _WRAPPERS.clear()
         _ORIGINALS.clear()
+        undo = _UNPACKING.pop() if _UNPACKING else None
+        if undo is not None:
+            undo()
         _TRACED.clear()
 
 
@@ -171,8 +179,8 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
     key = None if kind == "create" else (args[0] if args else kwargs.get("key"))
     if kind != "create" and not isinstance(key, _ARRAYS):
         return original(*args, **kwargs)  # not a key: JAX says what is wrong, in its words
-    site = user_site()
-    if kind == "consume" and not _traced(key):
+    site = user_site(sys._getframe(2))  # from the wrapper's caller
+    if kind == "consume" and not isinstance(key, _TRACER):
         try:  # JAX's call first: by the time it returns, the key's data is likely computed
             out = original(*args, **kwargs)
         except Exception:
@@ -180,9 +188,11 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
             rows, impl = _given(key)
             key_lineage().consumed(name, rows, impl, (), "?", site, False, key)
             raise
-        rows, impl = _given(key)
         shape, dtype = tuple(getattr(out, "shape", ())), _dtype_name(getattr(out, "dtype", "?"))
-        found = key_lineage().consumed(name, rows, impl, shape, dtype, site, False, key)
+        if _LINEAGE.note_known(name, key, shape, dtype, site):  # unpacked from a split: no read
+            return out
+        rows, impl = _given(key)
+        found = _LINEAGE.consumed(name, rows, impl, shape, dtype, site, False, key)
         if found:
             _warn(found)
         return out
@@ -197,11 +207,14 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
     if _traced(key) or _traced(out):
         _record_traced(name, kind, key, out, site)
         return out
-    parents, impl = _given(key)
     if name == "split":  # its keys are read when needed: reading now would wait for JAX
         shape = tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
-        found = key_lineage().derived(name, parents, None, impl, site, False, key, out, shape)
+        if _LINEAGE.note_known(name, key, shape, None, site, out):
+            return out
+        parents, impl = _given(key)
+        found = _LINEAGE.derived(name, parents, None, impl, site, False, key, out, shape)
     else:
+        parents, impl = _given(key)
         children, _ = _rows(out)
         found = key_lineage().derived(name, parents, children, impl, site, False, key, out)
     if found:
@@ -210,7 +223,7 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
 
 
 def _traced(x: Any) -> bool:
-    return isinstance(x, jax.core.Tracer)
+    return isinstance(x, _TRACER)
 
 
 _IMPLS: dict[str, str] = {}  # a typed key's dtype name (key<fry>) -> its implementation
