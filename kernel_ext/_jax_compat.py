@@ -250,6 +250,12 @@ def key_base_now(key: Any) -> Any:
     return jax.random.key_data(key)
 
 
+def key_base_of(key: Any) -> Any:
+    """A concrete typed key's own array of its data, or None (ask ``key_base_now``): for
+    keys known to be concrete (eager results), read often, so one attribute and no more."""
+    return getattr(key, _KEY_BASE_ARRAY, None)
+
+
 # Which implementation a typed key has is asked on every tracked draw: ``key.dtype`` makes
 # a new key type and its name each time (about 1.5 µs in a busy loop). The concrete key
 # array holds the implementation object itself as the private ``_impl``; None when it

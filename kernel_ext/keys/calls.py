@@ -20,7 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._jax_compat import key_base_now, key_data_now
+from .._jax_compat import key_base_now, key_base_of, key_data_now
 from .site import Site
 
 _ARRAYS = (jax.Array, np.ndarray)  # only arrays (and tracers) can be keys
@@ -102,7 +102,9 @@ def data_bytes(key: Any) -> bytes:
     """The data of every key in a concrete key array, copied to the host as bytes (holds
     nothing of the array; a CPU array gives its buffer to ``memoryview``, no NumPy array
     made first)."""
-    data = key_base_now(key) if is_typed(key) else key
+    data = key_base_of(key) if is_typed(key) else key
+    if data is None:
+        data = key_base_now(key)
     try:
         return memoryview(data).tobytes()
     except (TypeError, BufferError, ValueError):  # no host buffer here (a GPU's array)

@@ -466,10 +466,10 @@ class KeyLineage:
         from a noted split, known by its object (its data unread: a loop's common case);
         False when it is not such a key or may be a reuse (then the caller records it with
         its data, and a reuse is told at once)."""
-        known = self._kids.get(id(key))
+        known = self._kids.pop(id(key), None)  # used: forgotten (a second use is read)
         if known is None or known[0]() is not key:
             return False
-        ref, generation, token, impl = known
+        generation, token, impl = known[1:]
         with self._lock:
             noted = self._noted
             if (
@@ -480,7 +480,9 @@ class KeyLineage:
             ):  # fmt: skip
                 return False
             at = len(noted)
-            noted += (op, token, impl, site, _SHAPES.get(shape) or _shared(shape), dtype, ref, out)
+            # no reference to the key: nothing made here outlives the call (the garbage
+            # collector's full passes are paid per object that survives; 8 µs a pair once)
+            noted += (op, token, impl, site, _SHAPES.get(shape) or _shared(shape), dtype, None, out)
             self._kid_tokens.add(token)
             if out is not None:
                 self._noted_split(at, shape, out)
@@ -520,10 +522,12 @@ class KeyLineage:
         self._generation += 1
         for at in range(0, len(noted), _NOTE):
             op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
-            obj = ref()
-            obj = _GONE if obj is None else obj  # still "a key object", one never seen again
             if type(raw) is int:  # a key's token: the split noted at raw // 16 * 8, its key
                 raw = noted[raw // 16 * 8 + 7][raw % 16].tobytes()  # raw % 16 (read by now)
+                obj = None  # known by its data: the newest key of that data not yet used
+            else:
+                obj = ref()
+                obj = _GONE if obj is None else obj  # "a key object", one never seen again
             if dtype is None:  # a split: `out`, its keys (or their data, read already)
                 blob = out if isinstance(out, bytes) else data_bytes(out)
                 count = math.prod(shape)
