@@ -2,7 +2,9 @@
 
 Two comparisons, each measured side by side in one run, rounds interleaved (off, on,
 on, off, ...), each block timed by process CPU time (``time.process_time()``, the steady
-figure on a shared machine) and wall time; the ratio is of the medians:
+figure on a shared machine) and wall time, from a collected heap (a full collection of
+what an earlier block left would otherwise land in whichever block came next: 65 ms, a
+third of a block); the ratio is of the medians:
 
 1. eager: split-and-draw calls (``key, sub = split(key); normal(sub, (8,))``), each
    result blocked on. Target: CPU-time ratio at most 1.3.
@@ -19,6 +21,7 @@ line of figures::
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import statistics
@@ -74,6 +77,7 @@ def jit_calls(fn: Callable[[jax.Array], jax.Array], start: int) -> None:
 def timed(run: Callable[[], None], on: bool) -> tuple[float, float]:
     """(process CPU s, wall s) of one block, tracking on or off; the lineage starts empty."""
     key_lineage().clear()
+    gc.collect()  # from a collected heap: no block pays for garbage an earlier one left
     with track_keys(on):
         cpu, wall = time.process_time(), time.perf_counter()
         run()

@@ -266,6 +266,41 @@ def test_key_impl_now_fallback(monkeypatch):
     assert _impl(key) == str(jax.random.key_impl(key))  # by the key type's name instead
 
 
+def test_watch_key_unpacking_on_installed_jax():
+    seen = []
+
+    def watch(array, keys):
+        made = tuple(keys)
+        seen.append((array, made))
+        return iter(made)
+
+    undo = _jax_compat.watch_key_unpacking(watch)
+    assert undo is not None  # the watch is taken on this JAX
+    try:
+        out = jax.random.split(jax.random.key(8), 3)
+        a, b, c = out
+    finally:
+        undo()
+    ((array, made),) = seen
+    assert array is out and made == (a, b, c)
+    keys = jax.random.key_data(out)
+    assert all(np.array_equal(jax.random.key_data(k), keys[i]) for i, k in enumerate(made))
+    tuple(out)  # undone: no longer watched
+    assert len(seen) == 1
+
+
+def test_watch_key_unpacking_fallback(monkeypatch):
+    monkeypatch.setattr(_jax_compat, "_KEY_ARRAY_CLASS", "GoneAway")
+    assert _jax_compat.watch_key_unpacking(lambda array, keys: keys) is None
+
+
+def test_key_base_of_on_installed_jax():
+    keys = jax.random.split(jax.random.key(9), 2)
+    base = _jax_compat.key_base_of(keys)
+    assert base is not None and np.array_equal(np.asarray(base), jax.random.key_data(keys))
+    assert _jax_compat.key_base_of(np.zeros(2, np.uint32)) is None
+
+
 def test_tracing_loop_body_on_installed_jax():
     seen = []
 

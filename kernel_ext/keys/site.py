@@ -15,7 +15,7 @@ from __future__ import annotations
 import linecache
 import sys
 from dataclasses import dataclass
-from types import FrameType
+from types import CodeType, FrameType
 
 from ..explain.source import is_user_file, label
 
@@ -50,6 +50,7 @@ def is_user(filename: str) -> bool:
 
 
 _SITES: dict[tuple[str, int], Site] = {}
+_SPOTS: dict[tuple[int, int], tuple[CodeType, Site]] = {}  # (id(code), instruction) -> site
 
 
 def site_of(filename: str, lineno: int) -> Site:
@@ -81,7 +82,15 @@ def user_site(start: FrameType | None = None) -> Site:
         filename = frame.f_code.co_filename
         user = _USER_FILE.get(filename)
         if user if user is not None else is_user(filename):
-            found = _SITES.get((filename, frame.f_lineno))
-            return found if found is not None else site_of(filename, frame.f_lineno)
+            # by the instruction: a frame computes its line number from a table, each time
+            code, spot = frame.f_code, (id(frame.f_code), frame.f_lasti)
+            found = _SPOTS.get(spot)
+            if found is not None and found[0] is code:
+                return found[1]
+            site = site_of(filename, frame.f_lineno)
+            if len(_SPOTS) > 4096:
+                _SPOTS.clear()
+            _SPOTS[spot] = (code, site)  # the code held: its id is no other's meanwhile
+            return site
         frame = frame.f_back
     return Site.unknown()

@@ -188,7 +188,8 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
             rows, impl = _given(key)
             key_lineage().consumed(name, rows, impl, (), "?", site, False, key)
             raise
-        shape, dtype = tuple(getattr(out, "shape", ())), _dtype_name(getattr(out, "dtype", "?"))
+        shape, dtype = tuple(getattr(out, "shape", ())), getattr(out, "dtype", "?")
+        dtype = _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)
         if _LINEAGE.note_known(name, key, shape, dtype, site):  # unpacked from a split: no read
             return out
         rows, impl = _given(key)
@@ -204,11 +205,11 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
             rows, impl = _rows(out)
             key_lineage().created(name, rows, impl, site, False, out)
         return out
-    if _traced(key) or _traced(out):
+    if isinstance(key, _TRACER) or isinstance(out, _TRACER):
         _record_traced(name, kind, key, out, site)
         return out
     if name == "split":  # its keys are read when needed: reading now would wait for JAX
-        shape = tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
+        shape = _split_shape(args, kwargs, out)
         if _LINEAGE.note_known(name, key, shape, None, site, out):
             return out
         parents, impl = _given(key)
@@ -220,6 +221,15 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
     if found:
         _warn(found)
     return out
+
+
+def _split_shape(args: Any, kwargs: Any, out: Any) -> tuple[int, ...]:
+    """The shape of the keys a split made: from its ``num`` when a plain int (a typed
+    key array's shape is a Python property, asked on every split of a loop)."""
+    num = args[1] if len(args) > 1 else kwargs.get("num", 2)
+    if type(num) is int:
+        return (num,)
+    return tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
 
 
 def _traced(x: Any) -> bool:

@@ -1,0 +1,149 @@
+"""Keys known by their object: a key unpacked from an eager split (``key, sub = split(key)``)
+is noted by its split and index, its data unread, and means exactly what it means when
+read: the same records, and every reuse told at once."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+from jaxlab import JaxlabWarning, key_lineage, track_keys
+from jaxlab.keys import record
+
+
+def here() -> int:
+    return sys._getframe(1).f_lineno
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    key_lineage().clear()
+    yield
+    track_keys(False)
+    key_lineage().clear()
+
+
+def loop(steps: int) -> None:
+    key = jax.random.key(7)
+    for i in range(steps):
+        key, sub = jax.random.split(key)
+        jax.random.normal(sub, (3,))
+        if i % 3 == 0:
+            jax.random.uniform(jax.random.fold_in(key, i))  # by data, between the tokens
+
+
+def lineage_of(steps: int, known: bool) -> dict:
+    lineage = key_lineage()
+    lineage.clear()
+    note_known = lineage.note_known
+    by_token = []
+
+    def counted(*args, **kwargs):  # every key read instead unless known: as before tokens
+        by_token.append(known and note_known(*args, **kwargs))
+        return by_token[-1]
+
+    lineage.note_known = counted  # type: ignore[method-assign]
+    try:
+        with track_keys():
+            loop(steps)
+        return {**lineage.to_dict(), "by token": sum(by_token)}
+    finally:
+        del lineage.note_known
+
+
+def test_keys_known_by_their_split_give_the_records_their_data_gives():
+    steps = 4 * record.UNREAD_SPLITS
+    known, read = lineage_of(steps, True), lineage_of(steps, False)
+    assert known.pop("by token") > steps  # the loop's draws and splits took the token path
+    assert read.pop("by token") == 0
+    assert known == read
+    nodes = known["nodes"]
+    assert len(nodes) == 1 + 2 * steps + len(range(0, steps, 3))
+    assert all(n["data"] for n in nodes)  # every key's data, read when its split was
+
+
+def warned_at_once(program) -> list[str]:
+    with track_keys(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", JaxlabWarning)
+        program()
+        told = [str(w.message) for w in caught if issubclass(w.category, JaxlabWarning)]
+    assert len(key_lineage().reuses) == 1
+    return told
+
+
+def test_a_key_drawn_twice_by_the_same_object_warns_at_once():
+    def program():
+        key = jax.random.key(0)
+        for _ in range(3):
+            key, sub = jax.random.split(key)
+            jax.random.normal(sub)
+        jax.random.normal(sub)  # sub again
+
+    (told,) = warned_at_once(program)
+    assert "reused" in told
+
+
+def test_a_split_unpacked_twice_is_one_pair_of_keys():
+    def program():
+        key = jax.random.key(1)
+        key, _ = jax.random.split(key)  # a noted split: its keys are known when unpacked
+        out = jax.random.split(key)
+        a, _ = out
+        c, _ = out  # the same key again, another object
+        jax.random.normal(a)
+        jax.random.normal(c)
+
+    (told,) = warned_at_once(program)
+    assert "reused" in told
+
+
+def test_a_key_taken_by_index_then_unpacked_is_one_key():
+    def program():
+        key = jax.random.key(2)
+        key, _ = jax.random.split(key)
+        out = jax.random.split(key)
+        jax.random.normal(out[0])  # read by its data (indexing is not watched)
+        a, _ = out
+        jax.random.normal(a)  # the same key, known by its split: not a fresh one
+
+    (told,) = warned_at_once(program)
+    assert "reused" in told
+
+
+def test_a_known_key_copied_to_another_object_is_the_same_key():
+    def program():
+        key = jax.random.key(3)
+        key, _ = jax.random.split(key)
+        a, _ = jax.random.split(key)
+        jax.random.normal(a)
+        jax.random.normal(jax.device_put(a))  # its data, another object
+
+    (told,) = warned_at_once(program)
+    assert "reused" in told
+
+
+def test_the_watch_is_on_only_while_tracking():
+    cls = type(jax.random.key(0))
+    jax_own = cls.__iter__
+    with track_keys():
+        assert cls.__iter__ is not jax_own
+        assert cls.__iter__.__wrapped__ is jax_own
+    assert cls.__iter__ is jax_own
+
+
+def test_unpacking_is_unchanged_for_the_user():
+    out = jax.random.split(jax.random.key(4), 3)
+    plain = [np.asarray(jax.random.key_data(k)) for k in out]
+    with track_keys():
+        key, _ = jax.random.split(jax.random.key(5))
+        noted = jax.random.split(key, 3)
+        watched = [np.asarray(jax.random.key_data(k)) for k in noted]
+        assert [type(k) for k in noted] == [type(k) for k in out]
+        with pytest.raises(TypeError, match="0-d key array"):
+            iter(jax.random.key(6))  # JAX's own error, from JAX's own method
+    assert np.array_equal(np.stack(watched), np.asarray(jax.random.key_data(noted)))
+    assert len(plain) == len(watched) == 3
