@@ -102,9 +102,9 @@ def data_bytes(key: Any) -> bytes:
     """The data of every key in a concrete key array, copied to the host as bytes (holds
     nothing of the array; a CPU array gives its buffer to ``memoryview``, no NumPy array
     made first)."""
-    data = key_base_of(key) if is_typed(key) else key
+    data = key_base_of(key)  # a typed key's own array (None: a legacy key, or no such)
     if data is None:
-        data = key_base_now(key)
+        data = key_base_now(key) if is_typed(key) else key
     try:
         return memoryview(data).tobytes()
     except (TypeError, BufferError, ValueError):  # no host buffer here (a GPU's array)

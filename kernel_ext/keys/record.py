@@ -237,7 +237,8 @@ class KeyLineage:
             # each by a token, 2 * (where its split is in _noted) + its index: id(the split's
             # unread result) -> where; id(a key) -> (weak reference, generation, token, impl)
             self._outs: dict[int, int] = {}
-            self._kids: dict[int, tuple[weakref.ref[Any], int, int, str]] = {}
+            self.kids: dict[int, tuple[weakref.ref[Any], int, int, str]] = getattr(self, "kids", {})
+            self.kids.clear()  # the same dict for the session: the wrappers look in it
             self._kid_tokens: set[int] = set()  # keys noted as consumed by their token
             self._data_from = -1  # no token below this is noted (a call noted by data since)
             self._generation = getattr(self, "_generation", 0) + 1  # of _noted's positions
@@ -466,7 +467,7 @@ class KeyLineage:
         from a noted split, known by its object (its data unread: a loop's common case);
         False when it is not such a key or may be a reuse (then the caller records it with
         its data, and a reuse is told at once)."""
-        known = self._kids.pop(id(key), None)  # used: forgotten (a second use is read)
+        known = self.kids.pop(id(key), None)  # used: forgotten (a second use is read)
         if known is None or known[0]() is not key:
             return False
         generation, token, impl = known[1:]
@@ -498,12 +499,13 @@ class KeyLineage:
         if at is None:
             return keys
         # no lock: a token of a generation that ended meanwhile is refused when noted
-        generation, noted, kids = self._generation, self._noted, self._kids
+        generation, noted, kids = self._generation, self._noted, self.kids
         if at + 7 >= len(noted) or noted[at + 7] is not array:  # recorded since
             return keys
         made = tuple(keys)
         if len(kids) > MAX_KIDS:  # the dead out (a loop's keys die as it goes on)
-            self._kids = kids = {i: k for i, k in kids.items() if k[0]() is not None}
+            for dead in [i for i, k in kids.items() if k[0]() is None]:
+                del kids[dead]  # in place: the wrappers hold this dict
             if len(kids) > MAX_KIDS // 2:
                 kids.clear()  # (those keys are then read when used: slower, correct)
         token, impl = 2 * at, noted[at + 2]  # + the index (at: a multiple of _NOTE, index < 16)
@@ -516,7 +518,7 @@ class KeyLineage:
         noted, self._noted = self._noted, []
         self._unread.clear()
         self._outs.clear()
-        self._kids.clear()
+        self.kids.clear()
         self._kid_tokens.clear()
         self._data_from = -1
         self._generation += 1

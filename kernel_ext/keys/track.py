@@ -43,7 +43,7 @@ from .._warning import JaxlabWarning
 from .calls import TRACING, TemplateOp, is_typed, rows_of
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
-from .site import Site, user_site
+from .site import _SPOTS, Site, user_site
 
 CREATORS = ("key", "PRNGKey", "wrap_key_data")
 DERIVERS = ("split", "fold_in", "clone")
@@ -158,6 +158,8 @@ def _kind(name: str) -> str:
 
 def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     kind = _kind(name)
+    noted = kind == "consume" or name == "split"  # of one key known by object: no read
+    kids = _LINEAGE.kids
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -166,7 +168,19 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             return original(*args, **kwargs)
         _SWITCH.paused += 1  # what the wrapper itself calls is not the user's
         try:
-            return _call(name, kind, original, args, kwargs)
+            if not (noted and args and id(args[0]) in kids):
+                return _call(name, kind, original, args, kwargs)
+            # a key unpacked from a noted split (an eager loop's every call): its site and
+            # JAX's call in line (the calls in between are most of what tracking costs)
+            frame = sys._getframe(1)
+            spot = _SPOTS.get((id(frame.f_code), frame.f_lasti))
+            site = spot[1] if spot is not None and spot[0] is frame.f_code else user_site(frame)
+            try:
+                out = original(*args, **kwargs)
+            except Exception:
+                _failed(name, kind, args[0], site)
+                raise
+            return _recorded(name, kind, args[0], out, site, args, kwargs)
         finally:
             _SWITCH.paused -= 1
 
@@ -180,14 +194,25 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
     if kind != "create" and not isinstance(key, _ARRAYS):
         return original(*args, **kwargs)  # not a key: JAX says what is wrong, in its words
     site = user_site(sys._getframe(2))  # from the wrapper's caller
+    try:  # JAX's call first: by the time it returns, the key's data is likely computed
+        out = original(*args, **kwargs)
+    except Exception:
+        _failed(name, kind, key, site)
+        raise
+    return _recorded(name, kind, key, out, site, args, kwargs)
+
+
+def _failed(name: str, kind: str, key: Any, site: Site) -> None:
+    """A sampler that raised consumed its key all the same: a KeyReuseError from
+    ``jax_debug_key_reuse`` is a reuse."""
     if kind == "consume" and not isinstance(key, _TRACER):
-        try:  # JAX's call first: by the time it returns, the key's data is likely computed
-            out = original(*args, **kwargs)
-        except Exception:
-            # recorded all the same: a KeyReuseError from jax_debug_key_reuse is a reuse
-            rows, impl = _given(key)
-            key_lineage().consumed(name, rows, impl, (), "?", site, False, key)
-            raise
+        rows, impl = _given(key)
+        key_lineage().consumed(name, rows, impl, (), "?", site, False, key)
+
+
+def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, kwargs: Any) -> Any:
+    """Record a call JAX has made (``out``, its result), by the keys' data; returns ``out``."""
+    if kind == "consume" and not isinstance(key, _TRACER):
         shape, dtype = tuple(getattr(out, "shape", ())), getattr(out, "dtype", "?")
         dtype = _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)
         if _LINEAGE.note_known(name, key, shape, dtype, site):  # unpacked from a split: no read
@@ -197,7 +222,6 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
         if found:
             _warn(found)
         return out
-    out = original(*args, **kwargs)
     if kind == "create":
         if _traced(out):
             _record_traced(name, kind, None, out, site)
