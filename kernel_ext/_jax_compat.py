@@ -250,10 +250,10 @@ def key_base_now(key: Any) -> Any:
     return jax.random.key_data(key)
 
 
-def key_base_of(key: Any) -> Any:
-    """A concrete typed key's own array of its data, or None (ask ``key_base_now``): for
-    keys known to be concrete (eager results), read often, so one attribute and no more."""
-    return getattr(key, _KEY_BASE_ARRAY, None)
+def key_bases_of(keys: Sequence[Any]) -> list[Any]:
+    """Each concrete typed key array's own array of its data, or None (ask
+    ``key_base_now``): for arrays known to be concrete (eager results), read in batches."""
+    return [getattr(key, _KEY_BASE_ARRAY, None) for key in keys]
 
 
 # Which implementation a typed key has is asked on every tracked draw: ``key.dtype`` makes

@@ -294,11 +294,23 @@ def test_watch_key_unpacking_fallback(monkeypatch):
     assert _jax_compat.watch_key_unpacking(lambda array, keys: keys) is None
 
 
-def test_key_base_of_on_installed_jax():
+def test_key_bases_of_on_installed_jax():
     keys = jax.random.split(jax.random.key(9), 2)
-    base = _jax_compat.key_base_of(keys)
+    base, legacy = _jax_compat.key_bases_of([keys, np.zeros(2, np.uint32)])
     assert base is not None and np.array_equal(np.asarray(base), jax.random.key_data(keys))
-    assert _jax_compat.key_base_of(np.zeros(2, np.uint32)) is None
+    assert legacy is None
+
+
+def test_key_bases_of_fallback(monkeypatch):
+    from jaxlab.keys.calls import data_bytes
+
+    keys = jax.random.split(jax.random.key(10), 3)
+    legacy = jax.random.split(jax.random.PRNGKey(10), 2)
+    want = [np.asarray(jax.random.key_data(keys)).tobytes(), np.asarray(legacy).tobytes()]
+    assert data_bytes([keys, legacy]) == want
+    monkeypatch.setattr(_jax_compat, "_KEY_BASE_ARRAY", "_gone_away")
+    assert _jax_compat.key_bases_of([keys]) == [None]
+    assert data_bytes([keys, legacy]) == want  # through jax.random.key_data instead
 
 
 def test_tracing_loop_body_on_installed_jax():

@@ -14,13 +14,14 @@ event per draw, and the keys it returned, children of the key it was given.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import numpy as np
 
-from .._jax_compat import key_base_now, key_base_of, key_data_now
+from .._jax_compat import key_base_now, key_bases_of, key_data_now
 from .site import Site
 
 _ARRAYS = (jax.Array, np.ndarray)  # only arrays (and tracers) can be keys
@@ -98,17 +99,19 @@ def is_typed(key: Any) -> bool:
     return typed
 
 
-def data_bytes(key: Any) -> bytes:
-    """The data of every key in a concrete key array, copied to the host as bytes (holds
-    nothing of the array; a CPU array gives its buffer to ``memoryview``, no NumPy array
-    made first)."""
-    data = key_base_of(key)  # a typed key's own array (None: a legacy key, or no such)
-    if data is None:
-        data = key_base_now(key) if is_typed(key) else key
-    try:
-        return memoryview(data).tobytes()
-    except (TypeError, BufferError, ValueError):  # no host buffer here (a GPU's array)
-        return np.asarray(data).tobytes()
+def data_bytes(keys: Sequence[Any]) -> list[bytes]:
+    """The data of every key in each concrete key array, copied to the host as bytes
+    (holds nothing of the arrays; a CPU array gives its buffer to ``memoryview``, no NumPy
+    array made first)."""
+    found = []
+    for key, base in zip(keys, key_bases_of(keys), strict=True):
+        if base is None:  # a legacy key, or a JAX whose keys hold no array
+            base = key_base_now(key) if is_typed(key) else key
+        try:
+            found.append(memoryview(base).tobytes())
+        except (TypeError, BufferError, ValueError):  # no host buffer here (a GPU's array)
+            found.append(np.asarray(base).tobytes())
+    return found
 
 
 def rows_of(key: Any) -> np.ndarray:

@@ -448,11 +448,12 @@ class KeyLineage:
             self._outs[id(out)] = at
         unread = self._unread
         unread.append(at + 7)
-        if len(unread) > UNREAD_SPLITS:
-            old = unread.popleft()
-            made = self._noted[old]
-            self._outs.pop(id(made), None)
-            self._noted[old] = data_bytes(made)  # holds nothing of the key array
+        if len(unread) > UNREAD_SPLITS:  # the older half read at once (fewer calls)
+            noted, outs = self._noted, self._outs
+            old = [unread.popleft() for _ in range(UNREAD_SPLITS // 2)]
+            for at, blob in zip(old, data_bytes([noted[at] for at in old]), strict=True):
+                outs.pop(id(noted[at]), None)
+                noted[at] = blob  # holds nothing of the key array
 
     def note_known(
         self,
@@ -531,7 +532,7 @@ class KeyLineage:
                 obj = ref()
                 obj = _GONE if obj is None else obj  # "a key object", one never seen again
             if dtype is None:  # a split: `out`, its keys (or their data, read already)
-                blob = out if isinstance(out, bytes) else data_bytes(out)
+                blob = out if isinstance(out, bytes) else data_bytes([out])[0]
                 count = math.prod(shape)
                 out = noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(count, -1)
                 found = self._derived(op, raw, None, impl, site, False, obj, out, shape)

@@ -233,7 +233,11 @@ def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, k
         _record_traced(name, kind, key, out, site)
         return out
     if name == "split":  # its keys are read when needed: reading now would wait for JAX
-        shape = _split_shape(args, kwargs, out)
+        num = args[1] if len(args) > 1 else kwargs.get("num", 2)
+        if type(num) is int:  # (a typed key array's shape is a Python property)
+            shape: tuple[int, ...] = (num,)
+        else:
+            shape = tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
         if _LINEAGE.note_known(name, key, shape, None, site, out):
             return out
         parents, impl = _given(key)
@@ -245,15 +249,6 @@ def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, k
     if found:
         _warn(found)
     return out
-
-
-def _split_shape(args: Any, kwargs: Any, out: Any) -> tuple[int, ...]:
-    """The shape of the keys a split made: from its ``num`` when a plain int (a typed
-    key array's shape is a Python property, asked on every split of a loop)."""
-    num = args[1] if len(args) > 1 else kwargs.get("num", 2)
-    if type(num) is int:
-        return (num,)
-    return tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
 
 
 def _traced(x: Any) -> bool:
