@@ -180,6 +180,16 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             except Exception:
                 _failed(name, kind, args[0], site)
                 raise
+            if kind == "consume":  # the note in line too (what _recorded tries first)
+                shape, dtype = tuple(getattr(out, "shape", ())), getattr(out, "dtype", "?")
+                dtype = _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)
+                if _LINEAGE.note_known(name, args[0], shape, dtype, site):
+                    return out
+            else:  # a split: of how many keys, from its num (a key array's shape is slow)
+                num = args[1] if len(args) > 1 else kwargs.get("num", 2)
+                known = type(num) is int and not isinstance(out, _TRACER)
+                if known and _LINEAGE.note_known(name, args[0], (num,), None, site, out):
+                    return out
             return _recorded(name, kind, args[0], out, site, args, kwargs)
         finally:
             _SWITCH.paused -= 1
@@ -233,11 +243,7 @@ def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, k
         _record_traced(name, kind, key, out, site)
         return out
     if name == "split":  # its keys are read when needed: reading now would wait for JAX
-        num = args[1] if len(args) > 1 else kwargs.get("num", 2)
-        if type(num) is int:  # (a typed key array's shape is a Python property)
-            shape: tuple[int, ...] = (num,)
-        else:
-            shape = tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
+        shape = _split_shape(args, kwargs, out)
         if _LINEAGE.note_known(name, key, shape, None, site, out):
             return out
         parents, impl = _given(key)
@@ -249,6 +255,15 @@ def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, k
     if found:
         _warn(found)
     return out
+
+
+def _split_shape(args: Any, kwargs: Any, out: Any) -> tuple[int, ...]:
+    """The shape of the keys a split made: from its ``num`` when a plain int (a typed
+    key array's shape is a Python property)."""
+    num = args[1] if len(args) > 1 else kwargs.get("num", 2)
+    if type(num) is int:
+        return (num,)
+    return tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
 
 
 def _traced(x: Any) -> bool:
