@@ -147,3 +147,21 @@ def test_unpacking_is_unchanged_for_the_user():
             iter(jax.random.key(6))  # JAX's own error, from JAX's own method
     assert np.array_equal(np.stack(watched), np.asarray(jax.random.key_data(noted)))
     assert len(plain) == len(watched) == 3
+
+
+def test_keys_known_beyond_the_bound_are_read_and_mean_the_same(monkeypatch):
+    monkeypatch.setattr(record, "MAX_KIDS", 6)  # a loop that keeps its keys for later
+    with track_keys():
+        key = jax.random.key(12)
+        kept = []
+        for _ in range(10):
+            key, sub = jax.random.split(key)
+            kept.append(sub)
+        assert len(key_lineage().kids) <= 6 + 2
+        for sub in kept:  # known by object or read: the same keys, none reused
+            jax.random.normal(sub)
+    lineage = key_lineage()
+    assert lineage.reuses == ()
+    assert len(lineage.nodes) == 1 + 2 * 10
+    draws = [e for e in lineage.events if e.op == "normal"]
+    assert len(draws) == 10 and len({e.inputs for e in draws}) == 10

@@ -455,9 +455,9 @@ class KeyLineage:
         if len(unread) > UNREAD_SPLITS:  # the older half read at once (fewer calls)
             noted, outs = self._noted, self._outs
             old = [unread.popleft() for _ in range(UNREAD_SPLITS // 2)]
-            for at, blob in zip(old, data_bytes([noted[at] for at in old]), strict=True):
-                outs.pop(id(noted[at]), None)
-                noted[at] = blob  # holds nothing of the key array
+            for where, blob in zip(old, data_bytes([noted[i] for i in old]), strict=True):
+                outs.pop(id(noted[where]), None)
+                noted[where] = blob  # holds nothing of the key array
 
     def note_known(
         self,
@@ -486,8 +486,8 @@ class KeyLineage:
             ):  # fmt: skip
                 return False
             at = len(noted)
-            # no reference to the key: nothing made here outlives the call (the garbage
-            # collector's full passes are paid per object that survives; 8 µs a pair once)
+            # no reference to the key: nothing made here outlives the call (each object
+            # that survives brings the garbage collector's next full pass nearer)
             noted += (op, token, impl, site, _SHAPES.get(shape) or _shared(shape), dtype, None, out)
             self._kid_tokens.add(token)
             if out is not None:
@@ -509,10 +509,11 @@ class KeyLineage:
             return keys
         made = tuple(keys)
         if len(kids) > MAX_KIDS:  # the dead out (a loop's keys die as it goes on)
-            for dead in [i for i, k in kids.items() if k[0]() is None]:
-                del kids[dead]  # in place: the wrappers hold this dict
-            if len(kids) > MAX_KIDS // 2:
-                kids.clear()  # (those keys are then read when used: slower, correct)
+            with self._lock:  # (no other thread clears it while it is walked)
+                for dead in [i for i, k in kids.items() if k[0]() is None]:
+                    del kids[dead]  # in place: the wrappers hold this dict
+                if len(kids) > MAX_KIDS // 2:
+                    kids.clear()  # (those keys are then read when used: slower, correct)
         token, impl = 2 * at, noted[at + 2]  # + the index (at: a multiple of _NOTE, index < 16)
         for i, key in enumerate(made):
             kids[id(key)] = (weakref.ref(key), generation, token + i, impl)

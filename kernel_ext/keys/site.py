@@ -50,7 +50,8 @@ def is_user(filename: str) -> bool:
 
 
 _SITES: dict[tuple[str, int], Site] = {}
-_SPOTS: dict[tuple[int, int], tuple[CodeType, Site]] = {}  # (id(code), instruction) -> site
+# (id(code), instruction offset) -> (code, site): a wrapper looks here first
+SPOTS: dict[tuple[int, int], tuple[CodeType, Site]] = {}
 
 
 def site_of(filename: str, lineno: int) -> Site:
@@ -73,8 +74,8 @@ def _site(filename: str, lineno: int) -> Site:
 def user_site(start: FrameType | None = None) -> Site:
     """The user's line that (through any library) called the caller: the innermost frame
     of user code (jaxlab's and libraries' skipped), searched from ``start`` (a wrapper
-    passes its caller's frame) or from the caller's caller. Asked on every tracked call:
-    one function, the caches read in line."""
+    passes its caller's frame) or from the caller's own frame. Asked on every tracked
+    call: one function, the caches read in line."""
     frame: FrameType | None = sys._getframe(1) if start is None else start
     for _ in range(_MAX_DEPTH):
         if frame is None:
@@ -84,13 +85,13 @@ def user_site(start: FrameType | None = None) -> Site:
         if user if user is not None else is_user(filename):
             # by the instruction: a frame computes its line number from a table, each time
             code, spot = frame.f_code, (id(frame.f_code), frame.f_lasti)
-            found = _SPOTS.get(spot)
+            found = SPOTS.get(spot)
             if found is not None and found[0] is code:
                 return found[1]
             site = site_of(filename, frame.f_lineno)
-            if len(_SPOTS) > 4096:
-                _SPOTS.clear()
-            _SPOTS[spot] = (code, site)  # the code held: its id is no other's meanwhile
+            if len(SPOTS) > 4096:
+                SPOTS.clear()
+            SPOTS[spot] = (code, site)  # the code held: its id is no other's meanwhile
             return site
         frame = frame.f_back
     return Site.unknown()

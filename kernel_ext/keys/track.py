@@ -43,7 +43,7 @@ from .._warning import JaxlabWarning
 from .calls import TRACING, TemplateOp, is_typed, rows_of
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
-from .site import _SPOTS, Site, user_site
+from .site import SPOTS, Site, user_site
 
 CREATORS = ("key", "PRNGKey", "wrap_key_data")
 DERIVERS = ("split", "fold_in", "clone")
@@ -173,7 +173,7 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             # a key unpacked from a noted split (an eager loop's every call): its site and
             # JAX's call in line (the calls in between are most of what tracking costs)
             frame = sys._getframe(1)
-            spot = _SPOTS.get((id(frame.f_code), frame.f_lasti))
+            spot = SPOTS.get((id(frame.f_code), frame.f_lasti))
             site = spot[1] if spot is not None and spot[0] is frame.f_code else user_site(frame)
             try:
                 out = original(*args, **kwargs)
