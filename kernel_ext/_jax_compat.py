@@ -294,13 +294,13 @@ def watch_key_unpacking(watch: Callable[[Any, Any], Any]) -> Callable[[], None] 
     __iter__.__wrapped__ = original  # type: ignore[attr-defined]
     __iter__.__doc__ = original.__doc__
     try:
-        cls.__iter__ = __iter__  # type: ignore[union-attr]
+        setattr(cls, "__iter__", __iter__)  # noqa: B010 (a method replaced, for a while)
     except (TypeError, AttributeError):  # an immutable (C) type
         return None
 
     def undo() -> None:
-        if cls.__dict__.get("__iter__") is __iter__:  # type: ignore[union-attr]
-            cls.__iter__ = original  # type: ignore[union-attr]
+        if cls.__dict__.get("__iter__") is __iter__:
+            setattr(cls, "__iter__", original)  # noqa: B010
 
     return undo
 
