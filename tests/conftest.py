@@ -52,6 +52,17 @@ def ip(_shell):
     gc.freeze()
 
 
+@pytest.fixture
+def fresh_lineage():
+    """Key tracking off and the session's key lineage empty, before and after the test."""
+    from jaxlab import key_lineage, track_keys
+
+    key_lineage().clear()
+    yield key_lineage()
+    track_keys(False)
+    key_lineage().clear()
+
+
 # Kernels of other environments for nbclient: one folder on JUPYTER_PATH for the session.
 
 

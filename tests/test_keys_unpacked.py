@@ -4,7 +4,6 @@ read: the same records, and every reuse told at once."""
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import jax
@@ -14,17 +13,7 @@ import pytest
 from jaxlab import JaxlabWarning, key_lineage, track_keys
 from jaxlab.keys import record
 
-
-def here() -> int:
-    return sys._getframe(1).f_lineno
-
-
-@pytest.fixture(autouse=True)
-def clean():
-    key_lineage().clear()
-    yield
-    track_keys(False)
-    key_lineage().clear()
+pytestmark = pytest.mark.usefixtures("fresh_lineage")
 
 
 def loop(steps: int) -> None:
@@ -66,64 +55,50 @@ def test_keys_known_by_their_split_give_the_records_their_data_gives():
     assert all(n["data"] for n in nodes)  # every key's data, read when its split was
 
 
-def warned_at_once(program) -> list[str]:
+def drawn_twice_by_one_object():
+    key = jax.random.key(0)
+    for _ in range(3):
+        key, sub = jax.random.split(key)
+        jax.random.normal(sub)
+    jax.random.normal(sub)  # sub again
+
+
+def a_split_unpacked_twice():
+    key, _ = jax.random.split(jax.random.key(1))  # a noted split: its keys known unpacked
+    out = jax.random.split(key)
+    a, _ = out
+    c, _ = out  # the same key again, another object
+    jax.random.normal(a)
+    jax.random.normal(c)
+
+
+def taken_by_index_then_unpacked():
+    key, _ = jax.random.split(jax.random.key(2))
+    out = jax.random.split(key)
+    jax.random.normal(out[0])  # read by its data (indexing is not watched)
+    a, _ = out
+    jax.random.normal(a)  # the same key, known by its split: not a fresh one
+
+
+def copied_to_another_object():
+    key, _ = jax.random.split(jax.random.key(3))
+    a, _ = jax.random.split(key)
+    jax.random.normal(a)
+    jax.random.normal(jax.device_put(a))  # its data, another object
+
+
+@pytest.mark.parametrize(
+    "program",
+    [drawn_twice_by_one_object, a_split_unpacked_twice, taken_by_index_then_unpacked,
+     copied_to_another_object],
+)  # fmt: skip
+def test_a_reuse_of_a_key_known_by_its_split_is_told_at_once(program):
     with track_keys(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", JaxlabWarning)
-        program()
+        program()  # the warning comes while the program runs, not when tracking ends
         told = [str(w.message) for w in caught if issubclass(w.category, JaxlabWarning)]
+    assert len(told) == 1 and "reused" in told[0]
     assert len(key_lineage().reuses) == 1
-    return told
-
-
-def test_a_key_drawn_twice_by_the_same_object_warns_at_once():
-    def program():
-        key = jax.random.key(0)
-        for _ in range(3):
-            key, sub = jax.random.split(key)
-            jax.random.normal(sub)
-        jax.random.normal(sub)  # sub again
-
-    (told,) = warned_at_once(program)
-    assert "reused" in told
-
-
-def test_a_split_unpacked_twice_is_one_pair_of_keys():
-    def program():
-        key = jax.random.key(1)
-        key, _ = jax.random.split(key)  # a noted split: its keys are known when unpacked
-        out = jax.random.split(key)
-        a, _ = out
-        c, _ = out  # the same key again, another object
-        jax.random.normal(a)
-        jax.random.normal(c)
-
-    (told,) = warned_at_once(program)
-    assert "reused" in told
-
-
-def test_a_key_taken_by_index_then_unpacked_is_one_key():
-    def program():
-        key = jax.random.key(2)
-        key, _ = jax.random.split(key)
-        out = jax.random.split(key)
-        jax.random.normal(out[0])  # read by its data (indexing is not watched)
-        a, _ = out
-        jax.random.normal(a)  # the same key, known by its split: not a fresh one
-
-    (told,) = warned_at_once(program)
-    assert "reused" in told
-
-
-def test_a_known_key_copied_to_another_object_is_the_same_key():
-    def program():
-        key = jax.random.key(3)
-        key, _ = jax.random.split(key)
-        a, _ = jax.random.split(key)
-        jax.random.normal(a)
-        jax.random.normal(jax.device_put(a))  # its data, another object
-
-    (told,) = warned_at_once(program)
-    assert "reused" in told
 
 
 def test_the_watch_is_on_only_while_tracking():
