@@ -112,16 +112,18 @@ def test_the_watch_is_on_only_while_tracking():
 
 def test_unpacking_is_unchanged_for_the_user():
     out = jax.random.split(jax.random.key(4), 3)
-    plain = [np.asarray(jax.random.key_data(k)) for k in out]
     with track_keys():
         key, _ = jax.random.split(jax.random.key(5))
         noted = jax.random.split(key, 3)
         watched = [np.asarray(jax.random.key_data(k)) for k in noted]
+        assert len(key_lineage().kids) >= 3  # the watch took these keys (not JAX's own path)
         assert [type(k) for k in noted] == [type(k) for k in out]
         with pytest.raises(TypeError, match="0-d key array"):
             iter(jax.random.key(6))  # JAX's own error, from JAX's own method
+    plain = [np.asarray(jax.random.key_data(k)) for k in noted]  # JAX's own iteration again
     assert np.array_equal(np.stack(watched), np.asarray(jax.random.key_data(noted)))
     assert len(plain) == len(watched) == 3
+    assert all(np.array_equal(a, b) for a, b in zip(plain, watched, strict=True))
 
 
 def test_keys_known_beyond_the_bound_are_read_and_mean_the_same(monkeypatch):

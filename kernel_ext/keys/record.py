@@ -427,7 +427,7 @@ class KeyLineage:
             traced or obj is None or not isinstance(raw, bytes) or self._calls
             or raw in self._consumed_data  # consumed before: maybe a reuse, told at once
             or self._kid_tokens  # keys noted by their token: is this one's data theirs?
-            or id(obj) in self._objects  # known by identity (a seed's own key)
+            or self._object_node(obj) is not None  # known by identity (a seed's own key)
             or len(self._noted) >= MAX_NOTED * _NOTE
         ):  # fmt: skip
             return False
@@ -618,13 +618,19 @@ class KeyLineage:
             self._objects = {i: (r, n) for i, (r, n) in live if r() is not None and n in known}
         self._objects[id(obj)] = (ref, node)
 
+    def _object_node(self, obj: Any) -> int | None:
+        """The node of a key known by its object, if it is that object still (an id of
+        an object that died may be another's now)."""
+        hit = self._objects.get(id(obj))
+        return hit[1] if hit is not None and hit[0]() is obj and hit[1] in self._nodes else None
+
     def _node_for(self, raw: bytes, impl: str, site: Site, traced: bool, obj: Any = None) -> int:
         """The node of one key: its object if known, else its data. Two objects made from
         one seed are two keys (same data, separate draws intended: no reuse between them)."""
         if obj is not None:
-            hit = self._objects.get(id(obj))
-            if hit is not None and hit[0]() is obj and hit[1] in self._nodes:
-                return hit[1]
+            node = self._object_node(obj)
+            if node is not None:
+                return node
         ids = self._lookup(raw)
         if ids and obj is not None:
             newest = ids[-1]

@@ -180,17 +180,7 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             except Exception:
                 _failed(name, kind, args[0], site)
                 raise
-            if kind == "consume":  # the note in line too (what _recorded tries first)
-                shape, dtype = tuple(getattr(out, "shape", ())), getattr(out, "dtype", "?")
-                dtype = _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)
-                if _LINEAGE.note_known(name, args[0], shape, dtype, site):
-                    return out
-            else:  # a split: of how many keys, from its num (a key array's shape is slow)
-                num = args[1] if len(args) > 1 else kwargs.get("num", 2)
-                known = type(num) is int and not isinstance(out, _TRACER)
-                if known and _LINEAGE.note_known(name, args[0], (num,), None, site, out):
-                    return out
-            return _recorded(name, kind, args[0], out, site, args, kwargs)
+            return _recorded(name, kind, args[0], out, site, args, kwargs)  # noted first
         finally:
             _SWITCH.paused -= 1
 
