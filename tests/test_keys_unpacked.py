@@ -28,20 +28,20 @@ def loop(steps: int) -> None:
 def lineage_of(steps: int, known: bool) -> dict:
     lineage = key_lineage()
     lineage.clear()
-    note_known = lineage.note_known
+    note_kid = lineage.note_kid
     by_token = []
 
     def counted(*args, **kwargs):  # every key read instead unless known: as before tokens
-        by_token.append(known and note_known(*args, **kwargs))
+        by_token.append(known and note_kid(*args, **kwargs))
         return by_token[-1]
 
-    lineage.note_known = counted  # type: ignore[method-assign]
+    lineage.note_kid = counted  # type: ignore[method-assign]
     try:
         with track_keys():
             loop(steps)
         return {**lineage.to_dict(), "by token": sum(by_token)}
     finally:
-        del lineage.note_known
+        del lineage.note_kid
 
 
 def test_keys_known_by_their_split_give_the_records_their_data_gives():

@@ -99,6 +99,17 @@ def is_typed(key: Any) -> bool:
     return typed
 
 
+DTYPE_NAMES: dict[Any, str] = {}
+
+
+def dtype_name(dtype: Any) -> str:
+    """``str(dtype)``, cached: NumPy builds the name in Python (3 µs a call here)."""
+    name = DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = DTYPE_NAMES[dtype] = str(dtype)
+    return name
+
+
 def data_bytes(keys: Sequence[Any]) -> list[bytes]:
     """The data of every key in each concrete key array, copied to the host as bytes
     (holds nothing of the arrays; a CPU array gives its buffer to ``memoryview``, no NumPy

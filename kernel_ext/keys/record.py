@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .calls import Call, data_bytes, rows_of
+from .calls import Call, data_bytes, dtype_name, rows_of
 from .model import KeyEdge as KeyEdge
 from .model import KeyEvent as KeyEvent
 from .model import KeyNode as KeyNode
@@ -442,13 +442,14 @@ class KeyLineage:
         self._consumed_data.add(raw)
         self._data_from = 2 * at
         if out is not None:
-            self._noted_split(at, shape, out)
+            self._noted_split(at, shape[0] if len(shape) == 1 else 0, out)
         return True
 
-    def _noted_split(self, at: int, shape: tuple[int, ...], out: Any) -> None:
-        """A split noted at ``at``: its keys known by object when unpacked, and their data
-        read a few splits later (computed by then)."""
-        if len(shape) == 1 and shape[0] <= EAGER_KEYS:
+    def _noted_split(self, at: int, count: int, out: Any) -> None:
+        """A split into ``count`` keys (0: not one row of them) noted at ``at``: its keys
+        known by object when unpacked, and their data read a few splits later (computed by
+        then)."""
+        if 0 < count <= EAGER_KEYS:
             self._outs[id(out)] = at
         unread = self._unread
         unread.append(at + 7)
@@ -459,23 +460,16 @@ class KeyLineage:
                 outs.pop(id(noted[where]), None)
                 noted[where] = blob  # holds nothing of the key array
 
-    def note_known(
-        self,
-        op: str,
-        key: Any,
-        shape: tuple[int, ...],
-        dtype: str | None,
-        site: Site,
-        out: Any = None,
+    def note_kid(
+        self, op: str, known: tuple[Any, int, int, str], site: Site, out: Any, count: Any
     ) -> bool:
-        """Note an eager draw (``dtype``) or split (``out``, its keys) of a key unpacked
-        from a noted split, known by its object (its data unread: a loop's common case);
-        False when it is not such a key or may be a reuse (then the caller records it with
-        its data, and a reuse is told at once)."""
-        known = self.kids.pop(id(key), None)  # used: forgotten (a second use is read)
-        if known is None or known[0]() is not key:
-            return False
-        generation, token, impl = known[1:]
+        """Note an eager draw or a split (``count``, the number of keys it made; None for
+        a draw) of a key unpacked from a noted split, ``known`` (its entry in ``kids``,
+        taken out: a second use of the key is read) and its data unread: a loop's common
+        case. False when it may be a reuse (the caller then records it with its data, and
+        a reuse is told at once). What the records need of ``out`` is kept as it comes
+        (its shape, its dtype), named when the records are made."""
+        generation, token, impl = known[1], known[2], known[3]
         with self._lock:
             noted = self._noted
             if (
@@ -485,13 +479,20 @@ class KeyLineage:
                 or len(noted) >= MAX_NOTED * _NOTE
             ):  # fmt: skip
                 return False
-            at = len(noted)
             # no reference to the key: nothing made here outlives the call (each object
             # that survives brings the garbage collector's next full pass nearer)
-            noted += (op, token, impl, site, _SHAPES.get(shape) or _shared(shape), dtype, None, out)
+            if count is None:
+                try:
+                    noted += (op, token, impl, site, out.shape, out.dtype, None, None)
+                except AttributeError:  # not an array (no sampler of JAX's returns one)
+                    return False
+            elif type(count) is int:
+                at = len(noted)
+                noted += (op, token, impl, site, count, None, None, out)
+                self._noted_split(at, count, out)
+            else:  # a split into an array of keys: its shape is read
+                return False
             self._kid_tokens.add(token)
-            if out is not None:
-                self._noted_split(at, shape, out)
         if self._subscribers:
             self._notify()
         return True
@@ -530,6 +531,7 @@ class KeyLineage:
         self._generation += 1
         for at in range(0, len(noted), _NOTE):
             op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
+            shape = (shape,) if type(shape) is int else _shared(shape)  # (a split's count)
             if type(raw) is int:  # a key's token: the split noted at raw // 16 * 8, its key
                 raw = noted[raw // 16 * 8 + 7][raw % 16].tobytes()  # raw % 16 (read by now)
                 obj = None  # known by its data: the newest key of that data not yet used
@@ -542,6 +544,7 @@ class KeyLineage:
                 out = noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(count, -1)
                 found = self._derived(op, raw, None, impl, site, False, obj, out, shape)
             else:
+                dtype = dtype if type(dtype) is str else dtype_name(dtype)
                 found = self._consumed(op, raw, impl, shape, dtype, site, False, obj)
             self._unwarned.extend(found)  # none: data consumed before is never noted
 

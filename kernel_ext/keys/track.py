@@ -40,7 +40,7 @@ import numpy as np
 
 from .._jax_compat import key_data_now, key_impl_now, tracing_loop_body, watch_key_unpacking
 from .._warning import JaxlabWarning
-from .calls import TRACING, TemplateOp, is_typed, rows_of
+from .calls import TRACING, TemplateOp, dtype_name, is_typed, rows_of
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
 from .site import SPOTS, Site, user_site
@@ -159,33 +159,49 @@ def _kind(name: str) -> str:
 def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     kind = _kind(name)
     noted = kind == "consume" or name == "split"  # of one key known by object: no read
-    kids = _LINEAGE.kids
+    split = name == "split"
+    kids, note = _LINEAGE.kids, _LINEAGE.note_kid
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         if not _WRAPPERS or _SWITCH.paused:
             return original(*args, **kwargs)
-        _SWITCH.paused += 1  # what the wrapper itself calls is not the user's
-        try:
-            if not (noted and args and id(args[0]) in kids):
-                return _call(name, kind, original, args, kwargs)
-            # a key unpacked from a noted split (an eager loop's every call): its site and
-            # JAX's call in line (the calls in between are most of what tracking costs)
-            frame = sys._getframe(1)
-            spot = SPOTS.get((id(frame.f_code), frame.f_lasti))
-            site = spot[1] if spot is not None and spot[0] is frame.f_code else user_site(frame)
+        known = kids.pop(id(args[0]), None) if noted and args else None  # used: forgotten
+        if known is None or known[0]() is not args[0]:
+            _SWITCH.paused += 1  # what the wrapper itself calls is not the user's
             try:
-                out = original(*args, **kwargs)
-            except Exception:
-                _failed(name, kind, args[0], site)
-                raise
-            return _recorded(name, kind, args[0], out, site, args, kwargs)  # noted first
-        finally:
-            _SWITCH.paused -= 1
+                return _call(name, kind, original, args, kwargs)
+            finally:
+                _SWITCH.paused -= 1
+        # A key unpacked from a noted split (an eager loop's every call): its site, JAX's
+        # call and the note, in line (each call between JAX's own costs it twice over).
+        # JAX's function calls nothing of jax.random's namespace: no pause needed.
+        frame = sys._getframe(1)
+        spot = SPOTS.get((id(frame.f_code), frame.f_lasti))
+        site = spot[1] if spot is not None and spot[0] is frame.f_code else user_site(frame)
+        try:
+            out = original(*args, **kwargs)
+        except Exception:
+            _quietly(_failed, name, kind, args[0], site)
+            raise
+        count = (args[1] if len(args) > 1 else kwargs.get("num", 2)) if split else None
+        if note(name, known, site, out, count):
+            return out
+        return _quietly(_recorded, name, kind, args[0], out, site, args, kwargs)  # read
 
     wrapper.__jaxlab_original__ = original  # type: ignore[attr-defined]
     return wrapper
+
+
+def _quietly(record: Callable[..., Any], *args: Any) -> Any:
+    """``record(*args)``, paused: what jaxlab calls to record is not the user's."""
+    __tracebackhide__ = True
+    _SWITCH.paused += 1
+    try:
+        return record(*args)
+    finally:
+        _SWITCH.paused -= 1
 
 
 def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
@@ -214,9 +230,7 @@ def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, k
     """Record a call JAX has made (``out``, its result), by the keys' data; returns ``out``."""
     if kind == "consume" and not isinstance(key, _TRACER):
         shape, dtype = tuple(getattr(out, "shape", ())), getattr(out, "dtype", "?")
-        dtype = _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)
-        if _LINEAGE.note_known(name, key, shape, dtype, site):  # unpacked from a split: no read
-            return out
+        dtype = dtype_name(dtype)
         rows, impl = _given(key)
         found = _LINEAGE.consumed(name, rows, impl, shape, dtype, site, False, key)
         if found:
@@ -234,8 +248,6 @@ def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, k
         return out
     if name == "split":  # its keys are read when needed: reading now would wait for JAX
         shape = _split_shape(args, kwargs, out)
-        if _LINEAGE.note_known(name, key, shape, None, site, out):
-            return out
         parents, impl = _given(key)
         found = _LINEAGE.derived(name, parents, None, impl, site, False, key, out, shape)
     else:
@@ -264,17 +276,6 @@ _IMPLS: dict[str, str] = {}  # a typed key's dtype name (key<fry>) -> its implem
 
 
 _is_typed = is_typed
-
-
-_DTYPE_NAMES: dict[Any, str] = {}
-
-
-def _dtype_name(dtype: Any) -> str:
-    """``str(dtype)``, cached: NumPy builds the name in Python (34 µs a call here)."""
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype)
-    return name
 
 
 # id(a typed key's implementation object) -> (that object, its name); the object is held,
@@ -357,7 +358,7 @@ def _record_traced(name: str, kind: str, key: Any, out: Any, site: Site) -> None
         callback = functools.partial(_on_derive, name, impl, site)
         jax.debug.callback(callback, _data(key), _data(out))
     else:
-        shape, dtype = tuple(out.shape), _dtype_name(out.dtype)
+        shape, dtype = tuple(out.shape), dtype_name(out.dtype)
         callback = functools.partial(_on_consume, name, impl, shape, dtype, site)
         jax.debug.callback(callback, _data(key))
 
@@ -401,7 +402,7 @@ def _record_loop(name: str, kind: str, key: Any, out: Any, site: Site) -> None:
         seen = found
         inputs = (seen[1],)
     shape = tuple(out.shape) if kind == "consume" else tuple(getattr(out, "shape", ()))
-    dtype = _dtype_name(out.dtype) if kind == "consume" else "key"
+    dtype = dtype_name(out.dtype) if kind == "consume" else "key"
     consumes = kind == "consume" or name == "split"
     if key is not None and consumes and seen[2] is not None:
         reused.append((seen[1], seen[2]))
@@ -425,7 +426,7 @@ def _record_template(name: str, kind: str, key: Any, out: Any, site: Site) -> No
             registry[id(key)] = (key, source)
     consume = kind == "consume"
     shape = tuple(getattr(out, "shape", ()))
-    op = TemplateOp(name, kind, source, site, shape, _dtype_name(out.dtype) if consume else "key",
+    op = TemplateOp(name, kind, source, site, shape, dtype_name(out.dtype) if consume else "key",
                     tracing_loop_body())  # fmt: skip
     template.ops.append(op)
     if not consume:
