@@ -114,8 +114,13 @@ def data_bytes(keys: Sequence[Any]) -> list[bytes]:
     """The data of every key in each concrete key array, copied to the host as bytes
     (holds nothing of the arrays; a CPU array gives its buffer to ``memoryview``, no NumPy
     array made first)."""
+    bases = key_bases_of(keys)
+    try:  # typed keys on the host (an eager loop's): one comprehension
+        return [memoryview(base).tobytes() for base in bases]
+    except (TypeError, BufferError, ValueError):  # a legacy key, or no host buffer here
+        pass
     found = []
-    for key, base in zip(keys, key_bases_of(keys), strict=True):
+    for key, base in zip(keys, bases, strict=True):
         if base is None:  # a legacy key, or a JAX whose keys hold no array
             base = key_base_now(key) if is_typed(key) else key
         try:

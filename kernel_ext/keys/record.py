@@ -51,10 +51,12 @@ MAX_REUSES = 1_000
 MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
 EAGER_KEYS = 16  # a split into at most this many keys is materialised at once
 MAX_NOTED = MAX_EVENTS  # eager draws and splits noted, their records not made yet
-UNREAD_SPLITS = 8  # a noted split's keys are read once this many later ones are noted
+UNREAD_SPLITS = 16  # a noted split's keys are read once this many later ones are noted
 MAX_KIDS = 4096  # keys known by their split's index (beyond, the dead are dropped)
 _GONE = object()  # stands for a noted key's object that died before its record was made
 _NOTE = 8  # values per noted call in KeyLineage._noted
+_NOTED_LIMIT = MAX_NOTED * _NOTE  # values in KeyLineage._noted
+_TOKENS = 1 << 32  # tokens of one KeyLineage._noted (above 2 * _NOTED_LIMIT)
 _SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per shape, shared
 
 
@@ -238,14 +240,17 @@ class KeyLineage:
             self._noted: list[Any] = []  # eager calls whose records are not made yet
             self._unread: deque[int] = deque()  # where in _noted a split's unread keys are
             # A noted split's keys are known by object once unpacked (key, sub = split(key)),
-            # each by a token, 2 * (where its split is in _noted) + its index: id(the split's
-            # unread result) -> where; id(a key) -> (weak reference, generation, token, impl)
+            # each by a token, base + 2 * (where its split is in _noted) + its index, base
+            # changing whenever _noted starts again: id(the split's result, unread and not
+            # unpacked yet) -> where; id(a key) -> (weak reference, token, impl), taken out
+            # when the key is used (a second use is read)
             self._outs: dict[int, int] = {}
-            self.kids: dict[int, tuple[weakref.ref[Any], int, int, str]] = getattr(self, "kids", {})
+            self.kids: dict[int, tuple[weakref.ref[Any], int, str]] = getattr(self, "kids", {})
             self.kids.clear()  # the same dict for the session: the wrappers look in it
-            self._kid_tokens: set[int] = set()  # keys noted as consumed by their token
-            self._data_from = -1  # no token below this is noted (a call noted by data since)
-            self._generation = getattr(self, "_generation", 0) + 1  # of _noted's positions
+            self._by_token = False  # keys known by their token: is a key read one of theirs?
+            self._token_base = getattr(self, "_token_base", 0) + _TOKENS  # of _noted's positions
+            # no token below this is noted: a call noted by data since, or an older _noted's
+            self._data_from = self._token_base - 1
             # id(key array) -> (weak reference, node): a single key known by its object
             self._objects: dict[int, tuple[weakref.ref[Any], int]] = {}
             self._single_roots: set[int] = set()  # one key made from a seed (or unseen)
@@ -426,9 +431,9 @@ class KeyLineage:
         if (
             traced or obj is None or not isinstance(raw, bytes) or self._calls
             or raw in self._consumed_data  # consumed before: maybe a reuse, told at once
-            or self._kid_tokens  # keys noted by their token: is this one's data theirs?
+            or self._by_token  # keys known by their token: is this one's data theirs?
             or self._object_node(obj) is not None  # known by identity (a seed's own key)
-            or len(self._noted) >= MAX_NOTED * _NOTE
+            or len(self._noted) >= _NOTED_LIMIT
         ):  # fmt: skip
             return False
         try:  # the object, not kept alive: only needed if it is used again
@@ -440,7 +445,7 @@ class KeyLineage:
         # flat, no container per call: fewer objects for the garbage collector to walk
         self._noted += (op, raw, impl, site, shape, dtype, ref, out)
         self._consumed_data.add(raw)
-        self._data_from = 2 * at
+        self._data_from = self._token_base + 2 * at
         if out is not None:
             self._noted_split(at, shape[0] if len(shape) == 1 else 0, out)
         return True
@@ -453,59 +458,65 @@ class KeyLineage:
             self._outs[id(out)] = at
         unread = self._unread
         unread.append(at + 7)
-        if len(unread) > UNREAD_SPLITS:  # the older half read at once (fewer calls)
-            noted, outs = self._noted, self._outs
-            old = [unread.popleft() for _ in range(UNREAD_SPLITS // 2)]
-            for where, blob in zip(old, data_bytes([noted[i] for i in old]), strict=True):
-                outs.pop(id(noted[where]), None)
-                noted[where] = blob  # holds nothing of the key array
+        if len(unread) > UNREAD_SPLITS:
+            self._read_unread()
+
+    def _read_unread(self) -> None:
+        """The older half of the unread splits' keys read, at once (fewer calls)."""
+        noted, outs, unread = self._noted, self._outs, self._unread
+        old = [unread.popleft() for _ in range(UNREAD_SPLITS // 2)]
+        arrays = [noted[i] for i in old]
+        for where, blob in zip(old, data_bytes(arrays), strict=True):
+            noted[where] = blob  # holds nothing of the key array
+        for array in arrays:  # (most were unpacked: out already)
+            outs.pop(id(array), None)
 
     def note_kid(
-        self, op: str, known: tuple[Any, int, int, str], site: Site, out: Any, count: Any
+        self, op: str, known: tuple[Any, int, str], site: Site, out: Any, count: Any
     ) -> bool:
         """Note an eager draw or a split (``count``, the number of keys it made; None for
         a draw) of a key unpacked from a noted split, ``known`` (its entry in ``kids``,
-        taken out: a second use of the key is read) and its data unread: a loop's common
-        case. False when it may be a reuse (the caller then records it with its data, and
-        a reuse is told at once). What the records need of ``out`` is kept as it comes
-        (its shape, its dtype), named when the records are made."""
-        generation, token, impl = known[1], known[2], known[3]
+        taken out) and its data unread: a loop's common case. False when it may be a reuse
+        (the caller then records it with its data, and a reuse is told at once). What the
+        records need of ``out`` is kept as it comes (its shape, its dtype), named when the
+        records are made. The wrappers call this on every draw: it is written for speed."""
+        token = known[1]
         with self._lock:
             noted = self._noted
-            if (
-                token in self._kid_tokens  # consumed before
-                or token < self._data_from  # a call noted by data since (of its data?)
-                or generation != self._generation or self._calls
-                or len(noted) >= MAX_NOTED * _NOTE
-            ):  # fmt: skip
-                return False
+            if token < self._data_from or self._calls or len(noted) >= _NOTED_LIMIT:
+                return False  # a call noted by data since (of its data?), or calls waiting
             # no reference to the key: nothing made here outlives the call (each object
             # that survives brings the garbage collector's next full pass nearer)
             if count is None:
                 try:
-                    noted += (op, token, impl, site, out.shape, out.dtype, None, None)
+                    noted += (op, token, known[2], site, out.shape, out.dtype, None, None)
                 except AttributeError:  # not an array (no sampler of JAX's returns one)
                     return False
             elif type(count) is int:
                 at = len(noted)
-                noted += (op, token, impl, site, count, None, None, out)
-                self._noted_split(at, count, out)
+                noted += (op, token, known[2], site, count, None, None, out)
+                if 0 < count <= EAGER_KEYS:
+                    self._outs[id(out)] = at
+                unread = self._unread
+                unread.append(at + 7)
+                if len(unread) > UNREAD_SPLITS:
+                    self._read_unread()
             else:  # a split into an array of keys: its shape is read
                 return False
-            self._kid_tokens.add(token)
         if self._subscribers:
             self._notify()
         return True
 
     def unpacked(self, array: Any, keys: Iterator[Any]) -> Iterator[Any]:
         """``array``, a key array, is being unpacked into ``keys`` (JAX's iterator of them):
-        when it is a noted split's result, each key is known by its object from now on, as
-        that split's i-th key, and a call given it needs no read of its data."""
-        at = self._outs.get(id(array))
+        when it is a noted split's result unpacked for the first time, each key is known by
+        its object from now on, as that split's i-th key, and a call given it needs no read
+        of its data (the keys of a second unpacking are read: a use of both is a reuse)."""
+        at = self._outs.pop(id(array), None)
         if at is None:
             return keys
-        # no lock: a token of a generation that ended meanwhile is refused when noted
-        generation, noted, kids = self._generation, self._noted, self.kids
+        # no lock: a token of a _noted that ended meanwhile is below _data_from when used
+        base, noted, kids = self._token_base, self._noted, self.kids
         if at + 7 >= len(noted) or noted[at + 7] is not array:  # recorded since
             return keys
         made = tuple(keys)
@@ -515,9 +526,10 @@ class KeyLineage:
                     del kids[dead]  # in place: the wrappers hold this dict
                 if len(kids) > MAX_KIDS // 2:
                     kids.clear()  # (those keys are then read when used: slower, correct)
-        token, impl = 2 * at, noted[at + 2]  # + the index (at: a multiple of _NOTE, index < 16)
+        token, impl = base + 2 * at, noted[at + 2]  # + the index (at: a multiple of _NOTE, < 16)
         for i, key in enumerate(made):
-            kids[id(key)] = (weakref.ref(key), generation, token + i, impl)
+            kids[id(key)] = (weakref.ref(key), token + i, impl)
+        self._by_token = True
         return iter(made)
 
     def _record_noted(self) -> None:
@@ -526,14 +538,15 @@ class KeyLineage:
         self._unread.clear()
         self._outs.clear()
         self.kids.clear()
-        self._kid_tokens.clear()
-        self._data_from = -1
-        self._generation += 1
+        self._by_token = False
+        self._token_base += _TOKENS
+        self._data_from = self._token_base - 1
         for at in range(0, len(noted), _NOTE):
             op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
             shape = (shape,) if type(shape) is int else _shared(shape)  # (a split's count)
-            if type(raw) is int:  # a key's token: the split noted at raw // 16 * 8, its key
-                raw = noted[raw // 16 * 8 + 7][raw % 16].tobytes()  # raw % 16 (read by now)
+            if type(raw) is int:  # a key's token: key t % 16 of the split noted at t // 16 * 8
+                t = raw % _TOKENS
+                raw = noted[t // 16 * 8 + 7][t % 16].tobytes()  # (its keys read by now)
                 obj = None  # known by its data: the newest key of that data not yet used
             else:
                 obj = ref()

@@ -167,28 +167,30 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         __tracebackhide__ = True
         if not _WRAPPERS or _SWITCH.paused:
             return original(*args, **kwargs)
-        known = kids.pop(id(args[0]), None) if noted and args else None  # used: forgotten
-        if known is None or known[0]() is not args[0]:
-            _SWITCH.paused += 1  # what the wrapper itself calls is not the user's
-            try:
-                return _call(name, kind, original, args, kwargs)
-            finally:
-                _SWITCH.paused -= 1
-        # A key unpacked from a noted split (an eager loop's every call): its site, JAX's
-        # call and the note, in line (each call between JAX's own costs it twice over).
-        # JAX's function calls nothing of jax.random's namespace: no pause needed.
-        frame = sys._getframe(1)
-        spot = SPOTS.get((id(frame.f_code), frame.f_lasti))
-        site = spot[1] if spot is not None and spot[0] is frame.f_code else user_site(frame)
+        if noted and args:
+            key = args[0]
+            known = kids.pop(id(key), None)  # used: forgotten (a second use is read)
+            if known is not None and known[0]() is key:
+                # A key unpacked from a noted split (an eager loop's every call): its site,
+                # JAX's call and the note, in line (each call between JAX's own costs it
+                # twice over). JAX's function calls nothing of jax.random's: no pause.
+                frame = sys._getframe(1)
+                spot = SPOTS.get((id(frame.f_code), frame.f_lasti))
+                site = spot[1] if spot is not None and spot[0] is frame.f_code else user_site(frame)
+                try:
+                    out = original(*args, **kwargs) if kwargs else original(*args)
+                except Exception:
+                    _quietly(_failed, name, kind, key, site)
+                    raise
+                count = (args[1] if len(args) > 1 else kwargs.get("num", 2)) if split else None
+                if note(name, known, site, out, count):
+                    return out
+                return _quietly(_recorded, name, kind, key, out, site, args, kwargs)  # read
+        _SWITCH.paused += 1  # what the wrapper itself calls is not the user's
         try:
-            out = original(*args, **kwargs)
-        except Exception:
-            _quietly(_failed, name, kind, args[0], site)
-            raise
-        count = (args[1] if len(args) > 1 else kwargs.get("num", 2)) if split else None
-        if note(name, known, site, out, count):
-            return out
-        return _quietly(_recorded, name, kind, args[0], out, site, args, kwargs)  # read
+            return _call(name, kind, original, args, kwargs)
+        finally:
+            _SWITCH.paused -= 1
 
     wrapper.__jaxlab_original__ = original  # type: ignore[attr-defined]
     return wrapper
