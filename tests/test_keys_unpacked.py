@@ -5,6 +5,8 @@ read: the same records, and every reuse told at once."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import jax
 import numpy as np
@@ -25,23 +27,31 @@ def loop(steps: int) -> None:
             jax.random.uniform(jax.random.fold_in(key, i))  # by data, between the tokens
 
 
+@contextmanager
+def notes_by_token(known: bool = True) -> Iterator[list[bool]]:
+    """Each call's answer to "noted by its token?" (the wrappers bind the lineage's
+    method when tracking starts: start it inside); not ``known``, every key is read
+    instead, as before tokens."""
+    lineage, by_token = key_lineage(), []
+    note_kid = lineage.note_kid
+
+    def counted(*args):
+        by_token.append(known and note_kid(*args))
+        return by_token[-1]
+
+    lineage.note_kid = counted
+    try:
+        yield by_token
+    finally:
+        del lineage.note_kid
+
+
 def lineage_of(steps: int, known: bool) -> dict:
     lineage = key_lineage()
     lineage.clear()
-    note_kid = lineage.note_kid
-    by_token = []
-
-    def counted(*args, **kwargs):  # every key read instead unless known: as before tokens
-        by_token.append(known and note_kid(*args, **kwargs))
-        return by_token[-1]
-
-    lineage.note_kid = counted  # type: ignore[method-assign]
-    try:
-        with track_keys():
-            loop(steps)
-        return {**lineage.to_dict(), "by token": sum(by_token)}
-    finally:
-        del lineage.note_kid
+    with notes_by_token(known) as by_token, track_keys():
+        loop(steps)
+    return {**lineage.to_dict(), "by token": sum(by_token)}
 
 
 def test_keys_known_by_their_split_give_the_records_their_data_gives():
@@ -142,3 +152,38 @@ def test_keys_known_beyond_the_bound_are_read_and_mean_the_same(monkeypatch):
     assert len(lineage.nodes) == 1 + 2 * 10
     draws = [e for e in lineage.events if e.op == "normal"]
     assert len(draws) == 10 and len({e.inputs for e in draws}) == 10
+
+
+# Samplers whose own code splits, loops or draws again (JAX's internals, not jax.random's
+# namespace): a draw from a key known by its split runs JAX's function unpaused.
+DRAWS = [
+    ("normal", ((3,),)), ("uniform", ((2,),)), ("bernoulli", (0.3, (4,))),
+    ("randint", ((3,), 0, 9)), ("categorical", (jax.numpy.zeros(5),)),
+    ("choice", (7, (3,))), ("permutation", (6,)), ("gamma", (2.0, (3,))),
+    ("beta", (2.0, 3.0)), ("dirichlet", (jax.numpy.ones(3),)), ("poisson", (3.0, (2,))),
+    ("t", (4.0, (2,))), ("truncated_normal", (-1.0, 1.0, (2,))),
+    ("multivariate_normal", (jax.numpy.zeros(2), jax.numpy.eye(2))),
+    ("orthogonal", (3,)), ("ball", (2,)), ("binomial", (5, 0.5)),
+]  # fmt: skip
+
+
+def draws(key: jax.Array) -> list:
+    found = []
+    for name, args in DRAWS:
+        key, sub = jax.random.split(key)
+        found.append(getattr(jax.random, name)(sub, *args))
+    return found
+
+
+def test_each_sampler_drawn_from_a_key_known_by_its_split_is_one_event():
+    plain = draws(jax.random.key(20))
+    with notes_by_token() as by_token, track_keys():
+        tracked = draws(jax.random.key(20))
+    # every call took the short path but three: the seed's split (recorded at once, the
+    # seed known by its object) and the two calls given its keys (read)
+    assert sum(by_token) == 2 * len(DRAWS) - 3
+    assert all(np.array_equal(a, b) for a, b in zip(plain, tracked, strict=True))
+    ops = [e.op for e in key_lineage().events]
+    assert ops == ["key"] + [op for name, _ in DRAWS for op in ("split", name)]
+    assert key_lineage().reuses == ()
+    assert len(key_lineage().nodes) == 1 + 2 * len(DRAWS)

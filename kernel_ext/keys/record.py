@@ -495,12 +495,7 @@ class KeyLineage:
             elif type(count) is int:
                 at = len(noted)
                 noted += (op, token, known[2], site, count, None, None, out)
-                if 0 < count <= EAGER_KEYS:
-                    self._outs[id(out)] = at
-                unread = self._unread
-                unread.append(at + 7)
-                if len(unread) > UNREAD_SPLITS:
-                    self._read_unread()
+                self._noted_split(at, count, out)
             else:  # a split into an array of keys: its shape is read
                 return False
         if self._subscribers:
