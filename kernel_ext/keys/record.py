@@ -19,10 +19,10 @@ An eager draw or split of one key that cannot be a reuse (its data was never con
 its object is not one known by identity, no compiled call waits to be replayed) is only
 noted: its records are made, in order, when someone reads the lineage or when a call
 that needs them comes (an eager loop pays for the reuse check, not for the records).
-A key unpacked from a noted split (``key, sub = split(key)``) is known by its object
-until it is used: its draw or split is noted by a token (that split, its index) with no
-read of its data, and a second use of it, or a key of unknown origin while such notes
-wait, is recorded with its data at once (a reuse is still told at once).
+A key unpacked from a noted split (``key, sub = split(key)``, its first unpacking) is
+known by its object until it is used: its draw or split is noted by a token (that split,
+its index) with no read of its data, and a second use of it, or a key of unknown origin
+while such notes wait, is recorded with its data at once (a reuse is still told at once).
 """
 
 from __future__ import annotations
