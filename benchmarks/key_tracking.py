@@ -47,6 +47,9 @@ from jaxlab import key_lineage, track_keys
 QUICK = "--quick" in sys.argv
 EAGER_CALLS = 500 if QUICK else 1_000
 ROUNDS = 6 if QUICK else 20  # pairs of interleaved blocks
+# the jitted blocks vary more (XLA's threads: the same executable twice reads 0.93-1.13
+# between a round's two blocks, quartiles), so more of them
+JIT_ROUNDS = 6 if QUICK else 40
 JIT_CALLS = 10  # calls per block (each 10^6 samples)
 STEPS, PER_STEP = 1_000, 1_000
 
@@ -90,9 +93,9 @@ def timed(run: Callable[[], None], on: bool) -> tuple[float, float]:
         return time.process_time() - cpu, time.perf_counter() - wall
 
 
-def interleaved(run_off, run_on) -> dict[str, list[float]]:
+def interleaved(run_off, run_on, rounds: int = ROUNDS) -> dict[str, list[float]]:
     found: dict[str, list[float]] = {"off_cpu": [], "on_cpu": [], "off_wall": [], "on_wall": []}
-    for r in range(ROUNDS):
+    for r in range(rounds):
         order = (("off", run_off), ("on", run_on))
         for side, run in order if r % 2 == 0 else order[::-1]:
             cpu, wall = timed(lambda run=run, r=r: run(r), side == "on")
@@ -126,6 +129,7 @@ def main() -> None:
     jitted = interleaved(
         lambda r: jit_calls(compiled, 1000 + r * JIT_CALLS),
         lambda r: jit_calls(tracked, 1000 + r * JIT_CALLS),
+        JIT_ROUNDS,
     )
     with track_keys():
         jit_calls(tracked, 0)
