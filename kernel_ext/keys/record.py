@@ -81,9 +81,10 @@ def _shared(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 # Internally a node is a tuple (raw data, impl, origin, parent, index, event, site, traced)
-# and an event a KeyEvent's fields after its index: tuples cost a tenth of a frozen
-# dataclass to make, and an eager split makes three. The records are made when read.
-_Node = tuple[bytes, str, str, "int | None", "int | None", "int | None", Site, bool]
+# and an event a KeyEvent's fields after its index, each site as its place in the
+# lineage's list of sites: tuples cost a tenth of a frozen dataclass to make, and an eager
+# split makes three. The records are made when read.
+_Node = tuple[bytes, str, str, "int | None", "int | None", "int | None", int, bool]
 
 
 class KeyLineage:
@@ -104,9 +105,7 @@ class KeyLineage:
         with self._lock:
             self._flush_all()
             if self._node_cache is None:
-                self._node_cache = tuple(
-                    KeyNode(i, n[0].hex(), *n[1:]) for i, n in self._nodes.items()
-                )
+                self._node_cache = tuple(self.node_record(i) for i in self._nodes)
             return self._node_cache
 
     @property
@@ -118,7 +117,7 @@ class KeyLineage:
         with self._lock:
             self._flush_all()
             if self._event_cache is None:
-                self._event_cache = tuple(KeyEvent(i, *e) for i, e in self._events.items())
+                self._event_cache = tuple(self.event_record(i) for i in self._events)
             return self._event_cache
 
     @property
@@ -204,8 +203,8 @@ class KeyLineage:
     def consumers(self, node: int) -> tuple[KeyEvent, ...]:
         with self._lock:
             self._flush_all()
-            found = [i for i in self._consumers.get(node, ()) if i in self._events]
-            return tuple(KeyEvent(i, *self._events[i]) for i in found)
+            found = [i for i in self.consumer_ids(node) if i in self._events]
+            return tuple(self.event_record(i) for i in found)
 
     def find(self, data: np.ndarray | bytes) -> KeyNode | None:
         """The node whose key data this is (the newest, if cloned)."""
@@ -229,11 +228,18 @@ class KeyLineage:
         """Forget every key and event (tracking stays as it was)."""
         with self._lock:
             self._nodes: dict[int, _Node] = {}
+            # The records hold a site by its place in this list: a tuple of atomic values
+            # only is one the garbage collector stops tracking (a Site in it kept every
+            # record tracked: the full pass came sooner, 70 ms of a cell's end here)
+            self._site_list: list[Site] = []
+            self._site_ids: dict[int, int] = {}  # id(a Site held in _site_list) -> place
             self._by_data: dict[bytes, int | list[int]] = {}
             self._pending: list[_Pending] = []
             self._calls: deque[Call] = deque()
             self._events: dict[int, tuple[Any, ...]] = {}
-            self._consumers: dict[int, list[int]] = {}
+            # node -> the events that consumed it: one as an int, more as a list (a loop's
+            # keys are used once: no list each for the garbage collector to track)
+            self._consumers: dict[int, int | list[int]] = {}
             self._consumed_by: dict[int, int] = {}  # node -> first consuming event
             # the data of every key consumed (held or noted): data not in it is no reuse
             self._consumed_data: set[bytes] = set()
@@ -297,7 +303,7 @@ class KeyLineage:
                 earlier = self._by_data.get(rows[0].tobytes())
                 twin = earlier[-2] if isinstance(earlier, list) else None
                 if twin is not None and twin in self._single_roots:
-                    self._same_seed[node] = self._nodes[twin][6]
+                    self._same_seed[node] = self.site_of_node(twin)
                 self._single_roots.add(node)
                 self._remember(obj, node)
         self._notify()
@@ -400,7 +406,7 @@ class KeyLineage:
             self._flush_calls()
             index = self._event(op, kind, inputs, shape, dtype, site, True, in_loop=True)
             for node in inputs:
-                self._consumers.setdefault(node, []).append(index)
+                self._add_consumer(node, index)
                 if kind == "consume":
                     self._count_use(node, index)
             for node, earlier in reused:
@@ -560,12 +566,50 @@ class KeyLineage:
     def _event(self, op, kind, inputs, shape, dtype, site, traced, in_loop=False) -> int:
         index = self._next_event
         self._next_event += 1
-        self._events[index] = (op, kind, inputs, tuple(shape), dtype, site, traced, in_loop)
+        site_id = self._site_id(site)
+        self._events[index] = (op, kind, inputs, tuple(shape), dtype, site_id, traced, in_loop)
         self._event_cache = None
         if len(self._events) > MAX_EVENTS:
             for old in list(self._events)[: MAX_EVENTS // 10]:
                 del self._events[old]
         return index
+
+    def _add_consumer(self, node: int, event: int) -> None:
+        found = self._consumers.get(node)
+        if found is None:
+            self._consumers[node] = event
+        elif isinstance(found, int):
+            self._consumers[node] = [found, event]
+        else:
+            found.append(event)
+
+    def consumer_ids(self, node: int) -> list[int]:
+        """The events that consumed a node, in order (their indices)."""
+        found = self._consumers.get(node)
+        return [] if found is None else [found] if isinstance(found, int) else list(found)
+
+    def _site_id(self, site: Site) -> int:
+        """The place of ``site`` in the records' list of sites (added when new)."""
+        found = self._site_ids.get(id(site))
+        if found is None:
+            found = self._site_ids[id(site)] = len(self._site_list)
+            self._site_list.append(site)  # held: its id is no other's meanwhile
+        return found
+
+    def site_of_node(self, node: int) -> Site:
+        """Where a held node was made."""
+        return self._site_list[self._nodes[node][6]]
+
+    def node_record(self, node: int) -> KeyNode:
+        """A held node as a record."""
+        n = self._nodes[node]
+        return KeyNode(node, n[0].hex(), *n[1:6], self._site_list[n[6]], n[7])
+
+    def event_record(self, index: int) -> KeyEvent:
+        """A held event as a record."""
+        op, kind, inputs, shape, dtype, site, traced, in_loop = self._events[index]
+        where = self._site_list[site]
+        return KeyEvent(index, op, kind, inputs, shape, dtype, where, traced, in_loop)
 
     def _add(self, pending: _Pending) -> None:
         self._pending.append(pending)
@@ -647,7 +691,7 @@ class KeyLineage:
             newest = ids[-1]
             if newest in self._single_roots:  # another object of the same seed
                 node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
-                self._same_seed[node] = self._nodes[newest][6]
+                self._same_seed[node] = self.site_of_node(newest)
                 self._single_roots.add(node)
                 self._remember(obj, node)
                 return node
@@ -670,14 +714,14 @@ class KeyLineage:
     def _made(self, origin: str, site: Site, traced: bool, parent: int | None, count: int) -> None:
         """The per-site table: ``count`` keys made at ``site`` from ``parent``."""
         up = self._nodes.get(parent) if parent is not None else None
-        parent_site = (up[2], up[6].where) if up else None
+        parent_site = (up[2], self._site_list[up[6]].where) if up else None
         self.sites.made((origin, site.where), site, traced, parent_site, count)
 
     def _node(self, raw, impl, origin, parent, index, event, site, traced) -> int:
         """A node, without the site table (:meth:`_made` is told, once per group)."""
         node = self._next_node
         self._next_node += 1
-        self._nodes[node] = (raw, impl, origin, parent, index, event, site, traced)
+        self._nodes[node] = (raw, impl, origin, parent, index, event, self._site_id(site), traced)
         self._node_cache = None
         if raw:  # one node per data, a list only for clones (fewer objects to make)
             found = self._by_data.get(raw)
@@ -715,13 +759,15 @@ class KeyLineage:
         e, n = self._events.get(event), self._nodes.get(node)
         if e is None or n is None or e[0] == "split":
             return
-        self.sites.used((e[0], e[5].where, (n[2], n[6].where)), e)
+        sites = self._site_list
+        site = sites[e[5]]
+        self.sites.used((e[0], site.where, (n[2], sites[n[6]].where)), e, site)
 
     def _consume(self, inputs: Iterable[int], event: int) -> list[KeyReuse]:
         found = []
         for node in inputs:
             self._count_use(node, event)
-            self._consumers.setdefault(node, []).append(event)
+            self._add_consumer(node, event)
             earlier = self._consumed_by.get(node)
             if earlier is None:
                 self._consumed_by[node] = event
@@ -736,15 +782,15 @@ class KeyLineage:
         first, second = self._events.get(earlier), self._events[event]
         reuse = KeyReuse(
             node,
-            first[5] if first else Site.unknown(),
-            second[5],
+            self._site_list[first[5]] if first else Site.unknown(),
+            self._site_list[second[5]],
             first[0] if first else "?",
             second[0],
             second[6],
         )
         self._reuses.append(reuse)
         n = self._nodes.get(node)
-        self.sites.reused((n[2], n[6].where) if n else None)
+        self.sites.reused((n[2], self._site_list[n[6]].where) if n else None)
         return reuse
 
 

@@ -5,7 +5,7 @@ lineage costs what the number of lines costs, not what the number of keys costs)
 
     table = SiteTable()
     table.made(("split", "In[3], line 4"), site, traced, parent_site)  # a key made there
-    table.used(("normal", "In[3], line 5", ("split", "In[3], line 4")), event)
+    table.used(("normal", "In[3], line 5", ("split", "In[3], line 4")), event, site)
     table.rows()    # SiteRow(id="s0", count=10_000, ...) in the order they were first seen
 
 A key's call site is (how it was made, the line): a loop that splits a key 10,000 times
@@ -63,12 +63,12 @@ class SiteTable:
         if row.parent is None and parent is not None and parent != key:
             row.parent = parent  # a chain `key, sub = split(key)` stays on its own row
 
-    def used(self, key: UseKey, event: tuple[Any, ...]) -> None:
-        """A draw: ``event`` is the lineage's event tuple (op, kind, inputs, shape, dtype,
-        site, traced, in_loop); its label is made once per row."""
+    def used(self, key: UseKey, event: tuple[Any, ...], site: Any) -> None:
+        """A draw at ``site``: ``event`` is the lineage's event tuple (op, kind, inputs,
+        shape, dtype, its site's place, traced, in_loop); its label is made once per row."""
         row = self.uses.get(key)
         if row is None:
-            op, _, _, shape, dtype, site, traced, in_loop = event
+            op, _, _, shape, dtype, _, traced, in_loop = event
             label = f"{op} {dtype}[{','.join(str(s) for s in shape)}]"
             label += " (each iteration)" if in_loop else ""
             self._next += 1

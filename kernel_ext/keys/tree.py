@@ -300,24 +300,23 @@ def site_detail(lineage: KeyLineage, site_id: str, limit: int = 200) -> tuple[Tr
         origin, where = row.key
         found = []
         for node, n in reversed(lineage._nodes.items()):
-            if n[2] == origin and n[6].where == where:
+            if n[2] == origin and lineage.site_of_node(node).where == where:
                 found.append(node)
                 if len(found) >= limit:
                     break
         reused = {r.key for r in lineage._reuses}
         items: list[TreeItem] = []
         for node in found:
-            n = lineage._nodes[node]
-            record = KeyNode(node, n[0].hex(), *n[1:])
+            record = lineage.node_record(node)
             item_id = f"k{node}"
             items.append(
                 TreeItem(
-                    item_id, None, "key", _key_label(record), n[6].where, n[6].code,
-                    n[6].cell, node in reused, 1, n[7],
+                    item_id, None, "key", _key_label(record), record.site.where,
+                    record.site.code, record.site.cell, node in reused, 1, record.traced,
                 )
             )  # fmt: skip
-            for index in lineage._consumers.get(node, ()):
+            for index in lineage.consumer_ids(node):
                 e = lineage._events.get(index)
                 if e is not None and e[0] != "split":
-                    items.append(_use_item(KeyEvent(index, *e), item_id, node in reused))
+                    items.append(_use_item(lineage.event_record(index), item_id, node in reused))
         return tuple(items)
