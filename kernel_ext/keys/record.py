@@ -596,6 +596,11 @@ class KeyLineage:
             self._site_list.append(site)  # held: its id is no other's meanwhile
         return found
 
+    def site_ids(self, where: str) -> set[int]:
+        """The places of the sites of a line (``In[3], line 4``) in the list of sites, as
+        a held node's tuple has them (its 7th value)."""
+        return {i for i, site in enumerate(self._site_list) if site.where == where}
+
     def site_of_node(self, node: int) -> Site:
         """Where a held node was made."""
         return self._site_list[self._nodes[node][6]]

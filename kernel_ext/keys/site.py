@@ -35,7 +35,9 @@ class Site:
 
     @classmethod
     def unknown(cls) -> Site:
-        return cls("unknown line", None, "")
+        """The one site of calls whose line is not known (a records' list of sites holds
+        it once)."""
+        return _UNKNOWN
 
 
 def is_user(filename: str) -> bool:
@@ -49,6 +51,7 @@ def is_user(filename: str) -> bool:
     return found
 
 
+_UNKNOWN = Site("unknown line", None, "")
 _SITES: dict[tuple[str, int], Site] = {}
 # (id(code), instruction offset) -> (code, site): a wrapper looks here first
 SPOTS: dict[tuple[int, int], tuple[CodeType, Site]] = {}

@@ -299,8 +299,9 @@ def site_detail(lineage: KeyLineage, site_id: str, limit: int = 200) -> tuple[Tr
             return ()
         origin, where = row.key
         found = []
+        at = lineage.site_ids(where)
         for node, n in reversed(lineage._nodes.items()):
-            if n[2] == origin and lineage.site_of_node(node).where == where:
+            if n[2] == origin and n[6] in at:
                 found.append(node)
                 if len(found) >= limit:
                     break
