@@ -72,6 +72,18 @@ class _Pending:
     source: Any = None  # the key array a split made (its data read later: no stall)
 
 
+def _add_one(found: dict[Any, int | list[int]], key: Any, value: int) -> None:
+    """``value`` added to ``key``'s values: one as an int, more as a list (most have one:
+    no list each to make, or for the garbage collector to track)."""
+    held = found.get(key)
+    if held is None:
+        found[key] = value
+    elif isinstance(held, int):
+        found[key] = [held, value]
+    else:
+        held.append(value)
+
+
 def _shared(shape: tuple[int, ...]) -> tuple[int, ...]:
     """One tuple per shape, however many calls are noted with it."""
     found = _SHAPES.get(shape)
@@ -406,7 +418,7 @@ class KeyLineage:
             self._flush_calls()
             index = self._event(op, kind, inputs, shape, dtype, site, True, in_loop=True)
             for node in inputs:
-                self._add_consumer(node, index)
+                _add_one(self._consumers, node, index)
                 if kind == "consume":
                     self._count_use(node, index)
             for node, earlier in reused:
@@ -574,15 +586,6 @@ class KeyLineage:
                 del self._events[old]
         return index
 
-    def _add_consumer(self, node: int, event: int) -> None:
-        found = self._consumers.get(node)
-        if found is None:
-            self._consumers[node] = event
-        elif isinstance(found, int):
-            self._consumers[node] = [found, event]
-        else:
-            found.append(event)
-
     def consumer_ids(self, node: int) -> list[int]:
         """The events that consumed a node, in order (their indices)."""
         found = self._consumers.get(node)
@@ -729,13 +732,7 @@ class KeyLineage:
         self._nodes[node] = (raw, impl, origin, parent, index, event, self._site_id(site), traced)
         self._node_cache = None
         if raw:  # one node per data, a list only for clones (fewer objects to make)
-            found = self._by_data.get(raw)
-            if found is None:
-                self._by_data[raw] = node
-            elif isinstance(found, int):
-                self._by_data[raw] = [found, node]
-            else:
-                found.append(node)
+            _add_one(self._by_data, raw, node)
         if len(self._nodes) > MAX_NODES:
             self._forget(MAX_NODES // 10)
         return node
@@ -772,7 +769,7 @@ class KeyLineage:
         found = []
         for node in inputs:
             self._count_use(node, event)
-            self._add_consumer(node, event)
+            _add_one(self._consumers, node, event)
             earlier = self._consumed_by.get(node)
             if earlier is None:
                 self._consumed_by[node] = event
