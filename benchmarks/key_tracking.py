@@ -18,9 +18,9 @@ printed beside it:
 The jitted function is made and traced with tracking on, as after ``%keys on``; its
 program is checked identical to a plain ``jax.jit``'s, and both sides run that one
 executable (off: JAX's own jitted function under jaxlab's), so what is compared is what
-tracking does per call: two executables of one program compiled in one process differ
-by up to 7% here, from where their buffers land. Prints one PASS/FAIL line per target, then one JSON
-line of figures::
+tracking does per call: a second compile of the same function, in the same process, ran
+at 0.93-1.01 of the first here (three processes). Prints one PASS/FAIL line per target,
+then one JSON line of figures::
 
     .venv/bin/python benchmarks/key_tracking.py [--quick]
 """

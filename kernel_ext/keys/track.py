@@ -182,7 +182,7 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
                 except Exception:
                     _quietly(_failed, name, kind, key, site)
                     raise
-                count = (args[1] if len(args) > 1 else kwargs.get("num", 2)) if split else None
+                count = _split_num(args, kwargs) if split else None
                 if note(name, known, site, out, count):
                     return out
                 return _quietly(_recorded, name, kind, key, out, site, args, kwargs)  # read
@@ -231,15 +231,14 @@ def _failed(name: str, kind: str, key: Any, site: Site) -> None:
 def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, kwargs: Any) -> Any:
     """Record a call JAX has made (``out``, its result), by the keys' data; returns ``out``."""
     if kind == "consume" and not isinstance(key, _TRACER):
-        shape, dtype = tuple(getattr(out, "shape", ())), getattr(out, "dtype", "?")
-        dtype = dtype_name(dtype)
+        shape, dtype = tuple(getattr(out, "shape", ())), dtype_name(getattr(out, "dtype", "?"))
         rows, impl = _given(key)
         found = _LINEAGE.consumed(name, rows, impl, shape, dtype, site, False, key)
         if found:
             _warn(found)
         return out
     if kind == "create":
-        if _traced(out):
+        if isinstance(out, _TRACER):
             _record_traced(name, kind, None, out, site)
         else:
             rows, impl = _rows(out)
@@ -261,17 +260,18 @@ def _recorded(name: str, kind: str, key: Any, out: Any, site: Site, args: Any, k
     return out
 
 
+def _split_num(args: Any, kwargs: Any) -> Any:
+    """A split's ``num``, as it was given (2 when not)."""
+    return args[1] if len(args) > 1 else kwargs.get("num", 2)
+
+
 def _split_shape(args: Any, kwargs: Any, out: Any) -> tuple[int, ...]:
     """The shape of the keys a split made: from its ``num`` when a plain int (a typed
     key array's shape is a Python property)."""
-    num = args[1] if len(args) > 1 else kwargs.get("num", 2)
+    num = _split_num(args, kwargs)
     if type(num) is int:
         return (num,)
     return tuple(out.shape) if _is_typed(out) else tuple(out.shape[:-1])
-
-
-def _traced(x: Any) -> bool:
-    return isinstance(x, _TRACER)
 
 
 _IMPLS: dict[str, str] = {}  # a typed key's dtype name (key<fry>) -> its implementation
