@@ -427,18 +427,37 @@ def test_a_peak_is_measured_again_when_the_load_changed_since_a_minute_ago(monke
     assert peak.peak_for(1.0, 1.0).measured_at > old.measured_at and measured == [platform]
 
 
-def test_rounds_at_two_levels_are_called_unsteady_and_steady_ones_are_not():
+class _VirtualClock:
+    """``time.perf_counter`` for a test: a call moves it by what the test says the call
+    took (and each reading by a microsecond), so the rounds are the test's, not the
+    machine's: a busy machine cannot make a steady call unsteady."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += 1e-6
+        return self.now
+
+    def spend(self, seconds):
+        self.now += seconds
+
+
+def test_rounds_at_two_levels_are_called_unsteady_and_steady_ones_are_not(monkeypatch):
+    clock = _VirtualClock()
+    monkeypatch.setattr(time, "perf_counter", clock)
     calls = []
 
     def step():  # 1 ms a call, then 4 ms from the 17th on: two levels, as a callback moves
         calls.append(1)
-        time.sleep(0.001 if len(calls) <= 16 else 0.004)
+        clock.spend(0.001 if len(calls) <= 16 else 0.004)
 
     r = jaxlab.bench(step, runs=5, repeats=6)
     assert r.spread >= 2 and r.unsteady
     row = next(line for line in str(r).splitlines() if line.strip().startswith("unsteady"))
     assert f"{r.spread:.1f}×" in row and "-r 20" in row
-    steady = jaxlab.bench(lambda: time.sleep(0.002), runs=20, repeats=6)
+    steady = jaxlab.bench(lambda: clock.spend(0.002), runs=20, repeats=6)
+    assert steady.spread < 1.01
     assert not steady.unsteady and "unsteady" not in str(steady)
 
 

@@ -317,24 +317,70 @@ def test_a_layout_past_its_time_limit_falls_back_to_the_text_view():
     assert "took longer than" in bundle["text/plain"] and "scan" in bundle["text/plain"]
 
 
-def test_dot_is_budgeted_cpu_time_not_wall_time():
-    import subprocess
-    import sys
-    import time
+class _Clock:
+    """A clock that moves 1 s a reading, and a CPU reading that is a given share of it: what
+    the process did is decided by the test, not by how busy the machine is."""
 
-    from jaxlab.graph.render import run_budgeted
+    def __init__(self, cpu_share):
+        self.now, self.cpu_share = 0.0, cpu_share
 
-    # A process that waits (as dot does on a busy machine) is not cut off by the clock...
-    start = time.monotonic()
-    done = run_budgeted([sys.executable, "-c", "import time; time.sleep(1.2)"], b"", 0.6)
-    assert done.returncode == 0 and time.monotonic() - start >= 1.2
-    # ...one that computes past its CPU budget is, long before its wall-clock limit.
-    start = time.monotonic()
-    with pytest.raises(subprocess.TimeoutExpired):
-        run_budgeted([sys.executable, "-c", "while True: pass"], b"", 0.3, wall_factor=30)
-    assert time.monotonic() - start < 9
+    def __call__(self):
+        self.now += 1.0
+        return self.now
+
+    def cpu(self, pid):
+        return self.cpu_share * self.now
+
+
+def _budgeted(monkeypatch, cpu_share, cpu_s=20.0, wall_factor=6):
+    from jaxlab.graph import budgeted
+    from jaxlab.graph.budgeted import Overrun, run_budgeted
+
+    monkeypatch.setattr(budgeted, "POLL_S", 0.002)  # the fake clock needs no real waits
+    clock = _Clock(cpu_share)
+    with pytest.raises(Overrun) as e:
+        run_budgeted(
+            ["sleep", "600"], b"", cpu_s, wall_factor, clock=clock, cpu_of=clock.cpu
+        )  # stays alive until killed
+    return e.value
+
+
+def test_a_dot_that_computes_nothing_is_given_up_at_the_explorers_limit(monkeypatch):
+    from jaxlab.graph.render import DOT_TIMEOUT_S
+    from jaxlab.widgets.graph_dot import LAYOUT_TIMEOUT_S as explorer_limit
+
+    assert explorer_limit == DOT_TIMEOUT_S
+    hung = _budgeted(monkeypatch, 0.0, cpu_s=DOT_TIMEOUT_S)  # stopped: no CPU at all
+    assert hung.limit == "hung" and DOT_TIMEOUT_S <= hung.spent_s <= DOT_TIMEOUT_S + 1
+    assert hung.cpu_used_s == 0.0
+
+
+def test_dot_is_budgeted_cpu_time_not_wall_time(monkeypatch):
+    # Starved on a busy machine (10% of a core): not hung, stopped only by its CPU budget
+    # or, past wall_factor x the budget, by the wall clock.
+    starved = _budgeted(monkeypatch, 0.10, cpu_s=20.0, wall_factor=6)
+    assert starved.limit == "wall" and starved.spent_s >= 120
+    slow = _budgeted(monkeypatch, 0.5, cpu_s=20.0)  # computing: stopped by its CPU budget
+    assert slow.limit == "cpu" and slow.cpu_used_s == 20.0 and slow.spent_s < 120
+    # A real process: what it writes comes back; one that exits early is never killed.
+    from jaxlab.graph.budgeted import run_budgeted
+
     done = run_budgeted(["cat"], b"through stdin", 5)
-    assert done.stdout == b"through stdin"
+    assert done.stdout == b"through stdin" and done.returncode == 0
+
+
+def test_a_hung_dot_falls_back_to_the_text_view_saying_so(monkeypatch, tmp_path):
+    import os
+
+    from jaxlab.graph import render
+
+    fake = tmp_path / "dot"
+    fake.write_text("#!/bin/sh\nexec sleep 600\n")  # a dot that never answers
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    g = jaxlab.jaxpr_graph(nested, jnp.ones(3))
+    bundle = render.graph_mimebundle(g, timeout=0.3)  # a short limit: the test's own
+    assert "made no progress" in bundle["text/plain"] and "image/svg+xml" not in bundle
 
 
 def test_model_round_trips_to_json():

@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 _GRAPH_LINE = re.compile(r"^\s*%jaxpr\b(?!.*\s(?:--text|--stablehlo|--hlo|-o)\b)", re.MULTILINE)
 _GRAD_GRAPH_LINE = re.compile(r"^\s*%%?grad\b(?=.*\s--(?:graph|split)\b)(?!.*\s-o\b)", re.MULTILINE)
-NOTEBOOK_SECONDS = 60  # each notebook, kernel start included
+# Each notebook's budget, kernel start included, in the kernel's own CPU time (user and
+# system, every thread): "under a minute on 2 cores" on an idle machine. Wall-clock time is
+# printed, never asserted: a busy machine (CI's) stretches it without the notebook changing.
+NOTEBOOK_CPU_SECONDS = 60
 NOTEBOOK_PEAK_BYTES = 1.5 * 2**30  # the kernel's peak resident memory
 
 
@@ -94,12 +97,26 @@ def kernel_peak_bytes(client) -> int | None:
     return int(line.split()[1]) * 1024 if line else None  # reported in kB
 
 
+def kernel_cpu_seconds(client) -> float | None:
+    """The CPU time (user and system, all its threads) the kernel process has used so far,
+    or None where the kernel is not a local Linux process."""
+    import os
+
+    try:
+        pid = client.km.provisioner.process.pid
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (AttributeError, OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def execute(path: Path, kernel_name: str, measured: dict | None = None):
     """Run a notebook top to bottom; return it with outputs and the cells' errors.
 
-    ``measured``, if given, receives ``wall_s`` (kernel start to last cell) and ``peak_bytes``
-    (the kernel's peak resident memory, read after every cell: the high-water mark only
-    grows, so the last reading is the notebook's peak)."""
+    ``measured``, if given, receives ``wall_s`` (kernel start to last cell), ``cpu_s`` (the
+    kernel's CPU time, read after every cell: it only grows) and ``peak_bytes`` (the
+    kernel's peak resident memory, read after every cell: the high-water mark only grows,
+    so the last reading is the notebook's peak)."""
     import time
 
     import nbformat
@@ -114,12 +131,19 @@ def execute(path: Path, kernel_name: str, measured: dict | None = None):
         resources={"metadata": {"path": str(path.parent)}},
     )
     peaks: list[int | None] = []
-    client.on_cell_executed = lambda **_: peaks.append(kernel_peak_bytes(client))
+    cpus: list[float | None] = []
+
+    def after_cell(**_):
+        peaks.append(kernel_peak_bytes(client))
+        cpus.append(kernel_cpu_seconds(client))
+
+    client.on_cell_executed = after_cell
     start = time.perf_counter()
     client.execute()
     if measured is not None:
         measured["wall_s"] = time.perf_counter() - start
         measured["peak_bytes"] = max((p for p in peaks if p is not None), default=None)
+        measured["cpu_s"] = max((c for c in cpus if c is not None), default=None)
     errors = [
         (i, out.get("ename"), out.get("evalue"))
         for i, cell in enumerate(nb.cells)
@@ -141,8 +165,11 @@ def test_notebook_runs(path, kernel_name):
     saved.unlink(missing_ok=True)  # a failing notebook leaves no copy for the docs to show
     assert errors == []
     # Binder's budget (issue 14): a student's 2 CPU cores and about 2 GB.
-    print(f"{path.name}: {measured['wall_s']:.1f} s, peak {measured['peak_bytes']} bytes")
-    assert measured["wall_s"] < NOTEBOOK_SECONDS
+    print(
+        f"{path.name}: {measured['wall_s']:.1f} s wall, {measured['cpu_s']} s kernel CPU, "
+        f"peak {measured['peak_bytes']} bytes"
+    )
+    assert measured["cpu_s"] is not None and measured["cpu_s"] < NOTEBOOK_CPU_SECONDS
     assert measured["peak_bytes"] is not None and measured["peak_bytes"] < NOTEBOOK_PEAK_BYTES
     shown = [
         out.get("text", "") + out.get("data", {}).get("text/plain", "")

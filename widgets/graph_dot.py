@@ -12,8 +12,11 @@ import subprocess
 from typing import Any
 
 from jaxlab.graph import model as m
+from jaxlab.graph.render import DOT_TIMEOUT_S
 
-LAYOUT_TIMEOUT_S = 20.0
+# The explorer waits for dot this long (wall clock); the static view gives a dot that
+# computes nothing up after the same time (jaxlab.graph.budgeted).
+LAYOUT_TIMEOUT_S = DOT_TIMEOUT_S
 # As the static view: bounded network-simplex and mincross work, so a wide view lays out
 # in about a second rather than minutes.
 _LAYOUT_ARGS = ("-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5", "-Gsearchsize=10")

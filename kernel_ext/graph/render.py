@@ -10,9 +10,10 @@ equations that reach no output are greyed; a loop's carry is a dashed loop-back 
 A node's ``tag`` is a badge in the tag's colour (:func:`tag_colour`, the same in every
 graph) with a border to match: ``%grad --split`` links each residual to the primal node
 that computed it that way.
-The kernel never hangs on a drawing: ``dot`` runs with ``nslimit``/``mclimit``, a budget
-of its own CPU time (a busy machine's wait is not counted) and a wall-clock limit a few
-times that, and the mimebundle falls back to the text view with a message.
+The kernel never hangs on a drawing: ``dot`` runs with ``nslimit``/``mclimit`` under the
+limits of :mod:`budgeted` (its own CPU time, a busy machine's wait not counted; given up
+as hung when it computes nothing for the explorer's time limit; a wall-clock limit), and
+the mimebundle falls back to the text view with a message.
 """
 
 from __future__ import annotations
@@ -23,18 +24,16 @@ import os
 import re
 import shutil
 import subprocess
-import time
 import unicodedata
 from collections import defaultdict
 from typing import Any
 
 from . import model as m
+from .budgeted import Overrun, run_budgeted
 
-# dot's budget in CPU seconds of its own process (a busy machine's waiting is not counted:
-# a layout of 1.7 s fell back to text under load with a 20 s wall-clock limit), and a
-# wall-clock limit of WALL_FACTOR times that, so that the kernel never waits for ever.
+# dot's budget in CPU seconds of its own process, and the wall-clock time after which a
+# dot that computes nothing is given up as hung: the explorer's limit too (budgeted.py).
 DOT_TIMEOUT_S = float(os.environ.get("JAXLAB_DOT_TIMEOUT", "20"))
-WALL_FACTOR = 6
 INSTALL_HINT = (
     "Graphviz's `dot` is not installed: `sudo apt-get install graphviz`, "
     "`brew install graphviz` or `conda install -c conda-forge graphviz`; showing the text view"
@@ -400,12 +399,8 @@ def graph_to_svg(graph: m.Graph, timeout: float | None = None) -> str:
     limit = DOT_TIMEOUT_S if timeout is None else timeout
     try:
         done = run_budgeted([dot, "-Tsvg", *_LAYOUT_ARGS], graph_to_dot(graph).encode(), limit)
-    except subprocess.TimeoutExpired as e:
-        raise DotTimeout(
-            f"Graphviz took longer than {limit:g} s of CPU time to lay out "
-            f"{len(graph.nodes)} nodes; showing the text view (try --depth 1 or a smaller "
-            "--budget)"
-        ) from e
+    except Overrun as e:
+        raise DotTimeout(_overrun_words(e, limit, len(graph.nodes))) from e
     if done.returncode != 0:
         raise RenderError(
             f"Graphviz could not draw this graph; showing the text view. {_said(done)}"
@@ -415,47 +410,18 @@ def graph_to_svg(graph: m.Graph, timeout: float | None = None) -> str:
     return svg[start:] if start >= 0 else svg
 
 
-def run_budgeted(
-    command: list[str], data: bytes, cpu_s: float, wall_factor: float = WALL_FACTOR
-) -> subprocess.CompletedProcess[bytes]:
-    """Run ``command`` on ``data`` until it exits, has used ``cpu_s`` seconds of CPU time
-    (read from ``/proc`` where there is one), or ``wall_factor`` times that of wall-clock
-    time; past either limit it is killed and ``subprocess.TimeoutExpired`` raised."""
-    wall = cpu_s * wall_factor
-    start = time.monotonic()
-    with subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as proc:
-        step = min(0.05, wall)
-        given: bytes | None = data
-        while True:
-            try:
-                out, err = proc.communicate(given, timeout=step)
-                break
-            except subprocess.TimeoutExpired:
-                given = None  # sent once; a retry only reads
-                spent = time.monotonic() - start
-                cpu = _cpu_seconds(proc.pid)
-                if spent >= wall or (cpu if cpu is not None else spent) >= cpu_s:
-                    proc.kill()
-                    proc.communicate()
-                    raise subprocess.TimeoutExpired(command, cpu_s) from None
-                step = min(0.25, max(0.01, wall - spent), step * 2)
-    return subprocess.CompletedProcess(command, proc.returncode, out, err)
-
-
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """The CPU time (user and system) a running process has used; None where ``/proc``
-    cannot say."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
-    except (OSError, IndexError, ValueError):
-        return None
+def _overrun_words(e: Overrun, limit: float, nodes: int) -> str:
+    if e.limit == "hung":
+        return (
+            f"Graphviz's dot made no progress for {e.spent_s:.0f} s (it used "
+            f"{e.cpu_used_s or 0:.1f} s of CPU) and was stopped; showing the text view "
+            "(check the Graphviz installation: `dot -V`)"
+        )
+    took = "CPU time" if e.limit == "cpu" else "wall-clock time"
+    return (
+        f"Graphviz took longer than {limit:g} s of {took} to lay out {nodes} nodes; "
+        "showing the text view (try --depth 1 or a smaller --budget)"
+    )
 
 
 def _said(done: subprocess.CompletedProcess[bytes], most: int = 400) -> str:
