@@ -305,6 +305,9 @@ class _Emitter:
             outs = body.jaxpr.outvars
             for k in range(carries, n):
                 inner = outs[k] if k < len(outs) else None
+                if isinstance(inner, jcore.Literal):  # the body returns a constant each step
+                    found.append(f"stacked {literal_text(inner)}")
+                    continue
                 what = self.var_name.get(inner) if inner is not None else None
                 if what is None and inner is not None and inner in outs[:carries]:
                     what = found[list(outs[:carries]).index(inner)]
