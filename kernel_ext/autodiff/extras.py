@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax.extend import core as jcore
 
-from ..compile.capture import jaxlab_work
+from ..session.work import jaxlab_work
 from .args import Selection
 from .check import GradCheck, check_derivative
 from .derivative import GRADIENT, HESSIAN, HVP, WHILE_REVERSE, Derivative, primary

@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._jax_compat import bind_equation
-from ..compile.capture import jaxlab_work
 from ..graph.interpret import Adjoints, Step, adjoints
 from ..graph.walk import source_line
+from ..session.work import jaxlab_work
 
 _DOUBLE_WHERE = (
     "the double-where trick: make the input safe as well as the output, "

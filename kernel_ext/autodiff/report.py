@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..compile.capture import jaxlab_work
+from ..session.work import jaxlab_work
 from . import derivative as compute
 from . import extras as extras
 from .args import GradError, Selection, describe_leaf, leaked_tracer, select_arguments

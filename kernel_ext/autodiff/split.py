@@ -40,8 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..compile.capture import jaxlab_work
 from ..graph.text import plain_text
+from ..session.work import jaxlab_work
 from .args import GradError, select_arguments
 from .display import graph_html
 from .residuals import Residual, const_names, find_residuals, traced_linearize

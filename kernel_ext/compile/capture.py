@@ -12,7 +12,8 @@ config flag, no logger, no handler: the user's logging stays exactly theirs):
 * ``jax.monitoring`` event listeners: ``/jax/compilation_cache/...`` hits and requests.
 
 Compilations jaxlab makes for its own checks, drawings and reports run inside
-:func:`jaxlab_work` and are only counted, never logged as the user's::
+:func:`~jaxlab.session.work.jaxlab_work` (the own-work marker, below every capability;
+re-exported here) and are only counted, never logged as the user's::
 
     with jaxlab_work():
         finite_difference_check(f, x)   # compiles, but not the user's compilation
@@ -29,7 +30,6 @@ import os
 import sys
 import sysconfig
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -38,6 +38,7 @@ import jax.monitoring as monitoring
 import jaxlib
 
 from .. import _jax_compat
+from ..session.work import in_jaxlab_work, jaxlab_work, on_jaxlab_time
 from .log import ArgChange, CompileLog
 from .messages import CONFIG_NAMES, CallSignature, base_name, short_type, short_value
 
@@ -130,30 +131,9 @@ WHERE = _Where()
 # --------------------------------------------------------------------------- whose work
 class _Told(threading.local):
     explanation: tuple[str, str, tuple[ArgChange, ...]] | None = None  # name, text, changes
-    jaxlab_depth = 0
 
 
-_TOLD = _Told()  # per thread: what explaining() and jaxlab_work() say while their block runs
-
-
-@contextlib.contextmanager
-def jaxlab_work() -> Iterator[None]:
-    """Compilations in this block are jaxlab's own (a check, a drawing, a report's extra
-    runs): counted in ``CompileLog.jaxlab_count``, never logged as the user's.
-
-    >>> with jaxlab_work():
-    ...     jax.jit(jnp.sin)(x)   # not in jaxlab.compile_log().events
-    """
-    _TOLD.jaxlab_depth += 1
-    started = time.perf_counter() if _TOLD.jaxlab_depth == 1 else None
-    try:
-        yield
-    finally:
-        _TOLD.jaxlab_depth -= 1
-        if started is not None:  # the outermost block: its whole time is jaxlab's
-            session = _session
-            for log in session.listener.logs if session is not None else ():
-                log.record_jaxlab_time(time.perf_counter() - started)
+_TOLD = _Told()  # per thread: what explaining() says while its block runs
 
 
 @contextlib.contextmanager
@@ -283,19 +263,23 @@ class _Listener:
         if event == TRACE:
             entry = self._pending(name)
             entry.trace_s, entry.lower_s = duration_secs, 0.0
-            call = None if _TOLD.jaxlab_depth else _jax_compat.jit_call_being_traced()
+            call = None if in_jaxlab_work() else _jax_compat.jit_call_being_traced()
             entry.call = call_signature(call) if call is not None else None
             mine = entry.call is not None and entry.call.user_code and not entry.call.eager
             entry.program = _jax_compat.jaxpr_being_traced() if mine else None
         elif event == LOWER:
             entry = self._pending(name)
             entry.lower_s = duration_secs
-            if entry.call is None and not _TOLD.jaxlab_depth:
+            if entry.call is None and not in_jaxlab_work():
                 # traced under a transformation: JAX reported no trace, read the lowering
                 call = _jax_compat.jaxpr_being_lowered()
                 entry.call = call_signature(call) if call is not None else None
         elif event == COMPILE:
             self._finish(name, duration_secs)
+
+    def on_jaxlab_time(self, seconds: float) -> None:
+        for log in self.logs:
+            log.record_jaxlab_time(seconds)
 
     def on_event(self, event: str, **kwargs: str | int) -> None:
         if event == CACHE_REQUEST:
@@ -307,7 +291,7 @@ class _Listener:
         state = self.local
         entry = state.pending.pop(name, None) or _Pending()
         cache, state.cache = state.cache, None
-        if _TOLD.jaxlab_depth:
+        if in_jaxlab_work():
             for log in self.logs:
                 log.record_jaxlab_work(entry.trace_s + entry.lower_s + compile_s)
             return
@@ -345,10 +329,12 @@ class _Session:
         self.listener = _Listener()
         monitoring.register_event_duration_secs_listener(self.listener.on_duration)
         monitoring.register_event_listener(self.listener.on_event)
+        self._stop_timing = on_jaxlab_time(self.listener.on_jaxlab_time)
 
     def stop(self) -> None:
         monitoring.unregister_event_duration_listener(self.listener.on_duration)
         monitoring.unregister_event_listener(self.listener.on_event)
+        self._stop_timing()
 
 
 _lock = threading.Lock()

@@ -26,6 +26,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..session.programs import keep_programs_in
 from .messages import FIRST, UNKNOWN, ArgChange, CallSignature, eager_reason, explain
 from .records import CompileEvent, EagerOperations, FunctionStats
 
@@ -467,6 +468,7 @@ def _const_bytes(program: Any) -> int:
 
 
 _LOG = CompileLog()
+keep_programs_in(_LOG)  # the session's traced programs, for recompile_diff and %%profile
 
 
 def compile_log() -> CompileLog:

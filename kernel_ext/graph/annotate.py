@@ -29,7 +29,7 @@ import jax
 import numpy as np
 from jax.extend import core as jcore
 
-from ..compile.capture import jaxlab_work
+from ..session.work import jaxlab_work
 from . import interpret as jaxpr_eval
 from . import model as m
 from . import scan_body

@@ -27,6 +27,7 @@ from typing import Any
 
 import jax.extend.core as jcore
 
+from ..session.programs import kept_programs
 from . import model as m
 from .labels import literal_text, type_text
 from .signatures import Interner, is_jaxpr, literal_key
@@ -196,9 +197,8 @@ def recompile_diff(name: str, log: Any = None) -> ProgramDiff:
     >>> jaxlab.recompile_diff("step").changed[0].what         # doctest: +SKIP
     'f32[32,10] → f32[64,10]'
     """
-    from ..compile.log import compile_log
-
-    kept = (log or compile_log()).programs(name)
+    keeper = log or kept_programs()
+    kept = keeper.programs(name) if keeper is not None else None
     if kept is None:
         raise ValueError(
             f"the compile log keeps no two programs of `{name}`: it keeps the last two "

@@ -35,7 +35,7 @@ import numpy as np
 from jax.extend import core as jcore
 
 from .._jax_compat import bind_equation
-from ..compile.capture import jaxlab_work
+from ..session.work import jaxlab_work
 from . import scan_body
 from .signatures import Interner, const_key, is_jaxpr, literal_key, param_key
 

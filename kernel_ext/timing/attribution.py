@@ -367,8 +367,8 @@ def profile_attribution(
     as the profiled call was (``jax.jit(fun)`` unless ``fun`` is jitted already)."""
     import jax
 
-    from ..compile.capture import jaxlab_work
     from ..graph.build import argument_names, graph_from_jaxpr
+    from ..session.work import jaxlab_work
 
     name = getattr(fun, "__name__", None) or type(fun).__name__
     jitted = fun if hasattr(fun, "trace") else jax.jit(fun)
@@ -391,8 +391,8 @@ def attribution_from_program(result: Any, name: str, closed: Any) -> Attribution
     import jax
     import jax.extend.core as jcore
 
-    from ..compile.capture import jaxlab_work
     from ..graph.build import graph_from_jaxpr
+    from ..session.work import jaxlab_work
 
     with jaxlab_work():
         text = jax.jit(jcore.jaxpr_as_fun(closed)).trace(*closed.in_avals).lower().compile()

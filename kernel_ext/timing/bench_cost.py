@@ -17,9 +17,9 @@ from typing import Any
 import jax
 
 from .._jax_compat import cost_analysis
-from ..compile.capture import jaxlab_work
 from ..compile.loop_costs import loops_counted_whole
 from ..program.static_leaves import split_static
+from ..session.work import jaxlab_work
 
 _JIT_PRIMITIVES = frozenset({"pjit", "jit"})  # the name of a jitted call in a jaxpr
 

@@ -274,9 +274,9 @@ def equation_costs(
     static, as ``eqx.filter_jit`` holds them); ``measure`` drawn on its program."""
     import jax
 
-    from ..compile.capture import jaxlab_work
     from ..graph.build import argument_names, graph_from_jaxpr
     from ..program.static_leaves import filter_jit_target, split_static
+    from ..session.work import jaxlab_work
 
     name = getattr(fun, "__name__", None) or type(fun).__name__
     names = argument_names(fun, args, kwargs)

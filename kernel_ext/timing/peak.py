@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import jax
 import jax.numpy as jnp
 
-from ..compile.capture import jaxlab_work
+from ..session.work import jaxlab_work
 
 KERNEL_S = 0.05  # a peak kernel grows until one call lasts this long ...
 _MAX_MATMUL_N = {"cpu": 4096}  # ... or reaches this size (default 16,384: 1 GiB)

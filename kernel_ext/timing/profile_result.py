@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..session.programs import kept_programs
 from .profile_spans import Compilation
 from .syncs import SyncSite
 from .trace import Span
@@ -76,10 +77,10 @@ class ProfileResult:
         ``Attribution``: ``share``, ``ranked()``, ``unattributed``, ``graph``), from the
         program the compile log kept of it (the extension loaded when it was compiled);
         else call ``jaxlab.profile_attribution(result, f, *args)``."""
-        from ..compile.log import compile_log
         from .attribution import AttributionError, attribution_from_program
 
-        closed = compile_log().last_program(fun_name)
+        keeper = kept_programs()
+        closed = keeper.last_program(fun_name) if keeper is not None else None
         if closed is None:
             raise AttributionError(
                 f"no traced program of {fun_name!r} is kept (the compile log keeps the user's "

@@ -1,0 +1,68 @@
+"""The own-work marker: jaxlab's own compilations and time, told apart from the user's.
+
+Compilations jaxlab makes for its own checks, drawings and reports run inside
+:func:`jaxlab_work`; the compile log (``compile/capture``) asks :func:`in_jaxlab_work`
+when JAX reports one, counts it as jaxlab's and never logs it as the user's, and
+subscribes with :func:`on_jaxlab_time` to the time of each outermost block::
+
+    with jaxlab_work():
+        finite_difference_check(f, x)   # compiles, but not the user's compilation
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+__all__ = ["in_jaxlab_work", "jaxlab_work", "on_jaxlab_time"]
+
+
+class _Depth(threading.local):
+    depth = 0  # jaxlab_work blocks open on this thread
+
+
+_DEPTH = _Depth()
+_lock = threading.Lock()
+_listeners: tuple[Callable[[float], None], ...] = ()
+
+
+@contextlib.contextmanager
+def jaxlab_work() -> Iterator[None]:
+    """Compilations in this block are jaxlab's own (a check, a drawing, a report's extra
+    runs): counted in ``CompileLog.jaxlab_count``, never logged as the user's.
+
+    >>> with jaxlab_work():
+    ...     jax.jit(jnp.sin)(x)   # not in jaxlab.compile_log().events
+    """
+    _DEPTH.depth += 1
+    started = time.perf_counter() if _DEPTH.depth == 1 else None
+    try:
+        yield
+    finally:
+        _DEPTH.depth -= 1
+        if started is not None:  # the outermost block: its whole time is jaxlab's
+            elapsed = time.perf_counter() - started
+            for listener in _listeners:
+                listener(elapsed)
+
+
+def in_jaxlab_work() -> bool:
+    """Whether this thread is inside a :func:`jaxlab_work` block."""
+    return _DEPTH.depth > 0
+
+
+def on_jaxlab_time(listener: Callable[[float], None]) -> Callable[[], None]:
+    """Call ``listener(seconds)`` after each outermost :func:`jaxlab_work` block, on the
+    thread that ran it; returns the undo (idempotent)."""
+    global _listeners
+    with _lock:
+        _listeners = (*_listeners, listener)
+
+    def undo() -> None:
+        global _listeners
+        with _lock:
+            _listeners = tuple(other for other in _listeners if other is not listener)
+
+    return undo
