@@ -81,7 +81,7 @@ def array_infos(
     """The ``ArrayInfo`` of every leaf, small ones' figures from one batched host copy."""
     import jax
 
-    from ..compile.capture import jaxlab_work
+    from ..session.work import jaxlab_work
 
     small: list[int] = []
     states: list[str] = []

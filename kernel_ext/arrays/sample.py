@@ -64,7 +64,7 @@ def take_sample(x: Any, kind: str, slice_at: tuple[int, ...] | None = None) -> S
 def _on_host(x: Any, index: tuple[Any, ...]) -> np.ndarray:
     if isinstance(x, np.ndarray):
         return x[index]
-    from ..compile.capture import jaxlab_work
+    from ..session.work import jaxlab_work
 
     with jaxlab_work():
         part = x[index] if index else x

@@ -95,7 +95,7 @@ def device_stats(x: Any) -> ArrayStats:
     """The figures of a live ``jax.Array``, reduced on its devices (eight numbers copied)."""
     import jax
 
-    from ..compile.capture import jaxlab_work
+    from ..session.work import jaxlab_work
 
     if x.size == 0:
         return _empty("device")

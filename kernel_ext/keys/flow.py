@@ -140,7 +140,7 @@ def key_flow(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> KeyFlow:
     def traced(*a: Any, **k: Any) -> Any:  # a new function: JAX's trace cache for `fun`
         return fun(*a, **k)  # is neither read (tracked) nor filled (untracked) here
 
-    from ..compile.capture import jaxlab_work
+    from ..session.work import jaxlab_work
 
     with paused(), jaxlab_work():  # jaxlab's trace: neither tracked nor the user's work
         closed = jax.make_jaxpr(traced)(*args, **kwargs)

@@ -189,7 +189,7 @@ def make_jit(
 
 def _static_reuses(jitted: Any, args: Any, kwargs: Any) -> list[Any]:
     """Reuses in the jaxpr JAX just traced (read from its cache: nothing is traced again)."""
-    from ..compile.capture import jaxlab_work
+    from ..session.work import jaxlab_work
     from .flow import flow_of_jaxpr
     from .track import paused
 
