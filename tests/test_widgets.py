@@ -141,8 +141,12 @@ def test_display_keeps_a_static_twin_of_the_latest_state(log, monkeypatch):
         assert kw["display_id"] == display_id  # ... rewrites the saved twin in place
         assert "4 compilations of 3 functions" in latest["text/html"]
         assert "<code>newest</code>" in latest["text/html"]
-        # a live view's CSS hides the twins of its class
-        assert ".jaxlab-twin-compile-monitor { display: none; }" in monitor._css
+        # No class CSS hides a twin (a restored model injects it, drawn or not): a view
+        # that drew hides its twins by their id, from inside itself.
+        assert "jaxlab-twin" not in monitor._css
+        assert f'data-jaxlab-twin="{monitor._twin_id}"' in latest["text/html"]
+        assert re.fullmatch(r"[0-9a-f]{32}", monitor._twin_id)
+        assert "_twin_id" in monitor.get_state()  # the page's view reads it
     finally:
         monitor.close()
 
@@ -341,3 +345,121 @@ def test_a_released_widget_leaves_its_twin_showing(monkeypatch):
     assert 'class="jaxlab-twin jaxlab-twin-released"' in bundle["text/html"]
     assert "jaxlab-twin-graph-explorer" not in bundle["text/html"]  # not hidden by the CSS
     assert "<svg" in bundle["text/html"]
+
+
+def test_a_released_twin_has_no_id_a_view_could_hide_it_by(monkeypatch):
+    updated = []
+    monkeypatch.setattr(
+        "IPython.display.update_display", lambda obj, **kw: updated.append((obj, kw))
+    )
+    monitor = CompileMonitor(CompileLog())
+    monitor._twin_ids = ["d1"]
+    assert "data-jaxlab-twin=" in monitor.static_bundle()["text/html"]
+    monitor.release()
+    ((bundle, _),) = updated
+    assert "data-jaxlab-twin" not in bundle["text/html"]
+
+
+# Releasing and closing (issue 32): nothing a widget made stays behind.
+
+
+def _widgets_and_comms() -> tuple[int, int]:
+    import comm
+    from ipywidgets.widgets.widget import _instances
+
+    return len(_instances), len(comm.get_comm_manager().comms)
+
+
+def test_a_hundred_displays_and_releases_leave_no_widget_or_comm(monkeypatch):
+    import ipywidgets
+    import jax.numpy as jnp
+
+    from jaxlab.widgets import ArrayView
+
+    monkeypatch.setattr("IPython.display.display", lambda *a, **kw: None)
+    monkeypatch.setattr("IPython.display.update_display", lambda *a, **kw: None)
+    monkeypatch.setattr("jaxlab.widgets._base._front_end_updates_displays", lambda: True)
+    log = CompileLog()
+    log.record("f", compile_s=0.001)
+    value = jnp.ones((3, 4))
+    before = _widgets_and_comms()
+    for _ in range(100):
+        for widget in (CompileMonitor(log), ArrayView(value, name="x")):
+            widget._ipython_display_()
+            assert isinstance(widget.layout, ipywidgets.Layout)
+            widget.release()
+            assert widget.comm is None and widget.layout.comm is None
+    assert _widgets_and_comms() == before
+
+
+def test_a_layout_passed_in_is_not_closed_with_the_widget():
+    import ipywidgets
+
+    shared = ipywidgets.Layout(width="50%")
+    try:
+        monitor = CompileMonitor(CompileLog(), layout=shared)
+        monitor.close()
+        assert monitor.comm is None and shared.comm is not None  # the caller's to close
+    finally:
+        shared.close()
+
+
+# Wrong types from the page (issue 32): refused quietly, the kernel's value kept.
+
+
+def test_a_wrong_type_from_the_page_is_logged_not_printed(ip, capsys, caplog, monkeypatch):
+    import logging
+
+    import jax.numpy as jnp
+
+    from jaxlab.widgets import ArrayView
+
+    shown = []
+    monkeypatch.setattr(ip, "showtraceback", lambda *a, **kw: shown.append(a))
+    monkeypatch.setattr("IPython.display.display", lambda *a, **kw: shown.append(a))
+    monitor = CompileMonitor(CompileLog())
+    view = ArrayView(jnp.ones((2, 3, 4)), name="x")
+    sent = []
+    monkeypatch.setattr(monitor, "_send", lambda msg, buffers=None: sent.append(msg))
+    try:
+        selected = view.selected
+        with caplog.at_level(logging.WARNING, logger="jaxlab.widgets"):
+            _from_page(monitor, {"mine_only": "yes please"})
+            _from_page(view, {"slice_at": ["0", {"x": 1}], "selected": 7})
+            _from_page(view, {"slice_at": [1.5]})
+        assert monitor.mine_only is True  # the kernel's value kept
+        assert view.slice_at == [] and view.selected == selected
+        assert shown == []  # no traceback shown, nothing displayed
+        out, err = capsys.readouterr()
+        assert out == "" and err == ""
+        refused = [r for r in caplog.records if r.name == "jaxlab.widgets._base"]
+        assert len(refused) == 4 and "mine_only" in refused[0].getMessage()
+        # The page is sent the kernel's value back (after ipywidgets' echo of what came),
+        # as for a trait it may not write.
+        assert [m["method"] for m in sent] == ["echo_update", "update"]
+        assert sent[-1]["state"] == {"mine_only": True}
+        # A right type is still taken.
+        _from_page(monitor, {"mine_only": False})
+        assert monitor.mine_only is False
+    finally:
+        monitor.close()
+        view.close()
+
+
+def test_a_refusal_reaches_no_output_without_logging_configured(tmp_path):
+    # A kernel shows stderr in the cell: Python's "last resort" handler would print a
+    # warning there if jaxlab's logger had no handler of its own.
+    import subprocess
+    import sys
+
+    code = (
+        "from jaxlab.compile.log import CompileLog\n"
+        "from jaxlab.widgets import CompileMonitor\n"
+        "m = CompileMonitor(CompileLog())\n"
+        "m.set_state({'mine_only': 'yes'})\n"
+        "assert m.mine_only is True\n"
+        "m.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr == ""

@@ -14,28 +14,35 @@ network: the ES module imports nothing, the CSS loads no fonts.
 Saved notebooks. Displayed in IPython, a widget makes two outputs: the live view (the
 widget mime type) and its *static twin*, an HTML output with a display id that is
 updated (``update_display``) after every change of a synced trait, so the saved notebook
-always holds the latest state as HTML. Where the widget runs, its CSS hides the twins
-of its class; where it cannot (reopened without a kernel or saved widget state, exported
-to HTML, offline, GitHub), the twin shows that latest state, and a rule in the twin hides
-ipywidgets' "model not found" note above it. nbconvert renders the widget mime type only
-when the notebook carries the widget's saved state, and the twin otherwise.
+always holds the latest state as HTML. The twin shows unless a view of its widget is
+drawn: a view that drew puts a rule hiding its twin (``data-jaxlab-twin``, the widget's
+``_twin_id``) inside its own element, so the rule goes when the view goes and is never
+there when the view was not drawn (reopened without a kernel, a saved model restored
+whose view never renders, an untrusted notebook, exported to HTML, GitHub, a view that
+could not read its saved state). No class CSS hides a twin: a model restored from saved
+state injects its CSS whether or not a view is ever drawn. A rule in the twin hides
+ipywidgets' "model not found" note above it.
 
 What the page may write. The kernel computes a widget's state; a page (or any script in
 it) can send any state through the widget's comm. :meth:`JaxlabWidget.set_state` accepts
 only traits tagged ``front_end=True`` (a control the user works: the CompileMonitor's "my
 functions only" box, ``traitlets.Bool(True).tag(sync=True, front_end=True)``) and sends
 the kernel's value of any other back, so a forged ``view`` never reaches the twin a
-shared notebook saves.
+shared notebook saves. A value of the wrong type for a trait it may write is refused
+quietly: logged (logger ``jaxlab.widgets``), the kernel's value sent back, nothing
+printed into the output.
 
 Long sessions. A widget displayed while the extension is loaded belongs to the cell that
 showed it (``jaxlab.magics._cell_widgets``): running that cell again releases it
 (:meth:`JaxlabWidget.release`: its twins become plain HTML that stays visible, then it is
-closed), so a notebook's re-run cells do not pile up live widgets.
+closed with the ``Layout`` it made), so a notebook's re-run cells do not pile up live
+widgets or comms.
 """
 
 from __future__ import annotations
 
 import html
+import logging
 import threading
 import time
 import uuid
@@ -44,10 +51,16 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import ipywidgets
 import traitlets
 
 STATIC = Path(__file__).parent / "static"
 MAX_TWINS = 8  # displays of one widget whose static twin is kept current
+
+_log = logging.getLogger(__name__)
+# A library's logger: nothing reaches the output unless the user configures logging (no
+# "last resort" print to stderr, which a kernel shows in the cell).
+_log.addHandler(logging.NullHandler())
 
 # In the twin's own HTML (applies only where the twin is shown): the widget output just
 # before it, when ipywidgets could not find its model, holds only its error text (a live
@@ -203,42 +216,79 @@ class JaxlabWidget(anywidget.AnyWidget):
             cls._twin_class = f"jaxlab-twin-{static.replace('_', '-')}"
             # Read as text, not passed as a path: anywidget would start a file watcher.
             cls._esm = asset(f"{static}.js")
-            # A live (or restored) view loads this CSS: it hides its class's twins.
-            cls._css = asset(f"{static}.css") + f"\n.{cls._twin_class} {{ display: none; }}\n"
+            # Styles for the view only: a model restored from saved state injects them
+            # even when no view is drawn, so they never hide a twin.
+            cls._css = asset(f"{static}.css")
         super().__init_subclass__(**kwargs)
 
+    # Names this widget's twins (data-jaxlab-twin): a view that drew hides them by it.
+    _twin_id = traitlets.Unicode("").tag(sync=True)
+
+    @traitlets.default("_twin_id")
+    def _new_twin_id(self) -> str:
+        return uuid.uuid4().hex
+
     def __init__(self, **kwargs: Any) -> None:
+        # Made here, not given: a Layout passed in may be shared, and is not ours to close.
+        self._own_layout = "layout" not in kwargs
         super().__init__(**kwargs)
         self._twin_ids: list[str] = []
         self.observe(self._synced_change, names=traitlets.All)
 
     def set_state(self, sync_data: dict[str, Any]) -> None:
-        """State sent by the page: only traits tagged ``front_end=True`` are taken; the
-        kernel's value of anything else is sent back, so the page shows what the kernel
-        computed."""
+        """State sent by the page: only traits tagged ``front_end=True`` are taken, each
+        only if it is of the trait's type; the kernel's value of anything else is sent
+        back, so the page shows what the kernel computed. A refusal is logged, never
+        raised (ipywidgets would print its traceback into the output)::
+
+            monitor.set_state({"mine_only": "yes"})   # logged; mine_only keeps its value
+        """
         writable = self.class_trait_names(front_end=True)
         refused = [k for k in sync_data if k not in writable]
-        taken = {k: v for k, v in sync_data.items() if k in writable}
-        if taken:
-            super().set_state(taken)
+        for name, value in sync_data.items():
+            if name not in writable:
+                continue
+            try:
+                super().set_state({name: value})
+            except traitlets.TraitError as err:
+                _log.warning(
+                    "%s refused %s=%.80r from the page: %s", type(self).__name__, name, value, err
+                )
+                refused.append(name)
         kept = [k for k in refused if k in self.keys]
         if kept and self.comm is not None:
             self.send_state(kept)
 
     def release(self) -> None:
-        """Close the widget, leaving its twins as plain HTML that stays visible (the class
-        CSS hides a live widget's twins; a closed widget draws nothing)."""
+        """Close the widget, leaving its twins as plain HTML that stays visible (without
+        a twin id: no view of a closed widget may hide them)."""
         if self._twin_ids:
             from IPython.display import update_display
 
-            bundle = self.static_bundle()
-            bundle["text/html"] = bundle["text/html"].replace(
-                f"jaxlab-twin {self._twin_class}", "jaxlab-twin jaxlab-twin-released", 1
-            )
+            bundle = self.static_bundle(released=True)
             for display_id in self._twin_ids:
                 update_display(bundle, raw=True, display_id=display_id)
             self._twin_ids = []
         self.close()
+
+    def close(self) -> None:
+        """Close the widget and the widgets it made for itself (its ``Layout``), so a
+        closed widget leaves no model or comm behind in the kernel."""
+        made = self._made_widgets() if self.comm is not None else []
+        super().close()
+        for widget in made:
+            widget.close()
+
+    def _made_widgets(self) -> list[ipywidgets.Widget]:
+        """The widgets held by this widget's traits that it made (not passed in)."""
+        made: list[ipywidgets.Widget] = []
+        for name in self.trait_names(sync=True):
+            if name == "layout" and not self._own_layout:
+                continue
+            value = getattr(self, name)
+            values = value if isinstance(value, list | tuple) else [value]
+            made += [v for v in values if isinstance(v, ipywidgets.Widget) and v is not self]
+        return made
 
     def _static_html(self) -> str:
         raise NotImplementedError
@@ -247,11 +297,14 @@ class JaxlabWidget(anywidget.AnyWidget):
         return f"<{type(self).__name__}>"
 
     # ------------------------------------------------------------------ the static twin
-    def static_bundle(self) -> dict[str, str]:
-        """The twin's MIME bundle: the latest state as HTML and text."""
+    def static_bundle(self, released: bool = False) -> dict[str, str]:
+        """The twin's MIME bundle: the latest state as HTML and text (``released``: of a
+        closed widget, with no twin id a view could hide it by)."""
+        cls = "jaxlab-twin-released" if released else self._twin_class
+        twin = "" if released else f' data-jaxlab-twin="{html.escape(self._twin_id)}"'
         return {
             "text/html": (
-                f'<div class="jaxlab-twin {self._twin_class}" '
+                f'<div class="jaxlab-twin {cls}"{twin} '
                 f'data-jaxlab-model="{html.escape(str(self.model_id))}">'
                 f"{_HIDE_MISSING_MODEL}{self._static_html()}</div>"
             ),
