@@ -78,23 +78,21 @@ def test_traits_sync_and_assets(log):
         monitor.close()
 
 
-def test_updates_follow_the_log_throttled(log, monkeypatch):
+def test_updates_follow_the_log_throttled(log):
     monitor = CompileMonitor(log)
     try:
         log.add_cell_time(1.0, 0.0)  # after a cell: always sent at once
         assert monitor.session["other_s"] == pytest.approx(1.0)
-        throttle = monitor._throttle
-        monkeypatch.setattr(throttle, "_interval", 60.0)
-        throttle._last = 0.0  # long ago: the next event goes out at once
-        log.record("g", compile_s=0.5)
-        assert "g" in {r["name"] for r in monitor.functions}
-        log.record("h", compile_s=0.5)  # within the interval: held back ...
-        assert "h" not in {r["name"] for r in monitor.functions}
-        timer = throttle._timer
-        assert timer is not None
-        timer.cancel()
-        throttle._trailing()  # ... and sent by the trailing timer
-        assert "h" in {r["name"] for r in monitor.functions}
+        throttle, clock = monitor._throttle, [1000.0]
+        throttle._clock = lambda: clock[0]  # the ticker pushes only when this clock says
+        log.record("g", compile_s=0.5)  # a compile: marked, pushed by the ticker ...
+        assert "g" not in {r["name"] for r in monitor.functions} and throttle.pending
+        assert throttle.tick() and "g" in {r["name"] for r in monitor.functions}
+        log.record("h", compile_s=0.5)  # ... at most once per interval
+        clock[0] += 0.1
+        assert not throttle.tick() and "h" not in {r["name"] for r in monitor.functions}
+        clock[0] += 0.2
+        assert throttle.tick() and "h" in {r["name"] for r in monitor.functions}
     finally:
         monitor.close()
     log.record("after_close", compile_s=0.1)
@@ -134,8 +132,8 @@ def test_display_keeps_a_static_twin_of_the_latest_state(log, monkeypatch):
         assert "3 compilations of 2 functions" in twin["text/html"]
         assert 'class="jaxlab-twin jaxlab-twin-compile-monitor"' in twin["text/html"]
         display_id = twin_kw["display_id"]
-        monitor._throttle._last = 0.0  # not throttled: the update goes out at once
         log.record("newest", compile_s=0.001)  # a change of the synced state ...
+        monitor._throttle.flush()  # (pushed as the ticker pushes it)
         assert updated, "the twin was not updated"
         latest, kw = updated[-1]
         assert kw["display_id"] == display_id  # ... rewrites the saved twin in place

@@ -54,6 +54,8 @@ import anywidget
 import ipywidgets
 import traitlets
 
+from ._throttle import Throttle as Throttle  # re-exported: its home before issue 32
+
 STATIC = Path(__file__).parent / "static"
 MAX_TWINS = 8  # displays of one widget whose static twin is kept current
 
@@ -79,56 +81,12 @@ def _front_end_updates_displays() -> bool:
     return getattr(get_ipython(), "kernel", None) is not None
 
 
-class Throttle:
-    """Calls ``push`` at most once per ``interval`` seconds while changes stream in (a loop
-    that compiles or splits keys), and once more after the last change, so the view always
-    ends on the latest state::
-
-        throttle = Throttle(widget.refresh)
-        store.subscribe(lambda *_: throttle.changed())   # now, or once the interval ends
-    """
-
-    def __init__(self, push: Callable[[], None], interval: float = 0.25) -> None:
-        self._push = push
-        self._interval = interval
-        self._lock = threading.RLock()
-        self._timer: threading.Timer | None = None
-        self._last = 0.0
-
-    def changed(self, now: bool = False) -> None:
-        """A change: push at once (``now``, or the interval has passed) or schedule one."""
-        with self._lock:
-            if now or time.monotonic() - self._last >= self._interval:
-                self.cancel()
-                self._push_now()
-            elif self._timer is None:
-                self._timer = threading.Timer(self._interval, self._trailing)
-                self._timer.daemon = True
-                self._timer.start()
-
-    def cancel(self) -> None:
-        """Drop a scheduled push (the widget is closing)."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-
-    def _trailing(self) -> None:
-        with self._lock:
-            self._timer = None
-            self._push_now()
-
-    def _push_now(self) -> None:
-        self._push()
-        self._last = time.monotonic()
-
-
 class LatestRedraw:
     """Redraws of the latest value, at most one per ``interval`` (start to start), each on a
     timer thread; the caller's thread only marks that a value changed. Unlike
-    :class:`Throttle`, which pushes on the caller's thread when the interval has passed
-    (a compile or a split is then shown before the call returns), a loop calling this
-    every step never draws nor waits for a drawing (``jaxlab.show``'s live view)::
+    :class:`Throttle`, whose one thread pushes every view it serves at a fixed rate, a
+    redraw here begins as soon as the interval ends (``jaxlab.show``'s live view); a loop
+    calling this every step never draws nor waits for a drawing::
 
         redraws = LatestRedraw(widget.redraw, interval=0.25)
         redraws.changed()   # between redraws: one attribute read
