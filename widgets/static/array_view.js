@@ -7,6 +7,11 @@
 //             shards: {words, mesh, devices: [{device, process, index, bytes, here, copies}]} | null}
 //   footer, updates
 //   selected, slice_at (written here): the leaf to draw and a 3-D+ array's leading indices
+//   _twin_id: names this widget's static twin (widgets/_base.py)
+// Saved state is anyone's (a shared notebook, a docs page): every value is read by a
+// total, bounded parser below (types checked, dims checked against the buffer, lists
+// capped well above what the kernel sends); what cannot be read is refused, and the view
+// says so while its twin shows.
 
 const VIRIDIS = [
   [68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
@@ -17,6 +22,73 @@ const TWILIGHT = [
   [190, 104, 80], [226, 217, 226],
 ];
 const BOOLEAN = [[235, 235, 235], [33, 113, 181]];
+// Bounds of what the page reads, well above the kernel's (MAX_ROWS 3000 tree rows; a sample
+// of at most 2,000 points or 160 x 160, jaxlab.arrays.sample).
+const MOST_ROWS = 10000;
+const MOST_SIDE = 4096; // values along one drawn axis
+const MOST_VALUES = 1 << 18; // values in one sample
+const MOST_AXES = 64; // NumPy's limit
+const MOST_TEXT = 100000; // characters of one text
+
+/** Saved state this view cannot read: the view says so and its twin shows. */
+class Refused extends Error {}
+
+// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
+// hiding its twin inside its own element, so the rule goes when the view goes.
+const TWIN_ID = /^[0-9a-f]{8,64}$/;
+
+/** Run ``paint`` guarded: drawn, the twin is hidden; failed, the view says why and the twin
+ * shows. Returns whether it drew. */
+function guarded(model, el, paint) {
+  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
+  try {
+    paint();
+    const id = model.get("_twin_id");
+    if (typeof id === "string" && TWIN_ID.test(id)) {
+      hide = hide || document.createElement("style");
+      hide.className = "jaxlab-hide-twin";
+      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
+      el.append(hide);
+    }
+    return true;
+  } catch (err) {
+    const why = err instanceof Refused ? err.message : `${err && err.name}: ${err && err.message}`;
+    console.warn("jaxlab: an ArrayView could not draw its saved state:", err);
+    const note = h("div", "jaxlab-error", `This view could not draw its saved state: ${why.slice(0, 300)}. The saved copy below shows it.`);
+    el.replaceChildren(note);
+    return false;
+  }
+}
+
+/** Text of a saved value: a string (cut to MOST_TEXT), a finite number; else "". */
+function text(v) {
+  if (typeof v === "string") return v.length > MOST_TEXT ? v.slice(0, MOST_TEXT) + "…" : v;
+  return typeof v === "number" && Number.isFinite(v) ? String(v) : "";
+}
+
+/** A finite number, or ``otherwise``. */
+function number(v, otherwise = 0) {
+  return typeof v === "number" && Number.isFinite(v) ? v : otherwise;
+}
+
+/** A list of at most ``most`` items, or refused. */
+function list(v, what, most) {
+  if (!Array.isArray(v)) throw new Refused(`${what} is not a list`);
+  if (v.length > most) throw new Refused(`${what} has ${v.length} items, more than ${most}`);
+  return v;
+}
+
+/** A list of whole numbers in [lo, hi], or refused. */
+function wholes(v, what, lo, hi, most = MOST_AXES) {
+  for (const d of list(v, what, most)) {
+    if (!Number.isInteger(d) || d < lo || d > hi) throw new Refused(`${what} ${JSON.stringify(v).slice(0, 80)} are not whole numbers from ${lo} to ${hi}`);
+  }
+  return v;
+}
+
+function isObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v) && !ArrayBuffer.isView(v) && !(v instanceof ArrayBuffer);
+}
 
 /** @returns {HTMLElement} */
 function h(tag, cls, text) {
@@ -33,33 +105,132 @@ function bytesText(n) {
   return i === 0 ? `${n} B` : `${n.toFixed(1)} ${units[i]}`;
 }
 
-/** A sampled value back to a number ("NaN", "Inf", "-Inf" travel as words). */
+/** A sampled value back to a number ("NaN", "Inf", "-Inf" travel as words); any other
+ * value is refused. */
 function num(v) {
-  if (typeof v === "string") return v === "NaN" ? NaN : v === "Inf" ? Infinity : -Infinity;
-  return v;
+  if (typeof v === "number") return v;
+  if (v === "NaN") return NaN;
+  if (v === "Inf") return Infinity;
+  if (v === "-Inf") return -Infinity;
+  throw new Refused(`a sampled value is ${JSON.stringify(v)?.slice(0, 40) ?? typeof v}, not a number`);
 }
 
-/** A sample's values as nested arrays: a float sample's come as a buffer of float64
- * (a DataView, or an ArrayBuffer) shaped by sample.dims; others as JSON lists. */
-function sampleValues(sample) {
+/** A buffer's bytes as float64 values (a DataView, or an ArrayBuffer), copied: a view's
+ * offset may be unaligned. */
+function floats(v) {
+  const bytes = ArrayBuffer.isView(v) ? v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength) : v;
+  if (bytes.byteLength % 8) throw new Refused(`the sample's buffer of ${bytes.byteLength} bytes is not whole float64 values`);
+  if (bytes.byteLength / 8 > MOST_VALUES) throw new Refused(`the sample holds ${bytes.byteLength / 8} values, more than ${MOST_VALUES}`);
+  return new Float64Array(bytes);
+}
+
+/** A sample's values as numbers, 1-D or 2-D (rows of equal length), checked and bounded:
+ * a float sample's come as a buffer of float64 shaped by sample.dims; others as JSON lists
+ * (complex: [re, im] pairs, which ``pair`` reads into one number each). */
+function sampleValues(sample, pair) {
   const v = sample.values;
-  let buffer;
-  if (ArrayBuffer.isView(v)) buffer = v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength);
-  else if (v instanceof ArrayBuffer) buffer = v;
-  else return v;
-  const flat = new Float64Array(buffer); // copied above: a view's offset may be unaligned
-  const dims = sample.dims || [flat.length];
-  if (dims.length < 2) return Array.from(flat);
-  const cols = dims[dims.length - 1];
-  const rows = [];
-  for (let r = 0; r * cols < flat.length; r++) rows.push(Array.from(flat.subarray(r * cols, (r + 1) * cols)));
-  return rows;
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) {
+    const flat = floats(v);
+    const dims = sample.dims === undefined || sample.dims === null ? [flat.length] : sample.dims;
+    wholes(dims, "the sample's dims", 0, MOST_VALUES, 2);
+    const count = dims.reduce((a, b) => a * b, 1);
+    if (dims.length === 0 || count !== flat.length) {
+      throw new Refused(`the sample's dims [${dims.join(", ")}] do not hold its ${flat.length} values`);
+    }
+    if (dims.length === 1) return Array.from(flat);
+    const [rows, cols] = dims;
+    if (rows > MOST_SIDE || cols > MOST_SIDE) throw new Refused(`the sample's dims [${rows}, ${cols}] exceed ${MOST_SIDE}`);
+    const out = [];
+    for (let r = 0; r < rows; r++) out.push(Array.from(flat.subarray(r * cols, (r + 1) * cols)));
+    return out;
+  }
+  const one = (x) => (pair ? pairValue(x, pair) : num(x));
+  if (!Array.isArray(v) || (pair && !Array.isArray(v[0]))) return one(v); // a scalar
+  list(v, "the sample's values", MOST_VALUES);
+  if (!Array.isArray(v[0]) || (pair && !Array.isArray(v[0][0]))) return v.map(one);
+  const cols = v[0].length;
+  if (v.length > MOST_SIDE || cols > MOST_SIDE || v.length * cols > MOST_VALUES) {
+    throw new Refused(`the sample's ${v.length} x ${cols} values are more than it may hold`);
+  }
+  return v.map((row) => {
+    if (!Array.isArray(row) || row.length !== cols) throw new Refused("the sample's rows are not of one length");
+    return row.map(one);
+  });
 }
 
-/** The tree's rows: they come as a buffer of JSON text (a DataView or an ArrayBuffer). */
+/** A complex value's [re, im] pair through ``f`` (magnitude or phase). */
+function pairValue(x, f) {
+  if (!Array.isArray(x) || x.length !== 2) throw new Refused("a complex value is not an [re, im] pair");
+  return f(num(x[0]), num(x[1]));
+}
+
+/** The tree's rows: they come as a buffer of JSON text (a DataView or an ArrayBuffer);
+ * each is checked and its fields read as what they should be. */
 function rowsOf(v) {
-  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) return JSON.parse(new TextDecoder().decode(v));
-  return v || [];
+  if (v === undefined || v === null) return [];
+  let rows = v;
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) {
+    try {
+      rows = JSON.parse(new TextDecoder().decode(v));
+    } catch (err) {
+      throw new Refused(`the tree's rows are not readable JSON (${err.message})`);
+    }
+  }
+  return list(rows, "the tree's rows", MOST_ROWS).map((row) => {
+    if (!isObject(row)) throw new Refused("a row of the tree is not an object");
+    const depth = row.depth;
+    if (!Number.isInteger(depth) || depth < 0 || depth > MOST_ROWS) throw new Refused(`a row's depth ${String(depth).slice(0, 20)} is not a whole number`);
+    return {
+      path: text(row.path), key: text(row.key), label: text(row.label), depth,
+      leaf: row.leaf === true, array: row.array === true, line: text(row.line),
+      params: text(row.params), bytes: number(row.bytes), flags: text(row.flags),
+      more: number(row.more),
+    };
+  });
+}
+
+/** The drawing, checked: {path, shape, line, kind, caption, sample, shards}; {} draws none. */
+function drawingOf(v) {
+  if (v === undefined || v === null) return {};
+  if (!isObject(v)) throw new Refused("the drawing is not an object");
+  if (!v.path) return {};
+  const d = { path: text(v.path), line: text(v.line), kind: text(v.kind), caption: text(v.caption) };
+  d.shape = wholes(v.shape, "the drawn array's shape", 0, Number.MAX_SAFE_INTEGER);
+  d.sample = null;
+  if (v.sample !== null && v.sample !== undefined) {
+    const s = v.sample;
+    if (!isObject(s)) throw new Refused("the drawing's sample is not an object");
+    const kind = text(s.kind);
+    const parts = kind === "complex"
+      ? [["magnitude", sampleValues(s, Math.hypot), VIRIDIS],
+         ["phase (rad)", sampleValues(s, (re, im) => Math.atan2(im, re)), TWILIGHT]]
+      : [["", sampleValues(s, null), kind === "boolean" ? BOOLEAN : VIRIDIS]];
+    const values = parts[0][1];
+    const axes = !Array.isArray(values) ? 0 : Array.isArray(values[0]) ? 2 : 1;
+    if (axes !== Math.min(d.shape.length, 2) && !(axes === 1 && values.length === 0)) {
+      throw new Refused(`a ${axes}-D sample does not draw a ${d.shape.length}-D array`);
+    }
+    const steps = s.steps === undefined || s.steps === null ? [1, 1] : s.steps;
+    wholes(steps, "the sample's steps", 1, Number.MAX_SAFE_INTEGER);
+    const at = s.slice_at === undefined || s.slice_at === null ? [] : s.slice_at;
+    wholes(at, "the sample's slice", 0, Number.MAX_SAFE_INTEGER);
+    if (d.shape.length > 2 && at.length !== d.shape.length - 2) {
+      throw new Refused(`the slice [${at.join(", ")}] does not fix the leading axes of shape [${d.shape.join(", ")}]`);
+    }
+    d.sample = { parts, axes, steps: [steps[0] ?? 1, steps[1] ?? steps[0] ?? 1], slice_at: at };
+    if (axes === 0) d.sample.scalar = JSON.stringify(s.values).slice(0, 200);
+  }
+  d.shards = null;
+  if (v.shards !== null && v.shards !== undefined) {
+    if (!isObject(v.shards)) throw new Refused("the drawing's shards are not an object");
+    const devices = list(v.shards.devices, "the shards' devices", 1 << 16);
+    d.shards = {
+      words: text(v.shards.words),
+      devices: devices.slice(0, 64).map((s) => (isObject(s) ? s : {})),
+      more: Math.max(0, devices.length - 64),
+    };
+  }
+  return d;
 }
 
 function colour(stops, u) {
@@ -79,20 +250,6 @@ function range(values) {
 function fmt(v) {
   if (!Number.isFinite(v)) return String(v);
   return Number.isInteger(v) ? String(v) : v.toPrecision(4);
-}
-
-/** The parts to draw: [title, 2-D or 1-D number arrays, colour stops]. */
-function parts(sample) {
-  const kind = sample.kind;
-  const deepNum = (v) => (Array.isArray(v) ? v.map(deepNum) : num(v));
-  if (kind === "complex") {
-    const deep = (v, f) => (Array.isArray(v[0]) ? v.map((w) => deep(w, f)) : f(num(v[0]), num(v[1])));
-    return [
-      ["magnitude", deep(sample.values, (re, im) => Math.hypot(re, im)), VIRIDIS],
-      ["phase (rad)", deep(sample.values, (re, im) => Math.atan2(im, re)), TWILIGHT],
-    ];
-  }
-  return [["", deepNum(sample.values), kind === "boolean" ? BOOLEAN : VIRIDIS]];
 }
 
 function heatMap(box, values, stops, steps, tip) {
@@ -169,7 +326,7 @@ function sliceControl(box, model, drawing) {
     input.value = String(index);
     input.title = `index along axis ${axis} (0..${shape[axis] - 1})`;
     input.addEventListener("change", () => {
-      const chosen = [...bar.querySelectorAll("input")].map((i) => Number(i.value) || 0);
+      const chosen = [...bar.querySelectorAll("input")].map((i) => Math.max(0, Math.trunc(Number(i.value)) || 0));
       model.set("slice_at", chosen);
       model.save_changes();
     });
@@ -179,20 +336,22 @@ function sliceControl(box, model, drawing) {
 }
 
 function drawPane(box, model) {
+  const d = drawingOf(model.get("drawing"));
   box.replaceChildren();
-  const d = model.get("drawing") || {};
   if (!d.path) { box.append(h("div", "jaxlab-av-dim", "no array to draw")); return; }
   box.append(h("div", "jaxlab-av-path", d.path), h("div", "jaxlab-av-dim", d.line));
-  const s = d.sample ? { ...d.sample, values: sampleValues(d.sample) } : null;
-  if (!s) { box.append(h("div", "jaxlab-av-dim", d.caption || "")); return; }
+  const s = d.sample;
+  if (!s) { box.append(h("div", "jaxlab-av-dim", d.caption)); return; }
   if (d.shape.length > 2) sliceControl(box, model, d);
   const tip = h("div", "jaxlab-av-tip", "hover for values");
-  if (d.shape.length === 0) {
-    box.append(h("code", "", JSON.stringify(s.values)));
+  if (s.axes === 0) {
+    box.append(h("code", "", s.scalar));
+  } else if (s.parts[0][1].length === 0 || (s.axes === 2 && s.parts[0][1][0].length === 0)) {
+    box.append(h("div", "jaxlab-av-dim", "no values to draw"));
   } else {
-    for (const [title, values, stops] of parts(s)) {
+    for (const [title, values, stops] of s.parts) {
       if (title) box.append(h("div", "jaxlab-av-title", title));
-      if (Array.isArray(values[0])) heatMap(box, values, stops, s.steps, tip);
+      if (s.axes === 2) heatMap(box, values, stops, s.steps, tip);
       else line(box, values, s.steps[0], tip);
     }
     box.append(tip);
@@ -204,23 +363,23 @@ function drawPane(box, model) {
 // Which device holds which block: the layout's words, then one line per device.
 function shardList(box, shards) {
   box.append(h("div", "jaxlab-av-title", shards.words));
-  for (const s of shards.devices.slice(0, 64)) {
-    const where = s.here ? "" : `, process ${s.process} (elsewhere)`;
-    box.append(h("div", "jaxlab-av-dim", `device ${s.device}${where}: ${s.index}, ${bytesText(s.bytes)}`));
+  for (const s of shards.devices) {
+    const where = s.here ? "" : `, process ${text(s.process)} (elsewhere)`;
+    box.append(h("div", "jaxlab-av-dim", `device ${text(s.device)}${where}: ${text(s.index)}, ${bytesText(number(s.bytes))}`));
   }
-  if (shards.devices.length > 64) box.append(h("div", "jaxlab-av-dim", `… ${shards.devices.length - 64} more`));
+  if (shards.more) box.append(h("div", "jaxlab-av-dim", `… ${shards.more} more`));
 }
 
 function drawTree(box, model, collapsed, redraw) {
-  box.replaceChildren();
   const rows = rowsOf(model.get("rows"));
   const selected = model.get("selected");
+  box.replaceChildren();
   let hideBelow = Infinity;
   for (const row of rows) {
     if (row.depth > hideBelow) continue;
     hideBelow = Infinity;
     const div = h("div", "jaxlab-av-row");
-    div.style.paddingLeft = `${row.depth * 1.1}em`;
+    div.style.paddingLeft = `${Math.min(row.depth, 100) * 1.1}em`;
     if (row.path === selected) div.classList.add("jaxlab-av-selected");
     const closed = collapsed.has(row.path);
     if (closed) hideBelow = row.depth;
@@ -253,21 +412,32 @@ function render({ model, el }) {
   const foot = h("div", "jaxlab-av-dim");
   body.append(tree, pane);
   root.append(head, body, foot);
-  el.append(root);
   const collapsed = new Set();
-  const redraw = () => {
-    head.textContent = `${model.get("name") || "value"} · update ${model.get("updates")}`;
-    drawTree(tree, model, collapsed, redraw);
-    drawPane(pane, model);
-    foot.textContent = model.get("footer") || "";
+  const title = () => {
+    head.textContent = `${text(model.get("name")) || "value"} · update ${number(model.get("updates"))}`;
   };
-  redraw();
-  model.on("change:rows", redraw);
-  model.on("change:drawing", () => drawPane(pane, model));
-  model.on("change:selected", () => drawTree(tree, model, collapsed, redraw));
-  model.on("change:updates", () => {
-    head.textContent = `${model.get("name") || "value"} · update ${model.get("updates")}`;
+  // Each redraw guarded: state that cannot be read replaces the view with a note (the
+  // twin shows); the next readable state draws the view again.
+  const draw = (part) => guarded(model, el, () => {
+    if (!el.contains(root)) { el.replaceChildren(root); part = "all"; }
+    if (part === "all" || part === "title") title();
+    if (part === "all" || part === "tree") drawTree(tree, model, collapsed, redraw);
+    if (part === "all" || part === "pane") drawPane(pane, model);
+    if (part === "all") foot.textContent = text(model.get("footer"));
   });
+  const redraw = () => draw("all");
+  const events = [
+    ["change:rows", redraw],
+    ["change:drawing", () => draw("pane")],
+    ["change:selected", () => draw("tree")],
+    ["change:updates", () => draw("title")],
+  ];
+  redraw();
+  for (const [event, handler] of events) model.on(event, handler);
+  return () => {
+    for (const [event, handler] of events) model.off(event, handler);
+    el.querySelector(":scope > style.jaxlab-hide-twin")?.remove();
+  };
 }
 
 export default { render };
