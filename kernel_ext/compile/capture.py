@@ -39,8 +39,8 @@ import jaxlib
 
 from .. import _jax_compat
 from ..session.work import in_jaxlab_work, jaxlab_work, on_jaxlab_time
-from .log import ArgChange, CompileLog
-from .messages import CONFIG_NAMES, CallSignature, base_name, short_type, short_value
+from .log import CompileLog
+from .messages import CONFIG_NAMES, ArgChange, CallSignature, base_name, short_type, short_value
 
 __all__ = ["explaining", "is_listening", "jaxlab_work", "short_type", "start"]
 

@@ -12,8 +12,10 @@ argument signature, whether the persistent cache answered, and why it (re)compil
 
 The listeners that feed it live in :mod:`jaxlab.compile.capture`, its records in
 :mod:`jaxlab.compile.records`, the views (HTML table, matplotlib chart) in
-:mod:`jaxlab.compile.log_view`. JAX's eager operations (``jnp.tanh`` run outside jit)
-are recorded apart from recompilations and grouped by :meth:`CompileLog.eager_operations`.
+:mod:`jaxlab.compile.log_view`: both sit above this store and import it, and
+``compile/__init__`` hands them down (:func:`served_by`), so it never imports them.
+JAX's eager operations (``jnp.tanh`` run outside jit) are recorded apart from
+recompilations and grouped by :meth:`CompileLog.eager_operations`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..session.programs import keep_programs_in
 from .messages import FIRST, UNKNOWN, ArgChange, CallSignature, eager_reason, explain
@@ -410,9 +412,7 @@ class CompileLog:
         >>> with jaxlab.compile_log().recording() as log:
         ...     jax.jit(f)(x)
         """
-        from .capture import start
-
-        stop = start(self)
+        stop = _served().listen(self)
         try:
             yield self
         finally:
@@ -420,16 +420,39 @@ class CompileLog:
 
     # ------------------------------------------------------------------ static views
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        from .log_view import log_html, log_text
-
-        return {"text/plain": log_text(self), "text/html": log_html(self)}
+        above = _served()
+        return {"text/plain": above.text(self), "text/html": above.html(self)}
 
     def plot(self, last: int = 50, mine_only: bool = True) -> Any:
         """A matplotlib Figure: one stacked bar (trace, lower, compile) per compilation of
         the user's functions (``mine_only=False``: JAX's and libraries' too)."""
-        from .log_view import log_figure
+        return _served().figure(self, last=last, mine_only=mine_only)
 
-        return log_figure(self, last=last, mine_only=mine_only)
+
+class Above(NamedTuple):
+    """What a :class:`CompileLog` takes from the modules above it, which import it:
+    ``capture``'s listening and ``log_view``'s drawings."""
+
+    listen: Callable[[CompileLog], Callable[[], None]]  # capture.start: returns the undo
+    text: Callable[[CompileLog], str]
+    html: Callable[[CompileLog], str]
+    figure: Callable[..., Any]  # log_view.log_figure(log, last=, mine_only=)
+
+
+_above: Above | None = None
+
+
+def served_by(above: Above) -> None:
+    """Called once by ``compile/__init__``, which Python runs before any module of the
+    package: the listening and drawings every CompileLog uses."""
+    global _above
+    _above = above
+
+
+def _served() -> Above:
+    if _above is None:  # only if compile/__init__ failed half-way
+        raise RuntimeError("jaxlab.compile is not fully imported: import jaxlab.compile")
+    return _above
 
 
 def _explain_types(
