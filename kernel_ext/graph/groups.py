@@ -188,8 +188,14 @@ def _by_call(
     sigs = [_signature(paths, primitives, k, level) for k in range(lo, hi + 1)]
     # A scope entered again and again reads as one entry (eqx.nn.MLP's Linear layers all
     # say eqx.nn.Linear): one box, whose loop or calls show when it is opened.
-    calls = [(lo, hi)] if step.kind == "scope" else _instances(sigs, lo)
     name = step.name
+    inner = step.kind == "call" and _repeats_below(paths, lo, hi, level)
+    calls = [(lo, hi)] if step.kind == "scope" or inner else _instances(sigs, lo)
+    if inner:  # one call, holding the function called again and again: say which
+        below = [_signature(paths, primitives, k, level + 1) for k in range(lo, hi + 1)]
+        count = len(_instances(below, lo))
+        if count > 1:
+            name = f"{name} ({paths[lo].steps[level + 1].name} ×{count})"
     if len(calls) == 1:
         return [Piece(lo, hi, name, ("path", level + 1))]
     if not inline and len(calls) > INLINE_INSTANCES:
@@ -202,6 +208,15 @@ def _by_call(
         same = k > 0 and sigs[a - lo : b - lo + 1] == first
         found.append(Piece(a, b, name, ("path", level + 1), number, same))
     return found
+
+
+def _repeats_below(paths: list[Path_], lo: int, hi: int, level: int) -> bool:
+    """Whether every equation of the run is inside one and the same call one level down
+    (``mlp`` calling ``layer`` from one line, in a loop): then what repeats is that call,
+    and the run is one call of this level's function (``mlp``, opening to ``layer ×20``),
+    not twenty calls of it."""
+    below = {p.steps[level + 1] if len(p.steps) > level + 1 else None for p in paths[lo : hi + 1]}
+    return len(below) == 1 and (step := next(iter(below))) is not None and step.kind == "call"
 
 
 def _by_lines(

@@ -1,0 +1,53 @@
+"""Boxes are named after the function called again and again, not after its caller
+(issue 33): ``loss -> mlp -> for p in params: x = layer(p, x)`` draws ``mlp (layer ×20)``
+opening to ``layer 3 (params[3])``, forward and backward alike; before, it drew
+``mlp ×20`` opening to ``mlp 3 (params[3])``."""
+
+import jax.numpy as jnp
+
+import jaxlab
+from jaxlab.graph import model as m
+
+LAYERS = 20
+
+
+def layer(p, x):
+    return jnp.tanh(x @ p["W"] + p["b"])
+
+
+def mlp(params, x):
+    for p in params:
+        x = layer(p, x)
+    return x
+
+
+def loss(params, x):
+    return (mlp(params, x) ** 2).mean()
+
+
+PARAMS = [
+    {"W": jnp.full((16 if i == 0 else 32, 32), 0.01), "b": jnp.zeros(32)} for i in range(LAYERS)
+]
+X = jnp.ones((8, 16))
+
+
+def _labels(graph):
+    """Every box's title in the view with every box open."""
+    view = graph.rebuild(frozenset(graph.rebuild.explorer.openable()))
+    return [n.label for n in view.nodes if n.kind == m.SEGMENT] + [c.label for c in view.clusters]
+
+
+def test_a_caller_of_a_repeated_function_is_one_box_holding_its_calls():
+    labels = _labels(jaxlab.jaxpr_graph(loss, PARAMS, X))
+    assert f"mlp (layer ×{LAYERS})" in labels
+    calls = [label for label in labels if label.startswith("layer ")]
+    assert calls[0] == "layer 0 (params[0])" and "layer 3 (params[3])" in calls
+    assert len(calls) == LAYERS and not [label for label in labels if label.startswith("mlp ×")]
+
+
+def test_the_backward_pass_names_the_same_function():
+    labels = _labels(jaxlab.jaxpr_graph(loss, PARAMS, X, grad=True))
+    assert f"mlp (layer ×{LAYERS})" in labels and f"∂ mlp (layer ×{LAYERS})" in labels
+    backward = [label for label in labels if label.startswith("∂ layer ")]
+    assert len(backward) == LAYERS and backward[0].startswith("∂ layer 19 ")
+    assert not [label for label in labels if label.startswith(("mlp ×", "∂ mlp ×"))]
