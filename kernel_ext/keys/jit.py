@@ -15,7 +15,10 @@ Lifetime. ``jax.jit(f)`` twice shares one trace cache, as JAX's own does: the co
 function (a :class:`_Shared`) is memoised per ``f``, weakly. The memo's value must not
 hold ``f`` (a weak-keyed dict whose values hold their keys keeps every function and its
 compiled code alive for the session), so what JAX traces holds ``f`` by a weak reference
-and only the :class:`TrackedJit` the user holds keeps ``f`` alive.
+and what can trace it keeps ``f`` alive: the :class:`TrackedJit` and every method of JAX's
+compiled function it hands out (``jax.jit(lambda x: x).lower(x)`` drops the jitted
+function before JAX traces; its ``.lower`` holds it). What those methods return
+(``Traced``, ``Lowered``, ``Compiled``) never traces ``f`` again.
 """
 
 from __future__ import annotations
@@ -126,7 +129,8 @@ class TrackedJit:
         return out
 
     def __getattr__(self, name: str) -> Any:  # lower, trace, eval_shape, clear_cache, ...
-        return getattr(self._jitted, name)
+        found = getattr(self._jitted, name)
+        return _Held(found, self) if callable(found) else found
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:  # a jitted method binds
         return self if obj is None else functools.partial(self, obj)
@@ -135,10 +139,32 @@ class TrackedJit:
         return f"<TrackedJit of {self.template.name}>"
 
 
+class _Held:
+    """A method of JAX's compiled function (``lower``, ``trace``, ...) that holds the
+    :class:`TrackedJit` it came from, and so the user's function, while it lives."""
+
+    __slots__ = ("_method", "_owner")
+
+    def __init__(self, method: Callable[..., Any], owner: TrackedJit) -> None:
+        self._method, self._owner = method, owner
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        return self._method(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._method, name)
+
+    def __repr__(self) -> str:
+        return repr(self._method)
+
+
 def _trace(shared: _Shared | None, fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """What JAX traces: ``fun``, with its template on the tracing stack. Positional
     parameters only, so no keyword the user's function takes can collide."""
     __tracebackhide__ = True
+    if fun is None:  # (what can trace it holds it: a TrackedJit, the methods it hands out)
+        raise ReferenceError("jaxlab: the function given to jax.jit was freed before JAX traced it")
     if shared is None or _EXPECTING.call is not shared:  # traced for vmap of jit, ...
         return fun(*args, **kwargs)
     _EXPECTING.call = None
