@@ -313,7 +313,7 @@ class KeyLineage:
             if len(rows) == 1 and obj is not None:  # flushed at once (EAGER_KEYS)
                 node = self._next_node - 1
                 earlier = self._by_data.get(rows[0].tobytes())
-                twin = earlier[-2] if isinstance(earlier, list) else None
+                twin = earlier[-2] if isinstance(earlier, list) and len(earlier) > 1 else None
                 if twin is not None and twin in self._single_roots:
                     self._same_seed[node] = self.site_of_node(twin)
                 self._single_roots.add(node)
@@ -582,7 +582,7 @@ class KeyLineage:
         self._events[index] = (op, kind, inputs, tuple(shape), dtype, site_id, traced, in_loop)
         self._event_cache = None
         if len(self._events) > MAX_EVENTS:
-            for old in list(self._events)[: MAX_EVENTS // 10]:
+            for old in list(self._events)[: max(1, MAX_EVENTS // 10)]:
                 del self._events[old]
         return index
 
@@ -734,7 +734,7 @@ class KeyLineage:
         if raw:  # one node per data, a list only for clones (fewer objects to make)
             _add_one(self._by_data, raw, node)
         if len(self._nodes) > MAX_NODES:
-            self._forget(MAX_NODES // 10)
+            self._forget(max(1, MAX_NODES // 10))
         return node
 
     def _forget(self, count: int) -> None:
@@ -746,10 +746,10 @@ class KeyLineage:
             self._single_roots.discard(node)
             self._same_seed.pop(node, None)
             ids = self._by_data.get(raw)
-            if ids == node:
+            if isinstance(ids, list) and node in ids:
+                ids.remove(node)  # (none left: out, as one is when held as an int)
+            if ids == node or ids == []:
                 del self._by_data[raw]
-            elif isinstance(ids, list) and node in ids:
-                ids.remove(node)
         self._dropped += len(old)
         if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
             held = (self._nodes[n][0] for n in self._consumed_by if n in self._nodes)
