@@ -34,9 +34,10 @@ def replay(self: KeyLineage, call: Call) -> None:
         if kind == "op":
             return op_nodes.get(j, [])
         if kind == "arg" and j in args:
-            if j not in arg_nodes:
+            if j not in arg_nodes:  # one key is known by its object, as an eager call's
                 rows = rows_of(args[j])
-                arg_nodes[j] = [self._node_for(r.tobytes(), "", op_site, True) for r in rows]
+                one = args[j] if len(rows) == 1 else None  # (several: by their data)
+                arg_nodes[j] = [self._node_for(r.tobytes(), "", op_site, True, one) for r in rows]
             return arg_nodes[j]
         if j not in loose:  # a key from a loop carry or a closure: known only as traced
             loose[j] = [self._new_node(b"", "", "traced", None, None, None, op_site, True)]
