@@ -18,8 +18,10 @@ record what happened in :func:`~jaxlab.keys.record.key_lineage`:
   callback there would run on every iteration (the benchmark measured 33x), so the body's
   keys are one node per call site, and a reuse inside one body is seen by tracer identity.
 
-Switching off restores JAX's functions; the callbacks already compiled into a function
-stay but return at once. Code that bound a function before tracking began
+Switching off restores JAX's functions, and code traced with a callback in it is traced
+again, without (JAX's public ``jax.clear_caches``: every function compiles again on its
+next call, as after a restart; only when a callback was placed). Code that bound a
+function before tracking began
 (``from jax.random import split``) is not seen; functions compiled before tracking began
 keep their compiled program until they retrace, and the keys they return appear as roots
 of unknown origin.
@@ -72,12 +74,21 @@ _WRAPPERS: dict[str, Callable[..., Any]] = {}
 # Loop bodies: tracer id -> (tracer, node, consuming event) while the trace lasts.
 _TRACED: dict[int, tuple[Any, int, int | None]] = {}
 _UNPACKING: list[Callable[[], None] | None] = []  # the undo of the key unpacking watch
+# Set when a callback is compiled into a program while tracking is on: switching off then
+# drops JAX's compiled code and traces (nothing keeps jaxlab's callback after tracking)
+_PLACED: set[bool] = set()
 _LINEAGE = key_lineage()
 
 
 def is_tracking() -> bool:
     """Whether key tracking is on."""
     return bool(_WRAPPERS)
+
+
+def placed_callbacks() -> bool:
+    """Whether code traced since tracking began holds jaxlab's callbacks (switching off
+    clears JAX's caches so that it is traced again without them)."""
+    return bool(_PLACED)
 
 
 @contextmanager
@@ -146,6 +157,9 @@ def _set(on: bool) -> None:
         if undo is not None:
             undo()
         _TRACED.clear()
+        if _PLACED:  # retrace what was traced with a callback: JAX's caches, all of them
+            _PLACED.clear()  # (which functions hold one is not known: jit of jit, cond, ...)
+            jax.clear_caches()
 
 
 def _recording() -> bool:
@@ -353,6 +367,7 @@ def _record_traced(name: str, kind: str, key: Any, out: Any, site: Site) -> None
         _record_loop(name, kind, key, out, site)
         return
     impl = _impl(out if kind != "consume" else key)
+    _PLACED.add(True)
     if kind == "create":
         callback = functools.partial(_on_create, name, impl, site)
         jax.debug.callback(callback, _data(out))

@@ -7,7 +7,7 @@
     %keys show --static   # a nested HTML list (no widget)
     %keys --cell In[4]    # only what cell In[4] did (static view)
     %keys clear           # forget what was recorded
-    %keys off             # jax.random is JAX's again
+    %keys off             # jax.random is JAX's again (and no callback of jaxlab's stays)
     lineage = %keys -o    # the KeyLineage record
 
 Its plain-Python twins are ``jaxlab.track_keys()`` and ``jaxlab.key_lineage()``; the
@@ -27,7 +27,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import HTML, display
 
 from ..keys.record import KeyLineage, key_lineage
-from ..keys.track import is_tracking, track_keys, warn_pending
+from ..keys.track import is_tracking, placed_callbacks, track_keys, warn_pending
 from ._options import parse_options
 
 ACTIONS = ("on", "off", "show", "clear")
@@ -68,9 +68,15 @@ class KeysMagics(Magics):
             )
         lineage = key_lineage()
         if args.action in ("on", "off"):
-            was_on = is_tracking()
+            was_on, placed = is_tracking(), placed_callbacks()
             track_keys(args.action == "on")
             print(f"key tracking {'on' if is_tracking() else 'off'}")
+            if args.action == "off" and was_on and placed:
+                print(
+                    "code traced while tracking was on held jaxlab's callbacks: JAX's caches"
+                    " are cleared, so each function compiles again, without them, on its"
+                    " next call"
+                )
             if args.action == "on" and not was_on:
                 retraced = _retrace_compiled(self.shell.user_ns if self.shell else {})
                 if retraced:
