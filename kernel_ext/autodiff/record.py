@@ -13,9 +13,9 @@ check, where a NaN was born and the annotated gradient graph. It is JSON-ready
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -137,14 +137,34 @@ class GradReport:
         }
 
     def text(self) -> str:
-        from .display import report_text
-
-        return report_text(self)
+        return _served().text(self)
 
     def __repr__(self) -> str:
         return self.text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .display import report_bundle
+        return _served().bundle(self)
 
-        return report_bundle(self)
+
+class Above(NamedTuple):
+    """What a :class:`GradReport` takes from the module above it, which imports it:
+    ``display``'s text and HTML."""
+
+    text: Callable[[GradReport], str]  # display.report_text
+    bundle: Callable[[GradReport], dict[str, str]]  # display.report_bundle
+
+
+_above: Above | None = None
+
+
+def served_by(above: Above) -> None:
+    """Called once by ``autodiff/__init__``, which Python runs before any module of the
+    package: the drawings every GradReport uses."""
+    global _above
+    _above = above
+
+
+def _served() -> Above:
+    if _above is None:  # only if autodiff/__init__ failed half-way
+        raise RuntimeError("jaxlab.autodiff is not fully imported: import jaxlab.autodiff")
+    return _above
