@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..session.programs import kept_programs
 from .profile_spans import Compilation
@@ -107,11 +108,32 @@ class ProfileResult:
         return data
 
     def __str__(self) -> str:
-        from .profile_view import profile_text
-
-        return profile_text(self)
+        return _served().text(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        from .profile_view import profile_html, profile_text
+        above = _served()
+        return {"text/plain": above.text(self), "text/html": above.html(self)}
 
-        return {"text/plain": profile_text(self), "text/html": profile_html(self)}
+
+class Above(NamedTuple):
+    """What a :class:`ProfileResult` takes from the module above it, which imports it:
+    ``profile_view``'s text and HTML."""
+
+    text: Callable[[ProfileResult], str]  # profile_view.profile_text
+    html: Callable[[ProfileResult], str]  # profile_view.profile_html
+
+
+_above: Above | None = None
+
+
+def served_by(above: Above) -> None:
+    """Called once by ``timing/__init__``, which Python runs before any module of the
+    package: the drawings every ProfileResult uses."""
+    global _above
+    _above = above
+
+
+def _served() -> Above:
+    if _above is None:  # only if timing/__init__ failed half-way
+        raise RuntimeError("jaxlab.timing is not fully imported: import jaxlab.timing")
+    return _above

@@ -14,8 +14,9 @@ A record (frozen, JSON-ready through ``to_dict``) that renders without a kernel:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # An unblocked figure "agrees" with the awaited one within this factor (or within the
 # spread of the rounds, whichever is wider): closer than that is noise, not a finding.
@@ -132,11 +133,32 @@ class BenchResult:
         return data
 
     def __str__(self) -> str:
-        from .bench_view import bench_text
-
-        return bench_text(self)
+        return _served().text(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        from .bench_view import bench_html, bench_text
+        above = _served()
+        return {"text/plain": above.text(self), "text/html": above.html(self)}
 
-        return {"text/plain": bench_text(self), "text/html": bench_html(self)}
+
+class Above(NamedTuple):
+    """What a :class:`BenchResult` takes from the module above it, which imports it:
+    ``bench_view``'s text and HTML."""
+
+    text: Callable[[BenchResult], str]  # bench_view.bench_text
+    html: Callable[[BenchResult], str]  # bench_view.bench_html
+
+
+_above: Above | None = None
+
+
+def served_by(above: Above) -> None:
+    """Called once by ``timing/__init__``, which Python runs before any module of the
+    package: the drawings every BenchResult uses."""
+    global _above
+    _above = above
+
+
+def _served() -> Above:
+    if _above is None:  # only if timing/__init__ failed half-way
+        raise RuntimeError("jaxlab.timing is not fully imported: import jaxlab.timing")
+    return _above
