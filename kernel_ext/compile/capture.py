@@ -39,6 +39,7 @@ import jaxlib
 
 from .. import _jax_compat
 from ..session.work import in_jaxlab_work, jaxlab_work, on_jaxlab_time
+from .identity import anonymous, code_identity
 from .log import CompileLog
 from .messages import CONFIG_NAMES, ArgChange, CallSignature, base_name, short_type, short_value
 
@@ -216,6 +217,7 @@ def call_signature(call: _jax_compat.JitCall) -> CallSignature:
         statics=tuple(statics.items()),
         config=config,
         eager=eager and not user_code,
+        code=code_identity(fun, defined_at) if anonymous(getattr(fun, "__name__", "")) else "",
     )
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from ..session.programs import keep_programs_in
+from .identity import AnonymousNames
 from .messages import FIRST, UNKNOWN, ArgChange, CallSignature, eager_reason, explain
 from .records import CompileEvent, EagerOperations, FunctionStats
 
@@ -96,6 +97,7 @@ class CompileLog:
         self._lock = threading.RLock()
         self._events: deque[CompileEvent] = deque(maxlen=maxlen)
         self._functions: dict[str, _Totals] = {}
+        self._anonymous = AnonymousNames()  # two lambdas are two functions
         self._count = 0
         self._compile_s = 0.0
         self._cell_s = 0.0
@@ -279,6 +281,8 @@ class CompileLog:
         """
         eager = call is not None and call.eager
         with self._lock:
+            if call is not None:
+                fun_name = self._anonymous.name(fun_name, call.code, call.defined_at)
             totals = self._functions.get(fun_name)
             if totals is None and len(self._functions) >= MAX_FUNCTIONS:
                 totals = self._functions.setdefault(OTHER, _Totals())
@@ -371,6 +375,7 @@ class CompileLog:
         with self._lock:
             self._events.clear()
             self._functions.clear()
+            self._anonymous.clear()
             self._programs.clear()
             self._count = self._jaxlab_count = self._eager_count = 0
             self._compile_s = self._cell_s = self._cell_compile_s = self._jaxlab_s = 0.0

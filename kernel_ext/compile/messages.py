@@ -131,6 +131,8 @@ class CallSignature:
     # one of JAX's own operations (``jnp.tanh``, a primitive) compiled because it ran
     # outside jit: an eager operation, never a recompilation of the user's function
     eager: bool = False
+    # an anonymous function's identity (compile/identity.py): two lambdas are two functions
+    code: str = ""
 
     @staticmethod
     def of(
@@ -142,14 +144,17 @@ class CallSignature:
         statics: tuple[tuple[str, str], ...] = (),
         config: tuple[tuple[str, str], ...] = (),
         eager: bool = False,
+        code: str = "",
     ) -> CallSignature:
         if fun is None:  # read from the lowering: the function object is not known
-            return CallSignature(None, 0, defined_at, user_code, args, statics, config, eager)
+            return CallSignature(None, 0, defined_at, user_code, args, statics, config, eager, code)
         try:
             ref: Any = weakref.ref(fun)
         except TypeError:  # builtins and some callables take no weak references
             ref = None
-        return CallSignature(ref, id(fun), defined_at, user_code, args, statics, config, eager)
+        return CallSignature(
+            ref, id(fun), defined_at, user_code, args, statics, config, eager, code
+        )
 
     def same_function(self, other: CallSignature) -> bool:
         """The same function object (assumed when either side does not know it)."""
