@@ -118,6 +118,16 @@ def test_bench_runs_with_keys_on_in_a_shell(ip):
     assert [(r.name, r.runs, r.repeats) for r in runs] == [("f(x)", 2, 2)] * 4
 
 
+def test_profile_graph_runs_with_keys_on_in_a_shell(ip):
+    _shell_with_keys_on(ip)
+    ip.run_cell(
+        "def step(a):\n    return jnp.tanh(a @ a).sum()\ng = jax.jit(step)\ny = jnp.ones((8, 8))"
+    )
+    with capture_output():
+        result = ip.run_cell_magic("profile", "--graph --static -o", "g(y).block_until_ready()")
+    assert result.costliest_function() == "step"
+
+
 # --------------------------------------------------------------------------- the cap
 def test_the_cap_forgets_the_oldest_keys_and_a_seed_after_it_is_recorded(monkeypatch):
     monkeypatch.setattr(record, "MAX_NODES", 40)
