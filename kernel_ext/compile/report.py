@@ -27,6 +27,7 @@ from typing import Any
 
 from .._jax_compat import cost_analysis
 from .capture import COMPILE, LOWER, TRACE
+from .collectives import Collective, collectives
 from .log_view import PHASES, seconds
 from .loop_costs import loops_counted_whole
 from .messages import short_type
@@ -68,6 +69,8 @@ class CompileReport:
     static_leaves: tuple[str, ...] = ()  # non-array leaves held static ("m.activation")
     notes: tuple[str, ...] = ()  # what jaxlab did to compile the call (eqx.filter_jit...)
     loops_note: str = ""  # loop bodies multiplied by their trip counts, or counted once
+    # the communication XLA inserted for a sharded call (collective-permute, all-reduce...)
+    collectives: tuple[Collective, ...] = ()
     stablehlo: str = field(repr=False, default="")
     hlo: str = field(repr=False, default="")
     show: tuple[str, ...] = ()  # texts to display with the report: "stablehlo", "hlo"
@@ -84,9 +87,11 @@ class CompileReport:
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data (without the texts and the result value)."""
         skip = {"stablehlo", "hlo", "value"}
-        return {
+        data = {
             f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip
         }
+        data["collectives"] = [dataclasses.asdict(c) for c in self.collectives]
+        return data
 
     def _rows(self) -> list[tuple[str, str]]:
         def phase(name: str, value: float) -> str:
@@ -108,6 +113,15 @@ class CompileReport:
             ),
             ("jaxpr equations → HLO instructions", f"{self.equations} → {self.hlo_instructions}"),
         ]
+        if self.collectives:
+            moved = sum(c.bytes for c in self.collectives)
+            each = _listed([c.words() for c in self.collectives], most=4)
+            rows.append(
+                (
+                    "communication XLA added",
+                    f"{moved:,} bytes a device in {len(self.collectives)} collectives: {each}",
+                )
+            )
         if self.static_leaves:
             rows.append(("held static (not arrays)", _listed(self.static_leaves)))
         if self.loops_note:
@@ -381,6 +395,7 @@ def compile_report(
         generated_code_bytes=int(getattr(memory, "generated_code_size_in_bytes", 0)),
         equations=count_equations(traced.jaxpr),
         hlo_instructions=count_hlo_instructions(hlo),
+        collectives=collectives(hlo),
         static_leaves=split.static_paths if split is not None else (),
         notes=notes,
         loops_note=whole.note,
