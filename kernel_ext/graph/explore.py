@@ -10,7 +10,9 @@ level's runs are ``run0-119``, ``run120-239`` ...
 
 Search looks at the whole program (primitive, equation id, source line, argument and
 output names), not only at what is drawn; :meth:`Explorer.holders` says which closed
-boxes hold a match, outermost first, so that opening them shows it.
+boxes hold a match, outermost first, so that opening them shows it. A view is emitted by
+``explore_emit`` (what the explorer knows about the program is all it asks) and put
+together by ``assemble``, as the budgeted drawing is.
 
 >>> explorer = Explorer(closed, walk(closed.jaxpr), title="grad(loss)", grad=True,
 ...                     input_names=["params", "x"])                       # doctest: +SKIP
@@ -27,35 +29,26 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax.extend.core as jcore
 
 from . import model as m
-from .build import assemble
-from .emit import _Emitter, _phase, _summary
+from .assemble import assemble
+from .emit import _summary
+from .explore_emit import REPEAT, ExploreEmitter, ExplorePlan, RunSummary
 from .groups import Path_, Piece, item_path, split_range
 from .labels import param_summary, type_text
-from .plan import _group_inputs, _io_nodes, _Plan
+from .plan import _group_inputs, _io_nodes
 from .walk import Block, Item, name_stack, source_line
 
-
-class _RunSummary(NamedTuple):
-    reads: tuple[Any, ...]  # variables read from outside the run, first read first
-    writes: tuple[Any, ...]  # variables it defines
-    n: int  # equations, nested ones included
-    top: str  # its most frequent primitive
-    types: tuple[str, ...]  # its last equation's output types
-    source: str | None  # its first equation's line
-    text: str  # "120 eqns: dot_general×40, ..."
+__all__ = ["REPEAT", "Explorer", "Views", "then"]
 
 
 RUN_ITEMS = 32  # most equations an open block shows before it groups them into runs
 GROUP_INPUTS = 100  # more inputs and outputs than this: one node per argument
 ARGUMENT_LEAVES = 8  # a pytree argument of more arrays than this: one node (its leaves on hover)
 SEARCH_MOST = 200  # matches listed by a search (all are counted)
-# How a repeated layer's summary starts (the page marks the box "repeat" by it).
-REPEAT = "repeat: the same equations as the first call · "
 
 
 class Explorer:
@@ -91,7 +84,7 @@ class Explorer:
         self._pieces: dict[tuple[str, int, int], list[tuple[int, int]] | None] = {}
         self._backward: dict[str, list[bool]] = {}
         self._haystack: list[tuple[str, str]] | None = None
-        self._runs: dict[str, _RunSummary] = {}
+        self._runs: dict[str, RunSummary] = {}
         # The structure the program says (graph/groups.py): each equation's path, per
         # block, and the named box of every range it made.
         self._paths: dict[str, list[Path_]] = {}
@@ -245,7 +238,7 @@ class Explorer:
     def run_id(self, block: Block, lo: int, hi: int) -> str:
         return f"{block.prefix}run{lo}-{hi}"
 
-    def run_summary(self, run: list[Item], run_id: str) -> _RunSummary:
+    def run_summary(self, run: list[Item], run_id: str) -> RunSummary:
         """What a closed run reads from outside, writes, holds and says (kept per run)."""
         if run_id not in self._runs:
             counts: Counter[str] = Counter()
@@ -262,7 +255,7 @@ class Explorer:
                         writes.append(v)
                         written.add(v)
             last = run[-1].eqn
-            self._runs[run_id] = _RunSummary(
+            self._runs[run_id] = RunSummary(
                 reads=tuple(dict.fromkeys(reads)),
                 writes=tuple(writes),
                 n=sum(item.n_equations for item in run),
@@ -277,8 +270,8 @@ class Explorer:
     def graph(self, opened: frozenset[str]) -> m.Graph:
         """The program drawn with ``opened`` open (nested programs' and runs' ids; other
         ids are ignored): everything else closed, one node each."""
-        plan = _ExplorePlan(self, opened)
-        emitter = _ExploreEmitter(plan, grad=self.grad)
+        plan = ExplorePlan(self, opened)
+        emitter = ExploreEmitter(plan, grad=self.grad)
         if self.output_names:
             emitter.output_names = self.output_names
         emitter.program(self.tree, self.input_names)
@@ -443,97 +436,6 @@ def then(graph: m.Graph, step: Callable[[m.Graph], m.Graph]) -> m.Graph:
     done = step(graph)
     views = graph.rebuild
     return dataclasses.replace(done, rebuild=views.then(step) if isinstance(views, Views) else None)
-
-
-class _ExplorePlan(_Plan):
-    """The explorer's plan: what is closed follows the opened set, not a node budget."""
-
-    keep_group_edges = True
-
-    def __init__(self, explorer: Explorer, opened: frozenset[str]) -> None:
-        # Not _Plan.__init__: that one measures the whole program against a budget, which
-        # is what the explorer must not pay for. The emitter reads these attributes.
-        self.explorer = explorer
-        self.opened = opened
-        self.collapsed = explorer.nested - opened
-        self.io_groups = explorer.io_groups
-        self.segment_length = {}
-        self.notes = []
-        j = explorer.tree.jaxpr
-        if self.io_groups is not None:
-            self.notes.append(
-                f"{len(j.invars)} inputs drawn as {len(self.io_groups)} argument nodes"
-                + (f" and {len(j.outvars)} outputs as one" if len(j.outvars) > 1 else "")
-            )
-        self.io = 0
-
-
-class _ExploreEmitter(_Emitter):
-    """Emits a block as its runs: closed runs one SEGMENT node, open ones a cluster."""
-
-    plan: _ExplorePlan
-
-    def block(self, block: Block, cluster: str | None, phase: str | None) -> None:
-        self._range(block, 0, len(block.items) - 1, cluster, phase)
-
-    def _range(
-        self, block: Block, lo: int, hi: int, cluster: str | None, phase: str | None
-    ) -> None:
-        explorer = self.plan.explorer
-        pieces = explorer.pieces(block, lo, hi)
-        if pieces is None:
-            for item in block.items[lo : hi + 1]:
-                self.item(item, cluster, phase)
-            return
-        for a, b in pieces:
-            if a == b:
-                self.item(block.items[a], cluster, phase)
-                continue
-            run_id = explorer.run_id(block, a, b)
-            run: list[Item] = block.items[a : b + 1]
-            run_phase = _phase(run[0].eqn, phase, self.grad)
-            named = explorer.run_label(block, a, b)
-            if run_id in self.plan.opened:
-                n = sum(item.n_equations for item in run)
-                label = named or f"equations {a}–{b} ({n})"
-                depth = run[0].depth
-                self.clusters.append(m.Cluster(run_id, "run", label, cluster, depth, n))
-                self._range(block, a, b, run_id, phase)
-            else:
-                repeat = explorer.repeats(block, a, b)
-                self._run_node(run, run_id, cluster, run_phase, named, repeat)
-
-    def _run_node(
-        self,
-        run: list[Item],
-        run_id: str,
-        cluster: str | None,
-        phase: str | None,
-        named: str | None = None,
-        repeat: bool = False,
-    ) -> None:
-        """``run`` closed: one SEGMENT node, as ``_Emitter.segment`` draws it, from a
-        summary kept across views (a toggle re-emits every closed run of the view)."""
-        summary = self.plan.explorer.run_summary(run, run_id)
-        text = REPEAT + summary.text if repeat else summary.text
-        for v in summary.reads:
-            self._edge_from(v, run_id)
-        self.nodes.append(
-            m.Node(
-                run_id,
-                m.SEGMENT,
-                named or f"{summary.n} equations",
-                cluster=cluster,
-                primitive=summary.top,
-                types=summary.types,
-                source=summary.source,
-                phase=phase,
-                summary=text,
-                n_equations=summary.n,
-            )
-        )
-        for v in summary.writes:
-            self.var_node[v] = run_id
 
 
 def _io_groups(tree: Block, input_names: list[str]) -> list[tuple[str, list[int]]] | None:

@@ -31,6 +31,11 @@ import jax.numpy as jnp
 
 from ..program.call import ProgramError
 from . import model as m
+from .annotate import annotate
+from .arguments import static_note
+from .explore import then
+from .from_jaxpr import graph_from_jaxpr
+from .plan import DEFAULT_BUDGET
 
 
 def leaf_names(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
@@ -113,7 +118,6 @@ def gradient_graph(
     explorer's views with the same names, roles and annotations.
     """
     from ..program.static_leaves import split_static
-    from .build import DEFAULT_BUDGET, graph_from_jaxpr, static_note
 
     name = name or getattr(fun, "__name__", None) or type(fun).__name__
     names = leaf_names(fun, args, kwargs)
@@ -207,15 +211,12 @@ def gradient_graph(
             note = static_note(split.static_paths)
             graph = dataclasses.replace(graph, notes=(*graph.notes, note))
         if values:
-            from .annotate import annotate
 
             def primal(*leaves: Any) -> Any:
                 return full(leaves)
 
             graph = annotate(graph, tuple(flat), {}, grad=True, fun=primal)
         return graph
-
-    from .explore import then
 
     return then(drawn, named)  # the explorer's views named as this drawing is
 

@@ -1,6 +1,8 @@
 """The Graph model: what a jaxpr looks like as nodes, edges and nested clusters.
 
-The model knows nothing of graphviz: ``render.py`` turns it into DOT and SVG. Ids are
+The model knows nothing of graphviz: ``render.py`` turns it into DOT and SVG, and
+``overlay.py`` draws data on it; both import this module, and ``graph/__init__`` hands
+their functions down (:func:`served_by`), so the model never imports them. Ids are
 stable paths, never ``id()``, so the same program always gives the same model:
 
 * top-level inputs ``in0, in1, ...``, constants ``c0, ...``, outputs ``out0, ...``;
@@ -17,7 +19,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # Node kinds.
 INPUT = "input"  # an argument of the program
@@ -185,35 +187,25 @@ class Graph:
 
         >>> g.overlay({"e1": 2.0, "In[4], line 3": 1.5}, name="time", unit="ms")  # doctest: +SKIP
         """
-        from .overlay import overlay
-
-        return overlay(self, data, name=name, unit=unit)
+        return _served().overlay(self, data, name=name, unit=unit)
 
     def overlay_from_adjoints(self) -> Graph:
         """The adjoints drawn (``%grad --graph``, ``values=True``) as an overlay: each
         node's largest adjoint magnitude, ``max(abs(min), abs(max))``."""
-        from .overlay import overlay_from_adjoints
-
-        return overlay_from_adjoints(self)
+        return _served().overlay_from_adjoints(self)
 
     def overlay_ranked(self, most: int = 10) -> list[Any]:
         """The overlay's largest equations (``Ranked`` records: id, primitive, source,
         value, share), over the whole program, largest first."""
-        from .overlay import ranked
-
-        return ranked(self, most)
+        return _served().ranked(self, most)
 
     # ---------------------------------------------------------------- renderings
     def to_dot(self) -> str:
-        from .render import graph_to_dot
-
-        return graph_to_dot(self)
+        return _served().to_dot(self)
 
     def to_svg(self, timeout: float | None = None) -> str:
         """Lay out with Graphviz's ``dot``; raises ``RenderError`` when it cannot."""
-        from .render import graph_to_svg
-
-        return graph_to_svg(self, timeout=timeout)
+        return _served().to_svg(self, timeout=timeout)
 
     def to_text(self) -> str:
         """The pretty-printed jaxpr this graph draws (without terminal colour codes), its
@@ -263,6 +255,32 @@ class Graph:
         return f"<Graph {self.describe()}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import graph_mimebundle
+        return _served().mimebundle(self)
 
-        return graph_mimebundle(self)
+
+class Above(NamedTuple):
+    """What a :class:`Graph` takes from the modules above it, which import it:
+    ``render``'s DOT, SVG and display, ``overlay``'s data drawn on it."""
+
+    to_dot: Callable[[Graph], str]  # render.graph_to_dot
+    to_svg: Callable[..., str]  # render.graph_to_svg(graph, timeout=)
+    mimebundle: Callable[[Graph], dict[str, Any]]  # render.graph_mimebundle
+    overlay: Callable[..., Graph]  # overlay.overlay(graph, data, name=, unit=)
+    overlay_from_adjoints: Callable[[Graph], Graph]  # overlay.overlay_from_adjoints
+    ranked: Callable[[Graph, int], list[Any]]  # overlay.ranked
+
+
+_above: Above | None = None
+
+
+def served_by(above: Above) -> None:
+    """Called once by ``graph/__init__``, which Python runs before any module of the
+    package: the drawings every Graph uses."""
+    global _above
+    _above = above
+
+
+def _served() -> Above:
+    if _above is None:  # only if graph/__init__ failed half-way
+        raise RuntimeError("jaxlab.graph is not fully imported: import jaxlab.graph")
+    return _above
