@@ -4,10 +4,18 @@ XLA's ``cost_analysis`` gives a module's totals only (and counts a loop's body o
 Here every instruction of the compiled HLO is costed from its own shapes and joined to
 the equations it came from by the op names and lines profile time uses (``attribution``):
 
-* **FLOPs**: a ``dot``'s 2 x its multiply-adds (a convolution's, from its output: marked
-  as an estimate), one per output element of an arithmetic elementwise instruction, one
-  per input element of a ``reduce``; transcendental instructions (``tanh``, ``exp``, ...)
-  are counted apart, as XLA counts them, in ``transcendentals``.
+* **FLOPs**, as XLA's ``HloCostAnalysis`` counts them: a ``dot``'s 2 x its multiply-adds;
+  a convolution's 2 x output elements x kernel window x input channels of a group (its
+  padding counted too, where XLA skips it: a few % more on small images); an ``fft``'s
+  8 x Πlog2(lengths) per element of its input (4 complex multiply-adds per level; not
+  5·n·log2 n); a ``sort``'s n·log2 n; a ``reduce``'s, ``scatter``'s, ``reduce-window``'s
+  and ``map``'s applied computation per application; one per output element of an
+  arithmetic elementwise instruction (``convert`` too). Transcendental instructions
+  (``tanh``, ``exp``, ...) are counted apart, in ``transcendentals``. A ``gather`` does
+  no arithmetic.
+* **Per equation**: an instruction goes to the equations of its op name and line; of a
+  line's alike equations, a product goes to those doing its work (a layer of another
+  width has its own count), and what is shared is shared by each equation's own work.
 * **Bytes**: what each executed instruction reads and writes (a fusion's operands and its
   output, as XLA counts a fusion: its insides move nothing through memory), split among
   the fusion's equations by their work, as profile time is.
@@ -26,6 +34,8 @@ the equations it came from by the op names and lines profile time uses (``attrib
 
 from __future__ import annotations
 
+import math
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +50,8 @@ _ELEMENTWISE = frozenset(
         "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate",
         "abs", "sign", "compare", "select", "clamp", "and", "or", "xor", "not", "floor",
         "ceil", "round-nearest-even", "round-nearest-afz", "power", "sqrt", "rsqrt", "cbrt",
-        "atan2", "shift-left", "shift-right-logical", "shift-right-arithmetic",
+        "atan2", "shift-left", "shift-right-logical", "shift-right-arithmetic", "convert", "real",
+        "imag", "complex", "is-finite", "popcnt", "count-leading-zeros",
     }
 )  # fmt: skip
 _TRANSCENDENTAL = frozenset(
@@ -62,6 +73,8 @@ class EquationCost:
     flops: float
     bytes: float
     transcendentals: float
+    code: str | None = None  # what made it: "x @ p['W']"
+    call: str | None = None  # the call holding it: "layer 0 (params[0])"
 
 
 @dataclass(frozen=True)
@@ -83,13 +96,17 @@ class EquationCosts:
     sources: dict[str, str | None]
 
     def ranked(self, most: int = 10) -> list[EquationCost]:
-        """The ``most`` costliest equations by ``measure``, costliest first."""
+        """The ``most`` costliest equations by ``measure``, costliest first, each with its
+        code and the call holding it."""
+        from ..graph.overlay import describe
+
         by = getattr(self, self.measure)
         order = sorted(by, key=lambda k: -by[k])[:most]
         return [
             EquationCost(
                 k, self.primitives.get(k, "?"), self.sources.get(k), self.flops.get(k, 0.0),
                 self.bytes.get(k, 0.0), self.transcendentals.get(k, 0.0),
+                *describe(self.graph, k),
             )
             for k in order
         ]  # fmt: skip
@@ -98,9 +115,20 @@ class EquationCosts:
         return self.graph._repr_mimebundle_(include, exclude)
 
 
+# Instructions that apply a computation per element (to_apply=, comparator): the
+# computation's cost is theirs, counted by their own rule, never run once on its own.
+_APPLYING = frozenset(
+    {"reduce", "reduce-window", "scatter", "sort", "map", "select-and-scatter", "all-reduce",
+     "reduce-scatter"}
+)  # fmt: skip
+_FFT_LENGTH = re.compile(r"fft_length=\{([\d,]*)\}")
+_WINDOW_SIZE = re.compile(r"window=\{size=([\dx]+)")
+
+
 def multipliers(hlo: Hlo) -> tuple[dict[str, float], int]:
     """How many times each computation runs per call of the module, and how many loops
-    have no known trip count (counted once)."""
+    have no known trip count (counted once). A reduction's or sort's applied computation
+    is not among them: it is costed per element by the instruction applying it."""
     runs: dict[str, float] = {hlo.entry: 1.0}
     unknown = 0
     stack = [hlo.entry]
@@ -109,7 +137,7 @@ def multipliers(hlo: Hlo) -> tuple[dict[str, float], int]:
         times = runs[computation]
         for name in hlo.computations.get(computation, []):
             inst = hlo.instructions[name]
-            if not inst.called:
+            if not inst.called or inst.opcode in _APPLYING:
                 continue
             each = times
             if inst.opcode == "while":
@@ -123,19 +151,68 @@ def multipliers(hlo: Hlo) -> tuple[dict[str, float], int]:
     return runs, unknown
 
 
-def _flops(hlo: Hlo, inst: Instruction) -> tuple[float, float]:
-    """(FLOPs, transcendentals) of one instruction, from its shapes."""
-    if inst.opcode in ("dot", "convolution"):
-        return 2.0 * inst.work, 0.0
-    if inst.opcode in _ELEMENTWISE:
-        return float(inst.elements), 0.0
-    if inst.opcode in _TRANSCENDENTAL:
-        return 0.0, float(inst.elements)
-    if inst.opcode == "reduce":
+class _Costing:
+    """(FLOPs, transcendentals) of each instruction of one module, from its shapes, as
+    XLA's ``HloCostAnalysis`` counts them (an applied computation's cost read once)."""
+
+    def __init__(self, hlo: Hlo) -> None:
+        self.hlo = hlo
+        self.applied: dict[str, tuple[float, float]] = {}
+
+    def elements(self, name: str) -> int:
+        given = self.hlo.instructions.get(name)
+        return given.elements if given is not None else 0
+
+    def per_application(self, inst: Instruction) -> tuple[float, float]:
+        """The cost of one application of the computation ``inst`` applies (an add: 1)."""
+        flops = transcendentals = 0.0
+        for computation in inst.called:
+            if computation not in self.applied:
+                self.applied[computation] = (0.0, 0.0)  # (a computation applying itself)
+                found = [self.of(self.hlo.instructions[k]) for k in self.hlo.computations.get(
+                    computation, [])]  # fmt: skip
+                self.applied[computation] = (sum(f for f, _ in found), sum(t for _, t in found))
+            f, t = self.applied[computation]
+            flops, transcendentals = flops + f, transcendentals + t
+        return flops, transcendentals
+
+    def of(self, inst: Instruction) -> tuple[float, float]:
+        """(FLOPs, transcendentals) of one run of ``inst``."""
+        op = inst.opcode
+        if op in ("dot", "convolution"):
+            return 2.0 * inst.work, 0.0
+        if op in _ELEMENTWISE:
+            return float(inst.elements), 0.0
+        if op in _TRANSCENDENTAL:
+            return 0.0, float(inst.elements)
+        if op == "fft":  # 4 complex multiply-adds per element and level, as XLA counts
+            length = _FFT_LENGTH.search(inst.text)
+            lengths = (length[1] if length else "").split(",")
+            levels = math.prod(int(n).bit_length() - 1 for n in lengths if n)
+            operands = inst.operands()
+            return 8.0 * levels * self.elements(operands[0]) if operands else 0.0, 0.0
+        if op == "sort":  # n log2 n comparisons
+            operands = inst.operands()
+            n = self.elements(operands[0]) if operands else 0
+            return float(n * max(0, (n - 1).bit_length())), 0.0
+        if op not in _APPLYING:
+            return 0.0, 0.0
         operands = inst.operands()
-        given = hlo.instructions.get(operands[0]) if operands else None
-        return float(given.elements if given else inst.elements), 0.0
-    return 0.0, 0.0
+        if op == "reduce":  # input less output elements, each one application
+            times = max(0, self.elements(operands[0]) - inst.elements) if operands else 0
+        elif op == "scatter":  # one application per update element
+            n = max(1, (len(operands) - 1) // 2)
+            times = self.elements(operands[n + 1]) if len(operands) > n + 1 else 0
+        elif op == "reduce-window":
+            size = _WINDOW_SIZE.search(inst.text)
+            window = math.prod(int(k) for k in size[1].split("x")) if size else 1
+            times = (window - 1) * inst.elements
+        elif op == "map":
+            times = inst.elements
+        else:  # select-and-scatter, collectives: left to XLA's own counts
+            return 0.0, 0.0
+        flops, transcendentals = self.per_application(inst)
+        return flops * times, transcendentals * times
 
 
 def _bytes(hlo: Hlo, inst: Instruction) -> float:
@@ -157,6 +234,7 @@ def costs_of(
     """Join the costs of ``hlo_text``'s instructions to ``closed_jaxpr``'s equations (see
     module docstring); ``measure`` drawn on the Graph ``graph_of(closed)``."""
     from .attribution import (
+        PRODUCT_OPCODES,
         AttributionError,
         _split,
         _with_boxes,
@@ -181,20 +259,23 @@ def costs_of(
 
     primitive_of = {e.id: e.primitive for e in equations}
 
-    def targets(inst: Instruction, op_name: str) -> tuple[str, ...]:
-        ids = matcher.match(op_name, inst.line, inst.elements)
+    def targets(inst: Instruction, op_name: str) -> int:
+        """The number of the group of equations ``inst``'s ``op_name`` is of."""
+        work = inst.work if inst.opcode in PRODUCT_OPCODES else 0.0
+        group = matcher.group(op_name, inst.line, inst.elements, work)
+        ids = matcher.groups[group]
         wanted = _PRODUCT.get(inst.opcode)
         if wanted is None or any(primitive_of.get(k) == wanted for k in ids):
-            return ids
+            return group
         # XLA merged a product with its neighbours and kept their name (a backward pass's
         # `transpose`, a loop's `while`): its FLOPs are a product's, at its line if one is
         # there, else wherever its name stack says
         alike = op_name.rsplit("/", 1)[0] + "/" + wanted
         for line in (inst.line, ""):
-            found = matcher.match(alike, line, inst.elements)
-            if any(primitive_of.get(k) == wanted for k in found):
+            found = matcher.group(alike, line, inst.elements, work)
+            if any(primitive_of.get(k) == wanted for k in matcher.groups[found]):
                 return found
-        return ids
+        return group
 
     def give(kind: str, inst: Instruction, amount: float) -> None:
         """``amount`` shared by the instruction's op names; a name that matches no
@@ -205,16 +286,17 @@ def costs_of(
             return
         part = amount / len(inst.op_names)
         for op_name in inst.op_names:
-            ids = targets(inst, op_name)
-            if not ids:
+            group = targets(inst, op_name)
+            if not matcher.groups[group]:
                 lost[kind] += part
-            for k in ids:
-                found[kind][k] += part / len(ids)
+            for k, share in matcher.shares(group):
+                found[kind][k] += part * share
 
+    costing = _Costing(hlo)
     for computation, times in runs.items():
         for name in hlo.computations.get(computation, []):
             inst = hlo.instructions[name]
-            flops, transcendental = _flops(hlo, inst)
+            flops, transcendental = costing.of(inst)
             if flops:
                 give("flops", inst, flops * times)
             if transcendental:
@@ -227,9 +309,8 @@ def costs_of(
             totals["bytes"] += moved
             shares = _split(hlo, name, matcher)
             for group, part in shares.items():
-                ids = matcher.groups[group]
-                for k in ids:
-                    found["bytes"][k] += moved * part / len(ids)
+                for k, share in matcher.shares(group):
+                    found["bytes"][k] += moved * part * share
             if not shares:
                 lost["bytes"] += moved
     notes = []

@@ -40,6 +40,8 @@ _FRAME = re.compile(r"stack_frame_id=(\d+)")
 _SOURCE = re.compile(r'source_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
 _FIELD = re.compile(r"(\w+)=(\d+)")
 _CONTRACTING = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
+_DIM_LABELS = re.compile(r"dim_labels=\w+_(\w+)->")  # a convolution's kernel's: "01io"
+_PARAMETER = re.compile(r"parameter\((\d+)\)")
 _TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 _DTYPE = re.compile(r"^([a-z]+)(\d*)\[")
 _BITS = {"pred": 8, "token": 0}  # else the number after the type: f32, s8, bf16, u4
@@ -63,7 +65,7 @@ class Instruction(NamedTuple):
     line: str  # the user's line, "In[4], line 3" or "model.py:12"; "" when unknown
     elements: int  # of its (first) output
     called: tuple[str, ...]  # computations it runs: a fusion's, a loop's body and cond
-    work: float  # an estimate: a dot's multiply-adds, else its output elements
+    work: float  # an estimate: a product's multiply-adds, else its output elements
     trips: int | None = None  # a while's known trip count (XLA's backend config)
     text: str = ""  # the rest of its line, after "name = " (read further when needed)
 
@@ -171,7 +173,54 @@ def read_hlo(text: str) -> Hlo:
         hlo.instructions[name] = inst
     for name in products:  # (in place: the instructions keep the text's order)
         hlo.instructions[name] = _with_product_work(hlo.instructions[name], dims)
+    unnamed = [k for k in products if not hlo.instructions[k].op_names]
+    if unnamed:
+        _name_products(hlo, unnamed)
     return hlo
+
+
+def _name_products(hlo: Hlo, unnamed: list[str]) -> None:
+    """A product XLA rewrote without metadata (a 1-row matmul's ``dot`` after layout
+    assignment) takes the JAX op name and line of the reshape of its result that kept
+    them (a ``bitcast`` named ``.../dot_general``, often inside the fusion reading it)."""
+    users: dict[str, list[str]] = {}
+    for inst in hlo.instructions.values():
+        for operand in inst.operands() if inst.opcode != "parameter" else ():
+            users.setdefault(operand, []).append(inst.name)
+    wanted = {"dot": "dot_general", "convolution": "conv_general_dilated"}
+    for name in unnamed:
+        inst = hlo.instructions[name]
+        primitive = wanted[inst.opcode]
+        seen: set[str] = set()
+        todo = list(users.get(name, []))
+        while todo:
+            user = hlo.instructions[todo.pop()]
+            if user.name in seen:
+                continue
+            seen.add(user.name)
+            named = [n for n in user.op_names if n.rsplit("/", 1)[-1] == primitive]
+            if named:
+                hlo.instructions[name] = inst._replace(op_names=tuple(named), line=user.line)
+                break
+            if user.opcode == "fusion":  # the fusion's parameter for this operand, inside
+                for at, operand in enumerate(user.operands()):
+                    if operand == name:
+                        todo += _fused_parameter_users(hlo, user, at, users)
+            elif user.opcode in ("bitcast", "copy", "reshape", "transpose"):
+                todo += users.get(user.name, [])
+
+
+def _fused_parameter_users(
+    hlo: Hlo, fusion: Instruction, index: int, users: dict[str, list[str]]
+) -> list[str]:
+    """The instructions inside ``fusion`` that read its operand number ``index``."""
+    for computation in fusion.called:
+        for k in hlo.computations.get(computation, []):
+            inner = hlo.instructions[k]
+            found = _PARAMETER.search(inner.text) if inner.opcode == "parameter" else None
+            if found is not None and int(found[1]) == index:
+                return users.get(k, [])
+    return []
 
 
 def _rows(text: str) -> tuple[Hlo, list[tuple[str, str, str]], dict[str, dict[int, str]]]:
@@ -258,10 +307,19 @@ def _dims(written: str | None) -> tuple[int, ...]:
 
 
 def _with_product_work(inst: Instruction, dims: dict[str, str]) -> Instruction:
-    """A dot's (or convolution's) work: its output elements times its contracted size,
-    read from its left operand's shape."""
+    """A product's work (multiply-adds): a dot's output elements times its contracted
+    size, read from its left operand's shape; a convolution's output elements times its
+    kernel window times the input channels of a group (the kernel's elements less its
+    output channels: 2 x N·H·W·Cout·kh·kw·Cin FLOPs, padding counted as XLA does not)."""
     rest = inst.text
     args = _OPERAND.findall(rest.split("(", 1)[1]) if "(" in rest else []
+    if inst.opcode == "convolution":
+        labels = _DIM_LABELS.search(rest)
+        kernel = _dims(dims.get(args[1])) if len(args) > 1 else ()
+        if labels is None or "o" not in labels[1] or len(kernel) != len(labels[1]):
+            return inst
+        window = math.prod(kernel) // max(1, kernel[labels[1].index("o")])
+        return inst._replace(work=inst.work * window)
     contracting = _CONTRACTING.search(rest)
     lhs = _dims(dims.get(args[0])) if args else ()
     if contracting is None or not lhs:
