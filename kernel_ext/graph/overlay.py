@@ -7,6 +7,7 @@ The user's data is keyed by what a reader of the program can name::
     g2.node("e12").overlay            # 3.1
     g2.overlay_unmatched              # keys that matched nothing (also in g2.notes)
     g2.overlay_ranked(5)              # the five largest equations, with their lines
+    g2.overlay_ranked(1)[0].text()    # "x @ p['W'] at In[4], line 3, layer 0 (params[0])"
 
 * an **equation id** at any depth (``e12``, ``e3/e1``) or any drawn node's id (``in0``);
 * a **source line** as ``Node.source`` writes it (``"In[4], line 3"``, ``"file.py:12"``,
@@ -46,13 +47,43 @@ _RUN = re.compile(r"^(?P<prefix>.*?)run(?P<lo>\d+)-(?P<hi>\d+)$")
 
 @dataclass(frozen=True)
 class Ranked:
-    """One equation of an overlay, by value: its id, primitive, line, value and share."""
+    """One equation of an overlay, by value: its id, primitive, line, value and share, and
+    what a reader calls it: its code (``x @ p['W']``) and the call holding it (``layer 0
+    (params[0])``), where known."""
 
     id: str
     primitive: str
     source: str | None
     value: float
     share: float | None  # of the program's total (None when values are of both signs)
+    code: str | None = None
+    call: str | None = None
+
+    def text(self) -> str:
+        """``"x @ p['W'] at In[4], line 3, layer 0 (params[0])"``: the code, its line and
+        its call (else its function), never jaxlab's id."""
+        return named_text(self.code or self.primitive, self.source, self.call)
+
+
+def named_text(what: str, source: str | None, call: str | None) -> str:
+    """``what`` at its line, in its call (else its function, as the line names it)."""
+    if not source:
+        return what + (f", {call}" if call else "")
+    where = _where(source)
+    function = source[len(where) :].strip()
+    return f"{what} at {where}" + (f", {call}" if call else (f" {function}" if function else ""))
+
+
+def describe(graph: m.Graph, item_id: str) -> tuple[str | None, str | None]:
+    """(code, call) of equation ``item_id`` of an explored ``graph`` (None where unknown)."""
+    from .equation_code import call_of, equation_code
+    from .explore import Views
+
+    views = graph.rebuild
+    if not isinstance(views, Views) or item_id not in views.explorer.where:
+        return None, None
+    block, at = views.explorer.where[item_id]
+    return equation_code(block.items[at].eqn), call_of(views.explorer, item_id)
 
 
 @dataclass(frozen=True)
@@ -279,8 +310,7 @@ def apply(graph: m.Graph, resolved: _Resolved) -> m.Graph:
     if first:  # over the whole program, so the same for every view: ranked once
         resolved.ranked_notes.append(
             tuple(
-                f"{graph.overlay_name} largest: {r.id} {r.primitive}"
-                + (f" at {r.source}" if r.source else "")
+                f"{graph.overlay_name} largest: {r.text()}"
                 + f": {value_text(r.value, resolved.unit)}"
                 + (f" ({r.share:.0%})" if r.share is not None else "")
                 for r in ranked(graph, RANKED_IN_NOTES)
@@ -306,9 +336,11 @@ def ranked(graph: m.Graph, most: int = 10) -> list[Ranked]:
     # Only the chosen are described (a 10,000-equation program's lines not all looked up).
     found: list[Ranked] = []
     for key, value in sorted(known, key=lambda kv: -abs(kv[1]))[:most]:
+        code = call = None
         if key in items:
             item = items[key]
             primitive, source = item.primitive, source_line(item.eqn)
+            code, call = describe(graph, key)
         else:
             primitive, source = by_id[key].primitive or by_id[key].label, by_id[key].source
         share = (
@@ -316,7 +348,7 @@ def ranked(graph: m.Graph, most: int = 10) -> list[Ranked]:
             if not graph.overlay_signed and graph.overlay_total > 0
             else None
         )
-        found.append(Ranked(key, primitive, source, value, share))
+        found.append(Ranked(key, primitive, source, value, share, code, call))
     return found
 
 

@@ -45,6 +45,8 @@ from .collector import collector_paused
 from .hlo_map import FREE, Hlo, read_hlo
 
 _SCOPE_PRIMITIVE = {"while": ("scan", "while"), "conditional": ("cond",)}
+_PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
+PRODUCT_OPCODES = frozenset({"dot", "convolution"})  # instructions whose work tells apart
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class EquationTime:
     source: str | None
     seconds: float
     share: float  # of the module's profiled op time
+    code: str | None = None  # what made it: "x @ p['W']"
+    call: str | None = None  # the call holding it: "layer 0 (params[0])"
 
 
 @dataclass(frozen=True)
@@ -87,16 +91,20 @@ class Attribution:
         return self.attributed_s / self.total_s if self.total_s > 0 else 0.0
 
     def ranked(self, most: int = 10) -> list[EquationTime]:
-        """The most expensive equations, most first, with their source lines."""
+        """The most expensive equations, most first, with their source lines, code and
+        the call holding each."""
+        from ..graph.overlay import describe
+
         prims = self.primitives or {}
         sources = self.sources or {}
-        found = [
-            EquationTime(k, prims.get(k, ""), sources.get(k), s, s / self.total_s)
-            for k, s in self.times.items()
-            if self.total_s > 0
-        ]
-        found.sort(key=lambda e: -e.seconds)
-        return found[:most]
+        order = sorted(self.times, key=lambda k: -self.times[k])[:most] if self.total_s > 0 else []
+        return [
+            EquationTime(
+                k, prims.get(k, ""), sources.get(k), self.times[k],
+                self.times[k] / self.total_s, *describe(self.graph, k),
+            )
+            for k in order
+        ]  # fmt: skip
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         return self.graph._repr_mimebundle_()
@@ -113,6 +121,26 @@ class _Equation(NamedTuple):  # (a tuple: made for each of 10,000 equations at e
     scope: str
     box: bool
     size: int  # elements of its first result
+    work: float  # its own work, from its shapes: a product's multiply-adds, else its size
+
+
+def _work(eqn: Any, size: int) -> float:
+    """An equation's own work from its own shapes: a matmul's output elements times its
+    contracted size, a convolution's times its kernel window and input channels of a
+    group (its kernel's elements less its output channels); else its output elements."""
+    primitive = str(eqn.primitive.name)
+    try:
+        if primitive == "dot_general":
+            (contract, _), _ = eqn.params["dimension_numbers"]
+            lhs = eqn.invars[0].aval.shape
+            return float(size * math.prod(lhs[d] for d in contract))
+        if primitive == "conv_general_dilated":
+            kernel = eqn.invars[1].aval.shape
+            out_channels = kernel[eqn.params["dimension_numbers"].rhs_spec[0]]
+            return float(size * math.prod(kernel) // max(1, out_channels))
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        pass  # a JAX whose params are written otherwise: its size
+    return float(size)
 
 
 def _equations(tree: Any) -> list[_Equation]:
@@ -126,7 +154,10 @@ def _equations(tree: Any) -> list[_Equation]:
             outs = item.eqn.outvars
             size = math.prod(getattr(outs[0].aval, "shape", ())) if outs else 0
             scope = name_stack(item.eqn)
-            found.append(_Equation(item.id, item.primitive, where, scope, bool(item.blocks), size))
+            work = _work(item.eqn, size) if item.primitive in _PRODUCTS else float(size)
+            found.append(
+                _Equation(item.id, item.primitive, where, scope, bool(item.blocks), size, work)
+            )
             for sub in item.blocks:
                 visit(sub)
 
@@ -144,34 +175,53 @@ class _Matcher:
             if e.where:
                 self.by_line[e.where].append(e)
             self.by_primitive[e.primitive].append(e)
-        self.memo: dict[tuple[str, str, int], int] = {}
+        self.memo: dict[tuple[str, str, int, float], int] = {}
         # Each set of equations an instruction goes to, numbered once: a group of a
         # 714-layer program's layers is a tuple of 714 ids, whose hash (never cached)
         # would be recomputed at every op that adds time to it.
         self.groups: list[tuple[str, ...]] = []
         self._numbers: dict[tuple[str, ...], int] = {}
+        self._work = {e.id: e.work for e in equations}
+        self._shares: dict[int, tuple[tuple[str, float], ...]] = {}
 
-    def match(self, op_name: str, line: str, elements: int) -> tuple[str, ...]:
-        """The ids of the equations an instruction of ``op_name`` at ``line`` is of."""
-        return self.groups[self.group(op_name, line, elements)]
+    def match(self, op_name: str, line: str, elements: int, work: float = 0.0) -> tuple[str, ...]:
+        """The ids of the equations an instruction of ``op_name`` at ``line`` is of (a
+        product's ``work``, its multiply-adds, tells apart products of one line)."""
+        return self.groups[self.group(op_name, line, elements, work)]
 
-    def group(self, op_name: str, line: str, elements: int) -> int:
+    def group(self, op_name: str, line: str, elements: int, work: float = 0.0) -> int:
         """The number of :meth:`match`'s group (in ``groups``): equal groups, one number."""
-        key = (op_name, line, elements)
+        key = (op_name, line, elements, work)
         number = self.memo.get(key)
         if number is None:
-            ids = self._match(op_name, line, elements)
+            ids = self._match(op_name, line, elements, work)
             number = self._numbers.setdefault(ids, len(self.groups))
             if number == len(self.groups):
                 self.groups.append(ids)
             self.memo[key] = number
         return number
 
-    def _match(self, op_name: str, line: str, elements: int) -> tuple[str, ...]:
+    def shares(self, group: int) -> tuple[tuple[str, float], ...]:
+        """Each equation of a group with its part of what the group is given (summing to
+        1): by each one's own work, so equal only for the same work on the same shapes
+        (a Python loop's identical layers)."""
+        known = self._shares.get(group)
+        if known is None:
+            ids = self.groups[group]
+            weights = [max(self._work.get(k, 1.0), 1.0) for k in ids]
+            whole = sum(weights)
+            known = self._shares[group] = tuple(
+                (k, w / whole) for k, w in zip(ids, weights, strict=True)
+            )
+        return known
+
+    def _match(self, op_name: str, line: str, elements: int, work: float) -> tuple[str, ...]:
         last = op_name.rsplit("/", 1)[-1].split("[", 1)[0]
         primitive = last.split("(", 1)[0] if "(" in last else last
         primitives = _SCOPE_PRIMITIVE.get(primitive, (primitive,))
         found = [e for p in primitives for e in self.by_both.get((p, line), [])]
+        if not found and line:  # inside a library's own jit (jnp.fft): no line of the user's
+            found = [e for p in primitives for e in self.by_both.get((p, ""), [])]
         if not found and line:
             # XLA's own instruction for a line (a loop's counter): that line's equations,
             # the innermost box first.
@@ -180,12 +230,20 @@ class _Matcher:
             found = [e for p in primitives for e in self.by_primitive.get(p, [])]
         if len(found) > 1:  # several: those whose name stack the op name holds
             scoped = [e for e in found if e.scope and e.scope in op_name]
-            found = scoped or found
+            # the most specific: "transpose(jvp())" holds "jvp()", a forward equation's
+            deepest = max((len(e.scope) for e in scoped), default=0)
+            found = [e for e in scoped if len(e.scope) == deepest] or found
         if len(found) > 1 and any(not e.box for e in found):
             found = [e for e in found if not e.box]  # a box's line is its contents'
         if len(found) > 1:  # alike but for their size (a Python loop's layers of two widths)
             sized = [e for e in found if e.size == elements]
             found = sized or found
+        if len(found) > 1:  # a product's instruction is a product's; any other, not
+            alike = [e for e in found if (e.primitive in _PRODUCTS) == bool(work)]
+            found = alike or found
+        if len(found) > 1 and work:  # a product: those doing its work (a layer of its own)
+            worked = [e for e in found if e.work == work]
+            found = worked or found
         return tuple(e.id for e in found)
 
 
@@ -263,9 +321,8 @@ def attribute(
             grouped[group] += seconds * part
     given: dict[str, float] = defaultdict(float)
     for group, seconds in grouped.items():
-        ids = matcher.groups[group]
-        for eq_id in ids:
-            given[eq_id] += seconds / len(ids)
+        for eq_id, part in matcher.shares(group):
+            given[eq_id] += seconds * part
     attributed = sum(given.values())
     unattributed = tuple(
         sorted(
@@ -293,7 +350,8 @@ def attribute(
 
 def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[int, float]:
     """The groups of equations an event's time goes to (by number: ``matcher.groups``),
-    each with its part (summing to 1); a group shares its part evenly."""
+    each with its part (summing to 1), by each instruction's estimated work; a group
+    shares its part by its equations' own work (``_Matcher.shares``)."""
     members = [hlo.instructions[k] for k in hlo.members(name)]
     named = [i for i in members if i.op_names and i.opcode != "parameter"]
     costly = [i for i in named if i.opcode not in FREE] or named
@@ -305,8 +363,9 @@ def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[int, float]:
             costly = [owner]
     weights: dict[int, float] = defaultdict(float)
     for inst in costly:
+        work = inst.work if inst.opcode in PRODUCT_OPCODES else 0.0
         for op_name in inst.op_names:
-            group = matcher.group(op_name, inst.line, inst.elements)
+            group = matcher.group(op_name, inst.line, inst.elements, work)
             if matcher.groups[group]:
                 weights[group] += max(inst.work, 1.0) / len(inst.op_names)
     whole = sum(weights.values())
