@@ -198,3 +198,43 @@ def test_the_join_pauses_the_collector_and_resumes_it(big):
     text = traced.lower().compile().as_text()
     attribute(result, traced.jaxpr, text, function="planted", graph_of=graph_of)
     assert seen == [False] and gc.isenabled()
+
+
+def two_matmuls(x1, a, x2, b):
+    return (x1 @ a).sum() + (x2 @ b).sum()  # one line, two matmuls 8x apart in work
+
+
+def test_two_matmuls_on_one_line_each_get_their_own_time():
+    from types import SimpleNamespace
+
+    from jaxlab.timing.profile_result import Cost
+
+    args = jnp.ones((64, 256)), jnp.ones((256, 128)), jnp.ones((64, 32)), jnp.ones((32, 128))
+    traced = jax.jit(two_matmuls).trace(*args)
+    text = traced.lower().compile().as_text()
+    hlo = read_hlo(text)
+    # A recorded profile: each op of the module took time in proportion to the matmul
+    # work it holds (1 ms per 64*128*32 multiply-adds), any other op 1 us.
+    unit = 64 * 128 * 32
+    ops = []
+    for name in hlo.computations[hlo.entry]:
+        inst = hlo.instructions[name]
+        if inst.opcode in ("parameter", "constant", "tuple", "get-tuple-element"):
+            continue
+        work = sum(
+            hlo.instructions[k].work
+            for k in hlo.members(name)
+            if hlo.instructions[k].opcode == "dot"
+        )
+        ops.append(Cost(name, hlo.module, 1, 1e-3 * work / unit if work else 1e-6, 0.0))
+    result = SimpleNamespace(op_times=tuple(ops))
+
+    def graph_of(c):
+        return jaxlab.graph.build.graph_from_jaxpr(c, title="two_matmuls", explore=True)
+
+    a = attribute(result, traced.jaxpr, text, function="two_matmuls", graph_of=graph_of)
+    dots = {k: s for k, s in a.times.items() if a.primitives[k] == "dot_general"}
+    big, small = sorted(dots, key=lambda k: -dots[k])
+    assert dots[big] == pytest.approx(8e-3, rel=0.01)  # not the mean, 4.5 ms, for both
+    assert dots[small] == pytest.approx(1e-3, rel=0.01)
+    assert [e.code for e in a.ranked(2)] == ["x1 @ a", "x2 @ b"]
