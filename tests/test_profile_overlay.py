@@ -238,3 +238,49 @@ def test_two_matmuls_on_one_line_each_get_their_own_time():
     assert dots[big] == pytest.approx(8e-3, rel=0.01)  # not the mean, 4.5 ms, for both
     assert dots[small] == pytest.approx(1e-3, rel=0.01)
     assert [e.code for e in a.ranked(2)] == ["x1 @ a", "x2 @ b"]
+
+
+def test_profile_graph_magic_finds_a_jitted_lambda(ip, capsys):
+    ip.run_cell(
+        "import jax, jax.numpy as jnp\n"
+        "g = jax.jit(lambda q: jnp.tanh(q @ q).sum())\nq = jnp.ones((64, 64)); g(q)"
+    )
+    result = ip.run_cell_magic("profile", "--graph --static -o", "g(q).block_until_ready()")
+    assert result.costliest_function() == "<lambda>"  # XLA's module: jit__lambda
+    assert result.module_of("<lambda>") == "jit__lambda"
+    a = result.attribution("<lambda>", namespace=ip.user_ns, cell="g(q)")
+    assert a.module == "jit__lambda" and a.share >= 0.9
+    assert a.ranked(1)[0].code == "q @ q"
+    assert "lambda" in capsys.readouterr().out  # the graph was drawn
+
+
+def test_profile_graph_magic_finds_a_function_jaxlab_compiled_first(ip, capsys):
+    # %jaxpr --cost compiles `step` under jaxlab's own-work marker, so the compile log
+    # keeps no program of it; the call the cell makes finds it.
+    ip.run_cell(
+        "import jax, jax.numpy as jnp\n"
+        "def step(x):\n    return jnp.sin(x @ x).sum()\n"
+        "f = jax.jit(step)\nx = jnp.ones((64, 64))"
+    )
+    ip.run_line_magic("jaxpr", "--cost flops f(x)")
+    capsys.readouterr()
+    result = ip.run_cell_magic("profile", "--graph --static -o", "f(x).block_until_ready()")
+    assert result.costliest_function() == "step"
+    assert "step" in capsys.readouterr().out
+    a = result.attribution("step", namespace=ip.user_ns, cell="y = f(x)")
+    assert a.module == "jit_step" and a.ranked(1)[0].code == "x @ x"
+
+
+def test_the_profiled_call_is_read_back_from_plain_expressions_only():
+    from jaxlab.timing.profiled_call import profiled_call
+
+    f = jax.jit(planted)
+    ns = {"f": f, "xs": [jnp.ones((4, 4))], "w": jnp.ones((4, 4)), "calls": []}
+    found = profiled_call("for _ in range(3):\n    y = f(xs[0], w=w)\n", ns, "planted")
+    assert found is not None and found[0] is f
+    assert found[1][0] is ns["xs"][0] and found[2] == {"w": ns["w"]}
+    # a call in an argument is never run again; another name is not this function
+    assert profiled_call("f(calls.append(1), w)", ns, "planted") is None
+    assert ns["calls"] == []
+    assert profiled_call("f(xs[0], w)", ns, "other") is None
+    assert profiled_call("%time f(xs[0], w)", ns, "planted") is None

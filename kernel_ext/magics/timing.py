@@ -183,7 +183,7 @@ class TimingMagics(Magics):
             raise UsageError(f"%%profile: {e}") from e
         result = session.result
         if args.graph and result is not None:
-            _show_time_graph(result, static=args.static)
+            _show_time_graph(result, static=args.static, namespace=namespace, cell=cell)
         if args.output:
             return result
         if args.static:
@@ -195,7 +195,7 @@ class TimingMagics(Magics):
         return value
 
 
-def _show_time_graph(result: Any, *, static: bool) -> None:
+def _show_time_graph(result: Any, *, static: bool, namespace: Any, cell: str) -> None:
     """``%%profile --graph``: the costliest jitted function's program, its time drawn."""
     from ..timing.attribution import AttributionError
 
@@ -206,7 +206,7 @@ def _show_time_graph(result: Any, *, static: bool) -> None:
             "draw its time on (jax.jit the function and call it in the cell)"
         )
     try:
-        graph = result.graph(name)
+        graph = result.graph(name, namespace=namespace, cell=cell)  # the cell's call of it
     except AttributionError as e:
         raise UsageError(f"%%profile --graph: {e}") from e
     if static:

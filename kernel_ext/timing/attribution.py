@@ -443,10 +443,12 @@ def profile_attribution(
     return attribute(result, closed, text, function=name, graph_of=graph_of)
 
 
-def attribution_from_program(result: Any, name: str, closed: Any) -> Attribution:
+def attribution_from_program(
+    result: Any, name: str, closed: Any, *, module: str | None = None
+) -> Attribution:
     """As :func:`profile_attribution`, from a program the compile log kept (``closed``):
     compiled again from the jaxpr, whose instructions XLA names as it named the
-    profiled module's."""
+    profiled module's (``module``, as the profile names it: a lambda's ``jit__lambda``)."""
     import jax
     import jax.extend.core as jcore
 
@@ -456,7 +458,7 @@ def attribution_from_program(result: Any, name: str, closed: Any) -> Attribution
     with jaxlab_work():
         text = jax.jit(jcore.jaxpr_as_fun(closed)).trace(*closed.in_avals).lower().compile()
         text = text.as_text()
-    module = "jit_" + re.sub(r"\W", "_", name)  # as the profiled module is named
+    module = module or "jit_" + re.sub(r"\W", "_", name)  # as the profiled module is named
     text = re.sub(r"^HloModule \S+?,", f"HloModule {module},", text, count=1)
 
     names = _traced_names(closed)

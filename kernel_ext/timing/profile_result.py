@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -73,33 +73,61 @@ class ProfileResult:
         """The jitted functions the cell called, each once, in the order first called."""
         return list(self.called)
 
-    def attribution(self, fun_name: str) -> Any:
+    def attribution(
+        self, fun_name: str, *, namespace: Mapping[str, Any] | None = None, cell: str = ""
+    ) -> Any:
         """The time of ``fun_name``'s module per equation of its program (an
-        ``Attribution``: ``share``, ``ranked()``, ``unattributed``, ``graph``), from the
-        program the compile log kept of it (the extension loaded when it was compiled);
-        else call ``jaxlab.profile_attribution(result, f, *args)``."""
-        from .attribution import AttributionError, attribution_from_program
+        ``Attribution``: ``share``, ``ranked()``, ``unattributed``, ``graph``): from the
+        call of it in ``cell`` with its arguments read from ``namespace`` (what
+        ``%%profile --graph`` passes: found whoever compiled it, jaxlab's own
+        ``%jaxpr --cost`` too), else from the program the compile log kept of it (the
+        extension loaded when it was compiled); else call
+        ``jaxlab.profile_attribution(result, f, *args)``."""
+        from .attribution import AttributionError, attribution_from_program, profile_attribution
 
+        if namespace is not None and cell:
+            from .profiled_call import profiled_call
+
+            found = profiled_call(cell, namespace, fun_name)
+            if found is not None:
+                fun, args, kwargs = found
+                return profile_attribution(self, fun, *args, **kwargs)
         keeper = kept_programs()
         closed = keeper.last_program(fun_name) if keeper is not None else None
         if closed is None:
             raise AttributionError(
                 f"no traced program of {fun_name!r} is kept (the compile log keeps the user's "
-                "jitted functions compiled while jaxlab is loaded); call "
-                f"jaxlab.profile_graph(result, {fun_name}, *args) with its arguments"
+                "jitted functions compiled while jaxlab is loaded) and the cell makes no call "
+                f"of it with plain arguments; call jaxlab.profile_graph(result, {fun_name}, "
+                "*args) with its arguments"
             )
-        return attribution_from_program(self, fun_name, closed)
+        return attribution_from_program(self, fun_name, closed, module=self.module_of(fun_name))
 
-    def graph(self, fun_name: str) -> Any:
-        """The Graph of ``fun_name`` with its profiled time per equation drawn on it."""
-        return self.attribution(fun_name).graph
+    def graph(
+        self, fun_name: str, *, namespace: Mapping[str, Any] | None = None, cell: str = ""
+    ) -> Any:
+        """The Graph of ``fun_name`` with its profiled time per equation drawn on it (see
+        :meth:`attribution`)."""
+        return self.attribution(fun_name, namespace=namespace, cell=cell).graph
+
+    def module_of(self, fun_name: str) -> str | None:
+        """The name of the XLA module of jitted function ``fun_name`` in the profile: XLA
+        names ``f``'s ``jit_f`` and a lambda's ``jit__lambda`` (its name's other
+        characters as ``_``, none at the end)."""
+        wanted = _module_key("jit_" + fun_name)
+        for cost in self.modules or self.op_times:
+            if _module_key(cost.module) == wanted:
+                return cost.module
+        return None
 
     def costliest_function(self) -> str | None:
-        """The jitted function called from Python whose module took the most time."""
-        for cost in self.modules:  # XLA names f's module jit_f (<lambda>: jit__lambda_)
-            for name in self.called:
-                if cost.name == "jit_" + re.sub(r"\W", "_", name):
-                    return name
+        """The jitted function called from Python whose module took the most time
+        (``self.modules`` is costliest first)."""
+        keys = {_module_key("jit_" + name): name for name in reversed(list(self.called))}
+        for cost in self.modules:
+            name = keys.get(_module_key(cost.name))
+            if name is not None:
+                return name
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,6 +141,11 @@ class ProfileResult:
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         above = _served()
         return {"text/plain": above.text(self), "text/html": above.html(self)}
+
+
+def _module_key(name: str) -> str:
+    """A module's name as XLA writes it: ``jit_<lambda>`` and ``jit__lambda`` alike."""
+    return re.sub(r"\W", "_", name).strip("_")
 
 
 class Above(NamedTuple):
