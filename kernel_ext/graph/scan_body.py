@@ -21,15 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jax
 import numpy as np
 
 from .._jax_compat import scan_counts
-
-if TYPE_CHECKING:
-    from .interpret import _Run
+from .evaluation import Evaluation, Policy
+from .signatures import Interner
 
 # Why a scan's body was not run per iteration (Evaluation.loops_skipped).
 NESTED_LOOP = "nested"  # inside another loop's body
@@ -50,6 +49,39 @@ class ScanLayout:
     n_slots: int  # slots the body run creates (parameters, equations, literals)
     nbytes: int  # what they hold, every iteration together
     skip: str | None  # why not to run it per iteration (LOOP_NOT_ARRAYS), or None
+
+
+class _Run(Protocol):
+    """What a scan body's run asks of the interpreter's run (``interpret._Run``), which
+    hands itself in: this module sits below the interpreter and never imports it."""
+
+    policy: Policy
+    evaluate: bool  # values computed (False: slots laid out only)
+    perturb: dict[int, Any]  # slot -> what to add to its value where created
+    sig: Interner
+    depth: int  # loop bodies this run is inside
+    loop_bytes: int  # held by the scan bodies run so far
+    ev: Evaluation
+
+    def planner(self, depth: int) -> _Run: ...
+
+    def new_slot(self, value: Any, aval: Any, signature: int, producer: int | None) -> int: ...
+
+    def block(
+        self, jaxpr: Any, prefix: str, const_slots: list[int], in_slots: list[int]
+    ) -> list[int]: ...
+
+    def consts(self, consts: Sequence[Any], avals: Sequence[Any]) -> list[int]: ...
+
+    def args(self, atoms: Sequence[Any], in_slots: Sequence[int | None]) -> list[int]: ...
+
+    def record_step(
+        self, eqn: Any, node_id: str, ins: list[int | None], outs: list[int], summarised: bool
+    ) -> None: ...
+
+    def set_results(
+        self, eqn: Any, node_id: str, outs: list[int], env: dict[Any, int], prefix: str
+    ) -> None: ...
 
 
 def _is_array(aval: Any) -> bool:

@@ -15,13 +15,10 @@ True
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from jax.extend import core as jcore
-
-if TYPE_CHECKING:
-    from .scan_body import ScanLayout
 
 # Whole-equation signatures ignore their nested programs: the gradient program's copy
 # of a loop carries extra residual outputs but computes the same primal results.
@@ -33,9 +30,10 @@ class Interner:
 
     def __init__(self) -> None:
         self.table: dict[Any, int] = {}
-        # (id of a scan body, input signatures, policy) -> (ScanLayout, the body): a
-        # layout is computed once per interner (the body is kept so its id stays its own).
-        self.layouts: dict[Any, tuple[ScanLayout, Any]] = {}
+        # (id of a scan body, input signatures, policy) -> (scan_body.ScanLayout, the
+        # body): a layout is computed once per interner (the body is kept so its id stays
+        # its own). Filled and read by scan_body, which sits above this module.
+        self.layouts: dict[Any, tuple[Any, Any]] = {}
 
     def __call__(self, key: Any) -> int:
         return self.table.setdefault(key, len(self.table))
