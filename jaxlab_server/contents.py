@@ -8,11 +8,13 @@ as it is made. This manager sends an untrusted notebook without that state, so t
 has nothing to restore (the outputs show their static twins), and keeps the state on
 disk for when the notebook is trusted:
 
-- saved from the page while untrusted, the models the saved outputs still show are put
-  back from the disk copy (``widget_state.keep_withheld``); models no output shows any
-  more (their cells ran again) are dropped;
-- trusted from the page ("Trust Notebook", then save), the saved notebook is signed with
-  those models, and reopened it restores them;
+- saved from the page, the models the saved outputs still show and the page did not
+  send are put back from the disk copy (``widget_state.keep_withheld``), trusted or not:
+  a page that opened the notebook untrusted never has them, also after it trusted it;
+  models no output shows any more (their cells ran again) are dropped, so a signature
+  never covers a stranger's model that nothing displays;
+- trusted from the page ("Trust Notebook", which saves), the save is signed with those
+  models, and reopened it restores them;
 - trusted on the server (``jupyter trust nb.ipynb``, or the ``/api/contents/<path>/trust``
   endpoint, which signs the whole file: ``trust_notebook`` reads it whole), reopened it
   restores them.
@@ -67,27 +69,25 @@ class WidgetTrustContentsManager(AsyncLargeFileManager):
     async def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
         content = model.get("content")
         if model.get("type") == "notebook" and isinstance(content, dict):
-            disk = await self._untrusted_on_disk(path)
+            disk = await self._on_disk_with_state(path)
             if disk is not None:
                 kept = keep_withheld(content, disk)
                 if kept:
-                    self.log.info("jaxlab: %d withheld widget models kept in %s", kept, path)
+                    self.log.info("jaxlab: %d saved widget models kept in %s", kept, path)
         return await super().save(model, path)
 
-    async def _untrusted_on_disk(self, path: str) -> Any:
-        """The notebook now at ``path`` when it holds widget state and is not trusted
-        (the page was sent it without that state), else None."""
+    async def _on_disk_with_state(self, path: str) -> Any:
+        """The notebook now at ``path`` when it holds widget state, else None."""
         try:
             raw = await run_sync(_read_bytes, self._get_os_path(path.strip("/")))
         except OSError:
             return None
-        if WIDGET_STATE.encode() not in raw:  # most saves: no parse, no signature
+        if WIDGET_STATE.encode() not in raw:  # most saves: no parse
             return None
         try:
-            nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+            return nbformat.reads(raw.decode("utf-8"), as_version=4)
         except (ValueError, KeyError, TypeError):  # not JSON, not a notebook: nothing sent
             return None
-        return None if self.notary.check_signature(nb) else nb
 
 
 def _read_bytes(os_path: str) -> bytes:

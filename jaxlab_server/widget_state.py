@@ -4,7 +4,7 @@ JupyterLab's widget manager restores every model in ``metadata.widgets`` when it
 notebook, trusted or not, and anywidget imports a model's ``_esm`` (and injects its
 ``_css``) as the model is made: a notebook saved by someone else runs their code. So the
 server sends an untrusted notebook without its widget state (:func:`withhold`), and when
-the page saves it, puts back what the page never had (:func:`keep_withheld`)::
+the page saves it, puts back what the page did not send (:func:`keep_withheld`)::
 
     nb = {"metadata": {"widgets": {WIDGET_STATE: {"state": {"a1": {...}}}}}, "cells": [...]}
     withhold(nb)                # 1 (models held back); nb["metadata"] has no "widgets"
@@ -90,9 +90,9 @@ def shown_models(nb: dict[str, Any], models: dict[str, Any]) -> set[str]:
 
 def keep_withheld(saved: dict[str, Any], disk: dict[str, Any]) -> int:
     """Put into ``saved`` (a notebook the page is saving) the models of ``disk`` (the
-    untrusted copy it replaces, whose state the page never had) that ``saved``'s outputs
-    still show. A model the page sends wins over the one on disk. Returns how many were
-    put back."""
+    copy it replaces, whose state a page that opened it untrusted never had) that
+    ``saved``'s outputs still show. A model the page sends wins over the one on disk.
+    Returns how many were put back."""
     withheld = saved_models(disk)
     kept = shown_models(saved, withheld) - saved_models(saved).keys()
     if not kept:

@@ -243,15 +243,23 @@ def test_trusted_in_the_page_and_saved_the_notebook_restores_its_models(manager)
     assert set(saved_models(got)) == {"a", "lay", "b"}
 
 
-def test_a_page_save_of_a_trusted_notebook_is_not_touched(manager):
+def test_later_saves_of_a_page_that_opened_it_untrusted_keep_the_models(manager):
+    # Trusted and saved, the notebook is signed with its models; the page still has none
+    # (it got the notebook without them) and its next save, an autosave, must not drop
+    # them now that the disk copy is trusted.
     cm = manager()
-    nb = _forged()
-    cm.notary.sign(nb)
-    _write(cm, "signed.ipynb", nb)
-    page = _get(cm, "signed.ipynb")
-    withhold(page)  # the page dropped its widget state itself (its own business)
-    disk = _page_save(cm, "signed.ipynb", page)
-    assert "widgets" not in disk["metadata"]
+    _write(cm, "forged.ipynb", _forged())
+    page = _get(cm, "forged.ipynb")
+    for cell in page.cells:
+        if cell.cell_type == "code":
+            cell.metadata.trusted = True
+    _page_save(cm, "forged.ipynb", copy.deepcopy(page))
+    page.cells[2].source = "edited after trusting"
+    disk = _page_save(cm, "forged.ipynb", page)
+    assert set(saved_models(disk)) == {"a", "lay", "b"}
+    got = _get(cm, "forged.ipynb")
+    assert got.cells[0].metadata.trusted is True
+    assert set(saved_models(got)) == {"a", "lay", "b"}
 
 
 # ------------------------------------------------------------------ the server's config

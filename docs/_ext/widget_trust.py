@@ -2,8 +2,11 @@
 
 A page's saved widget state holds each anywidget's ES module (``_esm``) and CSS
 (``_css``). A notebook's state can hold anything (it is saved by whatever ran it), and
-Jupyter itself restores saved widgets only for trusted notebooks; ipywidgets' embed
-manager loads code by module name, never from the state. So the site's loader
+nothing upstream checks it: JupyterLab's widget manager restores saved widgets whether
+the notebook is trusted or not, and anywidget runs a model's ``_esm`` and adds its
+``_css`` as the model is made (jaxlab's own lab keeps an untrusted notebook's state out
+of the page on the server: ``jaxlab_server``); ipywidgets' embed manager, the one HTML
+exports use, loads code by module name, never from the state. So the site's loader
 (``docs/_static/jaxlab-widgets.js``) draws a saved widget only when the SHA-256 of its
 ``_esm`` and of its ``_css`` are those of a widget class jaxlab ships; anything else keeps
 its static twin. After the build, this extension writes those hashes into the built
