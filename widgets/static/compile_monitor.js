@@ -11,11 +11,113 @@
 // have one colour each wherever they appear, the rest of the cells' time ("other cell
 // time", never called running) is grey, and a red stripe marks a recompilation and
 // nothing else. JAX's eager operations are one line of their own, never recompilations.
+//   _twin_id: names this widget's static twin (widgets/_base.py)
+// Saved state is anyone's (a shared notebook, a docs page): it is read by a total, bounded
+// parser (``readState``: types checked, lists capped well above what the kernel sends);
+// what cannot be read is refused, and the view says so while its twin shows.
 
 const PHASES = ["trace", "lower", "compile"];
 const OTHER = "other cell time";
 const OTHER_MEANING =
   "cell time not spent compiling or in jaxlab's views: your code running, Python, printing";
+
+// Bounds of what the page reads, well above the kernel's (a log keeps 2,000 functions;
+// the monitor sends max_functions of them, 50 by default, each with its recent compiles).
+const MOST_FUNCTIONS = 10000;
+const MOST_ITEMS = 1000; // compiles, shapes or signature entries of one function
+const MOST_TEXT = 100000; // characters of one text
+
+/** Saved state this view cannot read: the view says so and its twin shows. */
+class Refused extends Error {}
+
+// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
+// hiding its twin inside its own element, so the rule goes when the view goes.
+const TWIN_ID = /^[0-9a-f]{8,64}$/;
+
+/** Run ``paint`` guarded: drawn, the twin is hidden; failed, the view says why and the twin
+ * shows. */
+function guarded(model, el, paint) {
+  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
+  try {
+    paint();
+    const id = model.get("_twin_id");
+    if (typeof id === "string" && TWIN_ID.test(id)) {
+      hide = hide || document.createElement("style");
+      hide.className = "jaxlab-hide-twin";
+      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
+      el.append(hide);
+    }
+  } catch (err) {
+    const why = err instanceof Refused ? err.message : `${err && err.name}: ${err && err.message}`;
+    console.warn("jaxlab: a CompileMonitor could not draw its saved state:", err);
+    const note = h("div", "jaxlab-error", `This view could not draw its saved state: ${why.slice(0, 300)}. The saved copy below shows it.`);
+    el.replaceChildren(note);
+  }
+}
+
+/** Text of a saved value: a string (cut to MOST_TEXT), a finite number; else "". */
+function text(v) {
+  if (typeof v === "string") return v.length > MOST_TEXT ? v.slice(0, MOST_TEXT) + "…" : v;
+  return typeof v === "number" && Number.isFinite(v) ? String(v) : "";
+}
+
+/** A finite number, else 0. */
+function number(v) {
+  return typeof v === "number" && Number.isFinite(v) ? v : 0;
+}
+
+function isObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/** A list of at most ``most`` items (absent: empty), each read by ``item``; else refused. */
+function list(v, what, most, item) {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new Refused(`${what} is not a list`);
+  if (v.length > most) throw new Refused(`${what} has ${v.length} items, more than ${most}`);
+  return v.map(item);
+}
+
+/** An object (``optional``: absent is {}); anything else refused. */
+function record(v, what, optional = false) {
+  if (optional && (v === undefined || v === null)) return {};
+  if (!isObject(v)) throw new Refused(`${what} is not an object`);
+  return v;
+}
+
+function compileOf(v) {
+  const c = record(v, "a compilation");
+  return {
+    index: number(c.index), trace_s: number(c.trace_s), lower_s: number(c.lower_s),
+    compile_s: number(c.compile_s), recompile: c.recompile === true, eager: c.eager === true,
+    explanation: text(c.explanation), where: text(c.where), cache: text(c.cache),
+    signature: list(c.signature, "a compilation's signature", MOST_ITEMS, text),
+  };
+}
+
+function functionOf(v) {
+  const f = record(v, "a function");
+  return {
+    name: text(f.name), count: number(f.count), total_s: number(f.total_s),
+    last_s: number(f.last_s), recompiles: number(f.recompiles), user_code: f.user_code === true,
+    eager: f.eager === true, shapes: list(f.shapes, "a function's shapes", MOST_ITEMS, text),
+    compiles: list(f.compiles, "a function's compilations", MOST_ITEMS, compileOf),
+  };
+}
+
+/** The saved state, checked: {functions, session, mineOnly}. */
+function readState(model) {
+  const functions = list(model.get("functions"), "the functions", MOST_FUNCTIONS, functionOf);
+  const s = record(model.get("session"), "the session", true);
+  const session = {};
+  const numbers = ["count", "dropped", "compile_s", "other_s", "cell_s", "jaxlab_work_s",
+    "functions", "mine", "jaxlab_count", "eager_count"];
+  for (const k of numbers) session[k] = number(s[k]);
+  for (const k of ["eager_text", "eager_hint", "weak_note"]) session[k] = text(s[k]);
+  const phases = list(s.phase_s, "the session's phases", 3, number);
+  session.phase_s = [0, 1, 2].map((i) => phases[i] || 0);
+  return { functions, session, mineOnly: model.get("mine_only") === true };
+}
 
 /** @param {number} s seconds @returns {string} */
 function seconds(s) {
@@ -76,7 +178,7 @@ function sessionView(session, shown) {
       : "");
   // the session's time in the phases' own colours, then the rest of the cells in grey
   const bar = h("span", "jaxlab-cm-split");
-  const parts = [...(session.phase_s || [0, 0, 0]), otherS];
+  const parts = [...session.phase_s, otherS];
   const sum = parts.reduce((a, b) => a + b, 0);
   ["trace", "lower", "compile", "running"].forEach((name, i) => {
     const part = h("span", `jaxlab-cm-${name}`);
@@ -153,9 +255,7 @@ function rowView(f, scale) {
 }
 
 function draw(model, el) {
-  const all = model.get("functions") || [];
-  const session = model.get("session") || {};
-  const mineOnly = model.get("mine_only");
+  const { functions: all, session, mineOnly } = readState(model);
   const functions = mineOnly ? all.filter((f) => f.user_code) : all;
   let scale = 0;
   for (const f of functions) for (const c of f.compiles) scale = Math.max(scale, total(c));
@@ -222,12 +322,15 @@ function draw(model, el) {
 
 export default {
   render({ model, el }) {
-    const redraw = () => draw(model, el);
+    // Each redraw guarded: state that cannot be read replaces the view with a note (the
+    // twin shows); the next readable state draws the view again.
+    const redraw = () => guarded(model, el, () => draw(model, el));
     redraw();
     const events = ["change:functions", "change:session", "change:mine_only"];
     for (const e of events) model.on(e, redraw);
     return () => {
       for (const e of events) model.off(e, redraw);
+      el.querySelector(":scope > style.jaxlab-hide-twin")?.remove();
     };
   },
 };
