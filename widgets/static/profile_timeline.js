@@ -7,6 +7,11 @@
 //   compilations: [{function, start_s, total_s, trace_s, lower_s, compile_s}]
 //   modules, ops: [{name, module, calls, total_s, share}]; module_columns, op_columns
 //   syncs:   [{where, code, kind, count, seconds, advice}]
+//   _twin_id: names this widget's static twin (widgets/_base.py)
+// Saved state is anyone's (a shared notebook, a docs page): it is read by a total, bounded
+// parser (``readState``: types checked, lists capped well above what the kernel sends,
+// ticks counted, not stepped); what cannot be read is refused, and the view says so while
+// its twin shows.
 
 // [label, kinds drawn]: the same lanes as the static view (timing/profile_svg.py).
 const LANES = [
@@ -29,6 +34,100 @@ const LABEL_W = 180;
 const LANE_H = 24;
 const AXIS_H = 26;
 
+// Bounds of what the page reads, well above the kernel's (MAX_DRAWN 5,000 spans drawn).
+const MOST_SPANS = 50000;
+const MOST_ROWS = 10000; // rows of one table
+const MOST_TEXT = 100000; // characters of one text
+const MOST_TICKS = 50;
+const COLUMNS = new Set(["name", "module", "runs", "total", "share of the cell"]);
+
+/** Saved state this view cannot read: the view says so and its twin shows. */
+class Refused extends Error {}
+
+// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
+// hiding its twin inside its own element, so the rule goes when the view goes.
+const TWIN_ID = /^[0-9a-f]{8,64}$/;
+
+/** Run ``paint`` guarded: drawn, the twin is hidden; failed, the view says why and the twin
+ * shows. */
+function guarded(model, el, paint) {
+  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
+  try {
+    paint();
+    const id = model.get("_twin_id");
+    if (typeof id === "string" && TWIN_ID.test(id)) {
+      hide = hide || document.createElement("style");
+      hide.className = "jaxlab-hide-twin";
+      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
+      el.append(hide);
+    }
+  } catch (err) {
+    const why = err instanceof Refused ? err.message : `${err && err.name}: ${err && err.message}`;
+    console.warn("jaxlab: a ProfileTimeline could not draw its saved state:", err);
+    const note = h("div", "jaxlab-error", `This view could not draw its saved state: ${why.slice(0, 300)}. The saved copy below shows it.`);
+    el.replaceChildren(note);
+  }
+}
+
+/** Text of a saved value: a string (cut to MOST_TEXT), a finite number; else "". */
+function text(v) {
+  if (typeof v === "string") return v.length > MOST_TEXT ? v.slice(0, MOST_TEXT) + "…" : v;
+  return typeof v === "number" && Number.isFinite(v) ? String(v) : "";
+}
+
+/** A finite number, else 0. */
+function number(v) {
+  return typeof v === "number" && Number.isFinite(v) ? v : 0;
+}
+
+/** A list of at most ``most`` objects (absent: empty), each read by ``item``; else refused. */
+function list(v, what, most, item) {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new Refused(`${what} is not a list`);
+  if (v.length > most) throw new Refused(`${what} has ${v.length} items, more than ${most}`);
+  return v.map((x) => {
+    if (x === null || typeof x !== "object" || Array.isArray(x)) throw new Refused(`an item of ${what} is not an object`);
+    return item(x);
+  });
+}
+
+/** The saved state, checked. */
+function readState(model) {
+  const duration = model.get("duration_s");
+  if (duration !== undefined && duration !== null && (typeof duration !== "number" || !(duration >= 0))) {
+    throw new Refused(`the trace's duration ${String(duration).slice(0, 40)} is not a number of seconds`);
+  }
+  const columns = (v, what) => {
+    if (v === undefined || v === null) return [];
+    if (!Array.isArray(v) || v.length > COLUMNS.size) throw new Refused(`${what} are not a short list`);
+    return v.filter((k) => COLUMNS.has(k));
+  };
+  const cost = (c) => ({ name: text(c.name), module: text(c.module), calls: number(c.calls),
+    total_s: number(c.total_s), share: number(c.share) });
+  const texts = model.get("title");
+  return {
+    title: text(texts),
+    duration_s: duration || 1e-6,
+    kept: text(model.get("kept")),
+    spans: list(model.get("spans"), "the spans", MOST_SPANS, (x) => ({
+      kind: text(x.kind), start_s: number(x.start_s), duration_s: Math.max(0, number(x.duration_s)),
+      words: text(x.words),
+    })),
+    compilations: list(model.get("compilations"), "the compilations", MOST_ROWS, (c) => ({
+      function: text(c.function), start_s: number(c.start_s), total_s: number(c.total_s),
+      trace_s: number(c.trace_s), lower_s: number(c.lower_s), compile_s: number(c.compile_s),
+    })),
+    modules: list(model.get("modules"), "the modules", MOST_ROWS, cost),
+    ops: list(model.get("ops"), "the ops", MOST_ROWS, cost),
+    module_columns: columns(model.get("module_columns"), "the module columns"),
+    op_columns: columns(model.get("op_columns"), "the op columns"),
+    syncs: list(model.get("syncs"), "the syncs", MOST_ROWS, (x) => ({
+      where: text(x.where), code: text(x.code), kind: text(x.kind), count: number(x.count),
+      seconds: number(x.seconds), advice: text(x.advice),
+    })),
+  };
+}
+
 /** @param {number} s seconds @returns {string} */
 function seconds(s) {
   if (s <= 0) return "0 s";
@@ -46,7 +145,14 @@ function axisTicks(start, end) {
   const power = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * power).find((v) => v >= raw) / factor;
   const ticks = [];
-  for (let t = Math.ceil(start / step) * step; t <= end + step * 1e-9; t += step) ticks.push(t);
+  if (!(step > 0) || !Number.isFinite(step)) return { unit, factor, ticks };
+  // Counted, not stepped: far from zero, t + step may equal t.
+  const first = Math.ceil(start / step);
+  for (let i = 0; i < MOST_TICKS; i++) {
+    const t = (first + i) * step;
+    if (!(t <= end + step * 1e-9)) break;
+    ticks.push(t);
+  }
   return { unit, factor, ticks };
 }
 
@@ -90,12 +196,12 @@ function legend() {
   return key;
 }
 
-function timeline(model, root) {
+function timeline(state, root) {
   const box = h("div", "jaxlab-pt-timeline");
   const tip = h("div", "jaxlab-pt-tip", "wheel: zoom · drag: pan · a double press: reset");
   const width = () => Math.max(300, (box.clientWidth || 700) - 4);
-  const view = { start: 0, end: model.get("duration_s") || 1e-6 };
-  const spans = model.get("spans");
+  const view = { start: 0, end: state.duration_s };
+  const spans = state.spans;
   const syncs = spans.filter((s) => s.kind === "sync");
   const lanesH = LANE_H * LANES.length;
   const drawing = svg("svg", { class: "jaxlab-pt-svg", height: lanesH + AXIS_H });
@@ -174,18 +280,19 @@ function timeline(model, root) {
   });
   drawing.addEventListener("dblclick", () => {
     view.start = 0;
-    view.end = model.get("duration_s") || 1e-6;
+    view.end = state.duration_s;
     draw();
   });
   draw();
 }
 
 function render(model, el) {
+  const state = readState(model);
   const root = h("div", "jaxlab-pt");
-  root.append(h("div", "jaxlab-pt-title", model.get("title")));
-  timeline(model, root);
-  if (model.get("kept")) root.append(h("p", "jaxlab-pt-kept", model.get("kept")));
-  const compilations = model.get("compilations");
+  root.append(h("div", "jaxlab-pt-title", state.title));
+  timeline(state, root);
+  if (state.kept) root.append(h("p", "jaxlab-pt-kept", state.kept));
+  const compilations = state.compilations;
   if (compilations.length) {
     root.append(table(
       "JAX compiled during the cell (a first call, or new argument types)",
@@ -201,13 +308,13 @@ function render(model, el) {
       "share of the cell": `${(100 * c.share).toFixed(0)}%` };
     return columns.map((k) => cells[k]);
   });
-  if (model.get("modules").length)
-    root.append(table("XLA modules, costliest first", model.get("module_columns"),
-      costs(model.get("modules"), model.get("module_columns"))));
-  if (model.get("ops").length)
-    root.append(table("XLA ops, costliest first", model.get("op_columns"),
-      costs(model.get("ops"), model.get("op_columns"))));
-  const syncs = model.get("syncs");
+  if (state.modules.length)
+    root.append(table("XLA modules, costliest first", state.module_columns,
+      costs(state.modules, state.module_columns)));
+  if (state.ops.length)
+    root.append(table("XLA ops, costliest first", state.op_columns,
+      costs(state.ops, state.op_columns)));
+  const syncs = state.syncs;
   if (syncs.length) {
     root.append(table(
       "implicit device-to-host transfers: each waits for the device",
@@ -222,9 +329,14 @@ function render(model, el) {
 
 export default {
   render({ model, el }) {
-    const redraw = () => render(model, el);
+    // Each redraw guarded: state that cannot be read replaces the view with a note (the
+    // twin shows); the next readable state draws the view again.
+    const redraw = () => guarded(model, el, () => render(model, el));
     redraw();
     model.on("change:spans", redraw);
-    return () => model.off("change:spans", redraw);
+    return () => {
+      model.off("change:spans", redraw);
+      el.querySelector(":scope > style.jaxlab-hide-twin")?.remove();
+    };
   },
 };
