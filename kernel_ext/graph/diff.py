@@ -8,7 +8,9 @@ same primitive at the same place but other shapes, dtypes or parameters is *chan
 rather than removed and added. Matched equations that hold nested programs (jit, scan,
 cond, remat, custom rules) are aligned inside, block by block, and a box that holds a
 difference anywhere inside is marked so, which tells at once where to look in a large
-program. Ids are the Graph's (``e3``, ``e3/0/e1``) on each side.
+program. Ids are the Graph's (``e3``, ``e3/0/e1``) on each side. The matching is
+``diff_match``, the marks and the side-by-side drawing ``diff_draw``; here are the record,
+its views and the entry functions.
 
 >>> d = diff(jaxpr_graph(f, jnp.ones(3)), jaxpr_graph(f, jnp.ones(4)))   # doctest: +SKIP
 >>> d.changed[0].what                                                     # doctest: +SKIP
@@ -19,9 +21,7 @@ program. Ids are the Graph's (``e3``, ``e3/0/e1``) on each side.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,25 +29,28 @@ import jax.extend.core as jcore
 
 from ..session.programs import kept_programs
 from . import model as m
-from .labels import literal_text, type_text
-from .signatures import Interner, is_jaxpr, literal_key
-from .walk import Block, Item, walk
+from .build import jaxpr_graph
+from .diff_draw import ADDED, AFTER, BEFORE, CHANGED, HOLDS, REMOVED, mark, side_by_side
+from .diff_match import Change, Matcher, counted, io_changes, outermost
+from .from_jaxpr import graph_from_jaxpr
+from .plan import DEFAULT_BUDGET
+from .walk import walk
 
-# The marks (Node.diff, Cluster.diff).
-ADDED, REMOVED, CHANGED, HOLDS = "added", "removed", "changed", "holds"
-BEFORE, AFTER = "before", "after"  # the drawing's two top-level clusters
+__all__ = [
+    "ADDED",
+    "AFTER",
+    "BEFORE",
+    "CHANGED",
+    "HOLDS",
+    "REMOVED",
+    "Change",
+    "DiffViews",
+    "ProgramDiff",
+    "diff",
+    "recompile_diff",
+]
+
 LISTED = 8  # differences the summary names one by one (all are counted)
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-@dataclass(frozen=True)
-class Change:
-    """A matched pair that differs: the same primitive at the same place, other shapes,
-    dtypes, parameters or operands (``what``: ``"f32[3] → f32[4]"``)."""
-
-    before: str  # equation id in the first program ("" for an input or output it lacks)
-    after: str
-    what: str
 
 
 @dataclass(frozen=True)
@@ -104,11 +107,11 @@ class ProgramDiff:
         head = f"{self.before_title} → {self.after_title}: "
         if self.same:
             return head + f"the same program ({self.n_before} equations matched)"
-        top_added = _outermost(self.added)
-        top_removed = _outermost(self.removed)
+        top_added = outermost(self.added)
+        top_removed = outermost(self.removed)
         lines = [
             head
-            + f"{_count(len(self.added), 'equation')} added, {len(self.removed)} removed, "
+            + f"{counted(len(self.added), 'equation')} added, {len(self.removed)} removed, "
             + f"{len(self.changed)} changed; {len(self.pairs) - len(self.changed)} the same "
             + f"({self.n_before} before, {self.n_after} after)"
         ]
@@ -117,7 +120,7 @@ class ProgramDiff:
         lines += [f"  {line}" for line in listed[:LISTED]]
         if len(listed) > LISTED:
             lines.append(f"  and {len(listed) - LISTED} more")
-        boxes = _outermost(self.holds_after) or _outermost(self.holds_before)
+        boxes = outermost(self.holds_after) or outermost(self.holds_before)
         if boxes:
             shown = ", ".join(boxes[:LISTED]) + (" …" if len(boxes) > LISTED else "")
             lines.append(f"  differences inside the nested programs {shown}")
@@ -150,9 +153,6 @@ class ProgramDiff:
         return bundle
 
 
-# --------------------------------------------------------------------------- matching
-
-
 def diff(
     before: Any,
     after: Any,
@@ -169,9 +169,9 @@ def diff(
     """
     a, b = _as_graph(before, args, kwargs), _as_graph(after, args, kwargs)
     ta, tb = walk(a.jaxpr.jaxpr), walk(b.jaxpr.jaxpr)
-    found = _Matcher()
+    found = Matcher()
     found.block(ta, tb)
-    io = _io_changes(a.jaxpr.jaxpr, b.jaxpr.jaxpr)
+    io = io_changes(a.jaxpr.jaxpr, b.jaxpr.jaxpr)
     title_a, title_b = titles or (a.title, b.title if b.title != a.title else f"{b.title} (2)")
     return ProgramDiff(
         before_title=title_a,
@@ -215,350 +215,12 @@ def _as_graph(program: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> m.
             raise TypeError("this Graph keeps no jaxpr to compare; draw it with jaxpr_graph")
         return program
     if isinstance(program, jcore.ClosedJaxpr):
-        from .build import graph_from_jaxpr
-
         return graph_from_jaxpr(program, title="program", explore=True)
     if callable(program):
-        from .build import jaxpr_graph
-
         return jaxpr_graph(program, *args, explore=True, **kwargs)
     raise TypeError(
         f"diff compares Graphs (jaxlab.jaxpr_graph), ClosedJaxprs or functions, not a "
         f"{type(program).__name__}"
-    )
-
-
-class _Matcher:
-    """The alignment of two walked programs, block by block (see module docstring)."""
-
-    def __init__(self) -> None:
-        self.keys = Interner()
-        self.pairs: list[tuple[str, str]] = []
-        self.removed: list[str] = []
-        self.added: list[str] = []
-        self.changed: list[Change] = []
-        self.holds_a: list[str] = []
-        self.holds_b: list[str] = []
-        self._by_block: dict[int, tuple[list[int], list[int]]] = {}
-
-    def block(self, a: Block, b: Block) -> bool:
-        """Align two blocks' equations; whether anything in them differs."""
-        ka, kb = self._keys(a), self._keys(b)
-        if ka[0] == kb[0] and not any(item.blocks for item in a.items):
-            self.pairs.extend((x.id, y.id) for x, y in zip(a.items, b.items, strict=True))
-            return False
-        return self.items(a.items, ka, b.items, kb)
-
-    def items(
-        self,
-        xs: list[Item],
-        kx: tuple[list[int], list[int]],
-        ys: list[Item],
-        ky: tuple[list[int], list[int]],
-    ) -> bool:
-        """Align two runs of equations (with their exact and loose keys)."""
-        differs = False
-        for op, i1, i2, j1, j2 in _opcodes(kx[0], ky[0]):
-            if op == "equal":
-                for x, y in zip(xs[i1:i2], ys[j1:j2], strict=True):
-                    differs |= self.pair(x, y, changed=False)
-                continue
-            differs = True
-            gap_x, gap_y = xs[i1:i2], ys[j1:j2]
-            if self._wrapped(gap_x, gap_y):
-                continue
-            # What is left between exact matches: the same primitive is a change.
-            for op2, p1, p2, q1, q2 in _opcodes(kx[1][i1:i2], ky[1][j1:j2]):
-                left, right = gap_x[p1:p2], gap_y[q1:q2]
-                if op2 == "equal":
-                    for x, y in zip(left, right, strict=True):
-                        self.pair(x, y, changed=True)
-                    continue
-                for x in left:
-                    self.removed.extend(_ids(x))
-                for y in right:
-                    self.added.extend(_ids(y))
-        return differs
-
-    def _wrapped(self, xs: list[Item], ys: list[Item]) -> bool:
-        """A gap where one side is a single box (``jax.checkpoint(f)``'s remat, a jit)
-        around what the other side has plain: the box is added (or removed) and its
-        inside aligned with the other side's equations. Whether it was that."""
-        for box, plain, added in ((ys, xs, True), (xs, ys, False)):
-            if len(box) != 1 or len(box[0].blocks) != 1 or not plain:
-                continue
-            if len(plain) == 1 and plain[0].primitive == box[0].primitive:
-                continue  # the same box on both sides: a change, not a wrapping
-            inner = box[0].blocks[0]
-            k_inner, k_plain = self._keys(inner), self._key_list(plain)
-            shared = difflib.SequenceMatcher(None, k_inner[0], k_plain[0], autojunk=False)
-            if shared.ratio() < 0.5:
-                continue
-            (self.added if added else self.removed).append(box[0].id)
-            if added:
-                self.items(plain, k_plain, inner.items, k_inner)
-            else:
-                self.items(inner.items, k_inner, plain, k_plain)
-            return True
-        return False
-
-    def pair(self, x: Item, y: Item, *, changed: bool) -> bool:
-        """Match ``x`` with ``y`` (and their nested programs); whether they differ."""
-        self.pairs.append((x.id, y.id))
-        if changed:
-            self.changed.append(Change(x.id, y.id, _what(x, y)))
-        inside = False
-        if x.blocks or y.blocks:
-            for k in range(max(len(x.blocks), len(y.blocks))):
-                if k < len(x.blocks) and k < len(y.blocks):
-                    inside |= self.block(x.blocks[k], y.blocks[k])
-                    continue
-                inside = True
-                for item in x.blocks[k].items if k < len(x.blocks) else ():
-                    self.removed.extend(_ids(item))
-                for item in y.blocks[k].items if k < len(y.blocks) else ():
-                    self.added.extend(_ids(item))
-            if inside:
-                self.holds_a.append(x.id)
-                self.holds_b.append(y.id)
-        return changed or inside
-
-    def _keys(self, block: Block) -> tuple[list[int], list[int]]:
-        """Each equation's exact and loose key, interned (once per block)."""
-        known = self._by_block.get(id(block))
-        if known is None:
-            known = self._by_block[id(block)] = self._key_list(block.items)
-        return known
-
-    def _key_list(self, items: list[Item]) -> tuple[list[int], list[int]]:
-        exact: list[int] = []
-        loose: list[int] = []
-        for item in items:
-            eqn = item.eqn
-            key = (
-                item.primitive,
-                _params(eqn),
-                tuple(
-                    literal_key(v) if isinstance(v, jcore.Literal) else type_text(v.aval)
-                    for v in eqn.invars
-                ),
-                tuple(type_text(v.aval) for v in eqn.outvars),
-                len(item.blocks),
-            )
-            exact.append(self.keys(key))
-            loose.append(self.keys((item.primitive, len(item.blocks))))
-        return exact, loose
-
-
-def _opcodes(a: list[int], b: list[int]) -> list[tuple[str, int, int, int, int]]:
-    """difflib's opcodes for ``a`` → ``b``, the common start and end taken first (a
-    change in one place of a long program costs a linear scan, not a quadratic search)."""
-    n = min(len(a), len(b))
-    lo = 0
-    while lo < n and a[lo] == b[lo]:
-        lo += 1
-    hi = 0
-    while hi < n - lo and a[len(a) - 1 - hi] == b[len(b) - 1 - hi]:
-        hi += 1
-    ops: list[tuple[str, int, int, int, int]] = [("equal", 0, lo, 0, lo)] if lo else []
-    middle = difflib.SequenceMatcher(None, a[lo : len(a) - hi], b[lo : len(b) - hi], autojunk=False)
-    for op, i1, i2, j1, j2 in middle.get_opcodes():
-        ops.append((op, lo + i1, lo + i2, lo + j1, lo + j2))
-    if hi:
-        ops.append(("equal", len(a) - hi, len(a), len(b) - hi, len(b)))
-    return ops
-
-
-def _params(eqn: Any) -> tuple[tuple[str, str], ...]:
-    """An equation's parameters as text, nested programs as placeholders (they are
-    aligned themselves) and object addresses masked."""
-    found = []
-    for name in sorted(eqn.params):
-        value = eqn.params[name]
-        if is_jaxpr(value) or (
-            isinstance(value, tuple) and value and all(is_jaxpr(v) for v in value)
-        ):
-            text = "<jaxpr>"
-        elif callable(value) and not isinstance(value, type):
-            text = getattr(value, "__name__", type(value).__name__)
-        else:
-            text = _ADDRESS.sub("", repr(value))
-        found.append((name, text))
-    return tuple(found)
-
-
-def _what(x: Item, y: Item) -> str:
-    """What differs between two equations of one primitive, in a few words."""
-    parts: list[str] = []
-    out_a = [type_text(v.aval) for v in x.eqn.outvars]
-    out_b = [type_text(v.aval) for v in y.eqn.outvars]
-    if out_a != out_b:
-        parts.append(f"{', '.join(out_a)} → {', '.join(out_b)}")
-    in_a = [type_text(v.aval) for v in x.eqn.invars]
-    in_b = [type_text(v.aval) for v in y.eqn.invars]
-    if in_a != in_b and out_a == out_b:
-        parts.append(f"operands {', '.join(in_a)} → {', '.join(in_b)}")
-    pa, pb = dict(_params(x.eqn)), dict(_params(y.eqn))
-    for name in sorted(set(pa) | set(pb)):
-        if pa.get(name) != pb.get(name):
-            parts.append(f"{name}: {_short(pa.get(name))} → {_short(pb.get(name))}")
-    if len(x.blocks) != len(y.blocks):
-        parts.append(f"{len(x.blocks)} → {len(y.blocks)} nested programs")
-    lit_a = [literal_text(v) for v in x.eqn.invars if isinstance(v, jcore.Literal)]
-    lit_b = [literal_text(v) for v in y.eqn.invars if isinstance(v, jcore.Literal)]
-    if lit_a != lit_b:
-        parts.append(f"constants {', '.join(lit_a) or '(none)'} → {', '.join(lit_b) or '(none)'}")
-    return "; ".join(parts) or "the programs inside differ"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _short(text: str | None, most: int = 40) -> str:
-    if text is None:
-        return "(none)"
-    return text if len(text) <= most else text[: most - 1] + "…"
-
-
-def _ids(item: Item) -> list[str]:
-    """An equation's id and those of every equation nested in it."""
-    found = [item.id]
-    for block in item.blocks:
-        for inner in block.items:
-            found.extend(_ids(inner))
-    return found
-
-
-def _outermost(ids: Iterable[str]) -> list[str]:
-    """The ids not nested in another of ``ids`` (an added box, not each of its equations)."""
-    chosen = set(ids)
-    return [i for i in ids if not any(p in chosen for p in _ancestors(i))]
-
-
-def _ancestors(item_id: str) -> list[str]:
-    """The equations holding ``item_id``: ``e3/0/e5`` -> ``["e3"]``."""
-    parts = item_id.split("/")
-    return ["/".join(parts[:k]) for k in range(1, len(parts) - 1) if parts[k - 1].startswith("e")]
-
-
-def _io_changes(a: Any, b: Any) -> tuple[Change, ...]:
-    found = []
-    for kind, xs, ys in (("in", a.invars, b.invars), ("out", a.outvars, b.outvars)):
-        for k in range(max(len(xs), len(ys))):
-            ta = type_text(xs[k].aval) if k < len(xs) else None
-            tb = type_text(ys[k].aval) if k < len(ys) else None
-            if ta != tb:
-                what = f"{ta} → {tb}" if ta and tb else ("removed" if ta else "added")
-                found.append(Change(f"{kind}{k}" if ta else "", f"{kind}{k}" if tb else "", what))
-    return tuple(found)
-
-
-# --------------------------------------------------------------------------- drawing
-
-_SEGMENT = re.compile(
-    r"^(?P<prefix>(?:.*/)?)(?:run(?P<lo>\d+)-(?P<hi>\d+)|e(?P<a>\d+)-e(?P<b>\d+))$"
-)
-
-
-def _positions(item_id: str) -> list[tuple[str, int]]:
-    """(block prefix, index) of ``item_id`` and of every equation holding it:
-    ``e3/0/e5`` -> ``[("", 3), ("e3/0/", 5)]``."""
-    found: list[tuple[str, int]] = []
-    prefix = ""
-    parts = item_id.split("/")
-    k = 0
-    while k < len(parts):
-        part = parts[k]
-        if not (part.startswith("e") and part[1:].isdigit()):
-            return found
-        found.append((prefix, int(part[1:])))
-        prefix += part + "/"
-        if k + 1 < len(parts) and parts[k + 1].isdigit():  # a cond branch, a while's parts
-            prefix += parts[k + 1] + "/"
-            k += 1
-        k += 1
-    return found
-
-
-def mark(graph: m.Graph, marks: dict[str, str]) -> m.Graph:
-    """``graph`` with ``Node.diff`` and ``Cluster.diff`` set from one side's ``marks``: a
-    drawn equation by its own mark, a run of equations or a box that holds a marked one
-    as holding a difference."""
-    dirty: dict[str, set[int]] = {}
-    for key in marks:
-        for prefix, index in _positions(key):
-            dirty.setdefault(prefix, set()).add(index)
-    prefixes = {p.rstrip("/") for p in dirty if p}
-
-    def of(node_id: str) -> str:
-        if node_id in marks:
-            return marks[node_id]
-        run = _SEGMENT.match(node_id)
-        if run is not None:
-            lo = int(run.group("lo") or run.group("a"))
-            hi = int(run.group("hi") or run.group("b"))
-            if any(lo <= k <= hi for k in dirty.get(run.group("prefix"), ())):
-                return HOLDS
-            return ""
-        owner, _, branch = node_id.rpartition("/")
-        if branch.isdigit() and marks.get(owner) in (ADDED, REMOVED):
-            return marks[owner]  # a branch of an added or removed cond
-        return HOLDS if node_id in prefixes else ""
-
-    nodes = tuple(
-        dataclasses.replace(n, diff=d) if (d := of(n.id)) and n.kind != m.PORT else n
-        for n in graph.nodes
-    )
-    clusters = tuple(
-        dataclasses.replace(c, diff=d) if (d := of(c.id)) else c for c in graph.clusters
-    )
-    return dataclasses.replace(graph, nodes=nodes, clusters=clusters)
-
-
-def side_by_side(
-    before: m.Graph,
-    after: m.Graph,
-    *,
-    title: str,
-    labels: tuple[str, str] | None = None,
-    notes: tuple[str, ...] = (),
-) -> m.Graph:
-    """Two Graphs as one, each inside a top-level cluster (``before``, ``after``) whose id
-    prefixes everything in it (``before/e3``), marks kept; ``labels`` name the clusters
-    (by default the Graphs' titles)."""
-    nodes: list[m.Node] = []
-    edges: list[m.Edge] = []
-    clusters: list[m.Cluster] = []
-    names = labels or (before.title, after.title)
-    for side, g, name in ((BEFORE, before, names[0]), (AFTER, after, names[1])):
-        held = any(n.diff for n in g.nodes) or any(c.diff for c in g.clusters)
-        clusters.append(
-            m.Cluster(
-                side, "program", f"{side}: {name}", None, 1, g.n_equations, HOLDS if held else ""
-            )
-        )
-        for n in g.nodes:
-            parent = f"{side}/{n.cluster}" if n.cluster else side
-            nodes.append(dataclasses.replace(n, id=f"{side}/{n.id}", cluster=parent))
-        for c in g.clusters:
-            parent = f"{side}/{c.parent}" if c.parent else side
-            clusters.append(
-                dataclasses.replace(c, id=f"{side}/{c.id}", parent=parent, depth=c.depth + 1)
-            )
-        edges.extend(
-            dataclasses.replace(e, src=f"{side}/{e.src}", dst=f"{side}/{e.dst}") for e in g.edges
-        )
-        notes += tuple(f"{side}: {note}" for note in g.notes)
-    return m.Graph(
-        title=title,
-        nodes=tuple(nodes),
-        edges=tuple(edges),
-        clusters=tuple(clusters),
-        notes=notes,
-        n_equations=before.n_equations + after.n_equations,
-        grad=before.grad or after.grad,
-        jaxpr=after.jaxpr,
     )
 
 
@@ -595,8 +257,6 @@ class DiffViews:
         if self.static:
             if g.view_of is None:
                 return g
-            from .build import DEFAULT_BUDGET, graph_from_jaxpr
-
             return graph_from_jaxpr(
                 g.jaxpr,
                 title=g.title,
