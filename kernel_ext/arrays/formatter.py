@@ -1,20 +1,40 @@
 """``%show on``: jaxlab's static view as the notebook's HTML display of JAX arrays and of
 pytrees that hold them; ``%show off`` puts back exactly what was there.
 
-Containers (dict, list, tuple) are registered with a printer that answers only when the
-container holds a JAX array (IPython falls back to its own display when a printer returns
-None), so a dict of strings displays as before. Equinox and flax nnx modules are
-registered only if the user's session already imported them: turning the view on
-imports nothing.
+::
+
+    %show on
+    {"w": jnp.ones(3)}      # jaxlab's view
+    {"name": "no arrays"}   # IPython's display, as before
+    d = {}; d["self"] = d
+    d                       # IPython's display: the view declines what it cannot walk
+
+A printer here may never fail or slow a display (a session leaves it on). For a
+container it first looks for a JAX array without flattening anything: an iterative scan,
+at most ``ITEMS_LOOKED_AT`` items of each container (IPython's own printer shows 1,000)
+and ``NODES_LOOKED_AT`` in all, each container once; it stops at the first array. Only
+then is the value walked (``tree.show_record``, which finds cycles and depth before it
+flattens), and any error there is a decline, IPython's display. An object with its own
+``_repr_html_`` or ``_repr_mimebundle_`` (a namedtuple or dict subclass of the user's), a
+container without a JAX array, or JAX's leaf (an unregistered dict subclass) displays
+exactly as IPython displays it without the view, a printer registered before included.
+Equinox and flax nnx modules are registered only if the session already imported them:
+turning the view on imports nothing.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any
 
+ITEMS_LOOKED_AT = 1_000
+NODES_LOOKED_AT = 10_000
 _MISSING = object()
 _saved: dict[int, dict[type, Any]] = {}  # id(shell) -> the printers replaced
+_END = object()
+_LEAF, _ARRAY, _SEQUENCE, _DICT, _NODE = range(5)
 
 
 def _types() -> list[type]:
@@ -29,20 +49,128 @@ def _types() -> list[type]:
     return types
 
 
-def _holds_array(x: Any) -> bool:
+def holds_jax_array(x: Any) -> bool:
+    """Whether a JAX array is among the first items of ``x``'s containers, looked for
+    without recursion or a full flatten (see the module's note for the bounds)."""
+    import jax
+    import numpy as np
+
+    leaf_types = (int, float, complex, bool, str, bytes, type(None), np.ndarray, np.generic)
+    kinds: dict[type, int] = {}  # what each type is, asked once per scan
+    seen: set[int] = set()
+    stack: list[Iterator[Any]] = [iter((x,))]
+    budget = NODES_LOOKED_AT
+    while stack:
+        node: Any = next(stack[-1], _END)
+        if node is _END:
+            stack.pop()
+            continue
+        budget -= 1
+        if budget < 0:
+            return False
+        kind = kinds.get(type(node))
+        if kind is None:
+            kind = kinds[type(node)] = _kind(type(node), leaf_types, jax.Array)
+        if kind == _LEAF:
+            continue
+        if kind == _ARRAY:
+            return True
+        if id(node) in seen:  # a container met again (shared, or a cycle)
+            continue
+        seen.add(id(node))
+        if kind == _SEQUENCE:
+            stack.append(islice(node, ITEMS_LOOKED_AT))
+        elif kind == _DICT:
+            stack.append(islice(node.values(), ITEMS_LOOKED_AT))
+        else:
+            children = _one_level(node)
+            if children is None:
+                kinds[type(node)] = _LEAF  # JAX's registry is by type
+                continue
+            stack.append(islice(children, ITEMS_LOOKED_AT))
+    return False
+
+
+def _kind(t: type, leaf_types: tuple[type, ...], array: type) -> int:
+    if issubclass(t, leaf_types):
+        return _LEAF
+    if issubclass(t, array):
+        return _ARRAY
+    if t is list or t is tuple:
+        return _SEQUENCE
+    if t is dict:
+        return _DICT
+    return _NODE
+
+
+def _one_level(node: Any) -> list[Any] | None:
+    """A registered node's children as JAX flattens it one level; None for JAX's leaf or
+    a flatten that fails (the view declines such a node, so the scan passes it by)."""
     import jax
 
-    return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(x))
+    asked: list[Any] = []
 
+    def one_level(c: Any) -> bool:
+        if c is node and not asked:
+            asked.append(c)
+            return False
+        return True
 
-def _html(x: Any) -> str | None:
-    import jax
-
-    from .tree import show_record
-
-    if not isinstance(x, jax.Array) and not _holds_array(x):
+    try:
+        children = jax.tree_util.tree_leaves(node, is_leaf=one_level)
+    except Exception:
         return None
-    return show_record(x).html()
+    if len(children) == 1 and children[0] is node:
+        return None
+    return children
+
+
+def _has_own_display(x: Any) -> bool:
+    """An object that says how it displays (``_repr_html_`` or ``_repr_mimebundle_``)."""
+    from IPython.utils.dir2 import get_real_method
+
+    return any(get_real_method(x, m) is not None for m in ("_repr_html_", "_repr_mimebundle_"))
+
+
+def _ipython_display(x: Any, before: Any) -> Any:
+    """What IPython's HTML formatter gives ``x`` without the view: the printer registered
+    before, else the object's own bundle (None here, so it stands) or ``_repr_html_``."""
+    from IPython.utils.dir2 import get_real_method
+
+    if before is not _MISSING:
+        return before(x)
+    if get_real_method(x, "_repr_mimebundle_") is not None:
+        return None
+    method = get_real_method(x, "_repr_html_")
+    return method() if method is not None else None
+
+
+def _view(x: Any) -> str | None:
+    """jaxlab's view of a JAX array or a pytree holding one; None for anything else or
+    anything that fails."""
+    try:
+        import jax
+
+        from .tree import show_record
+
+        if not isinstance(x, jax.Array) and not holds_jax_array(x):
+            return None
+        return show_record(x).html()
+    except Exception:  # a view that cannot be made is IPython's display, never an error
+        return None
+
+
+def _printer(saved: dict[type, Any]) -> Callable[[Any], Any]:
+    def jaxlab_view(x: Any) -> Any:
+        if not _has_own_display(x):
+            html = _view(x)
+            if html is not None:
+                return html
+        # the nearest registered type's printer from before %show on (or none)
+        before = next((saved[t] for t in type(x).__mro__ if t in saved), _MISSING)
+        return _ipython_display(x, before)  # the user's own code: its errors are its own
+
+    return jaxlab_view
 
 
 def is_on(ip: Any) -> bool:
@@ -57,7 +185,9 @@ def turn_on(ip: Any) -> None:
     saved: dict[type, Any] = {}
     for t in _types():
         saved[t] = formatter.type_printers.get(t, _MISSING)
-        formatter.for_type(t, _html)
+    view = _printer(saved)
+    for t in saved:
+        formatter.for_type(t, view)
     _saved[id(ip)] = saved
 
 

@@ -38,8 +38,11 @@ def plan_sample(
     lead = shape[:-2]
     if slice_at is None or len(slice_at) != len(lead):
         slice_at = tuple(d // 2 for d in lead)
+    # negative counts from the end, as NumPy indexes; what is still out of range (a page's
+    # control, a tree's other arrays) is held to the axis (%show refuses it: slicing.py)
     slice_at = tuple(
-        min(max(0, int(i)), max(d - 1, 0)) for i, d in zip(slice_at, lead, strict=True)
+        min(max(0, int(i) + d if int(i) < 0 else int(i)), max(d - 1, 0))
+        for i, d in zip(slice_at, lead, strict=True)
     )
     steps = tuple(max(1, math.ceil(d / MAX_SIDE)) for d in shape[-2:])
     return slice_at, steps

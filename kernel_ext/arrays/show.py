@@ -48,8 +48,25 @@ def show(
     """Display ``x`` (an array or any pytree) as a live view and return its handle.
 
     ``rate`` bounds redraws per second while ``update`` is called in a loop; ``slice_at``
-    picks the leading indices of a 3-D+ array's drawn slice.
+    picks the leading indices of a 3-D+ array's drawn slice (negative from the end).
+    A value that cannot be walked raises ``UnshowablePytree`` and a slice that does not fit
+    ``BadSlice`` (both ``ValueError``), naming the part and the reason; nothing is shown.
     """
+    return live_view(x, name, checked_slice(x, name, slice_at), rate)
+
+
+def checked_slice(x: Any, name: str, slice_at: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """Walk ``x`` as the view will (``UnshowablePytree`` where it cannot) and check
+    ``slice_at`` against the array it draws (``BadSlice``): the indices, non-negative."""
+    from .slicing import check_slice
+    from .tree import pytree_arrays
+
+    arrays = pytree_arrays(x, name)
+    return check_slice(arrays, tuple(slice_at)) if slice_at else None
+
+
+def live_view(x: Any, name: str, slice_at: tuple[int, ...] | None, rate: float) -> ShowHandle:
+    """The ArrayView of ``x``, displayed in IPython: ``x`` and ``slice_at`` already checked."""
     from jaxlab.widgets.array_view import ArrayView
 
     widget = ArrayView(x, name=name, rate=rate, slice_at=list(slice_at or ()))

@@ -60,7 +60,8 @@ class ArrayMagics(Magics):
     @argument(
         "--slice",
         metavar="I,J",
-        help="Leading indices of the drawn 2-D slice of a 3-D+ array (default: the middle).",
+        help="Leading indices of the drawn 2-D slice of a 3-D+ array, negative from the end "
+        "(default: the middle).",
     )
     @argument("-o", dest="output", action="store_true", help="Return the ShowRecord.")
     @line_magic
@@ -86,15 +87,20 @@ class ArrayMagics(Magics):
             raise UsageError("%show: name what to show, e.g. %show params (or %show on|off)")
         slice_at = _slice(args.slice)
         value = self._evaluate(expr)
-        from ..arrays.show import show
+        from ..arrays.refusals import BadSlice, UnshowablePytree
+        from ..arrays.show import checked_slice, live_view
         from ..arrays.tree import show_record
 
+        try:  # walked and checked before anything is drawn: one refusal, nothing shown
+            slice_at = checked_slice(value, expr, slice_at)
+        except (UnshowablePytree, BadSlice) as e:
+            raise UsageError(f"%show {expr}: {e}") from e
         if args.output:
             return show_record(value, expr, slice_at=slice_at)
         if args.static or getattr(self.shell, "kernel", None) is None:
             display(show_record(value, expr, slice_at=slice_at))
             return None
-        show(value, name=expr, slice_at=slice_at)
+        live_view(value, expr, slice_at, rate=4.0)
         return None
 
     @magic_arguments()
