@@ -188,3 +188,64 @@ def test_jaxs_own_profile_reads_with_the_planted_bytes():
     assert sum(p.value(x, "space") for x in buffers) >= held.nbytes
     assert any(p.value(x, "space") == 4_000_000 for x in buffers)
     del held
+
+
+def test_many_live_arrays_are_grouped_by_line_without_reading_each_arrays_shards(ip, monkeypatch):
+    """20,000 arrays made at one line, one on the second device, one split over both: the
+    report's counts, bytes and lines agree with a count of every array's shards, and the
+    report read shards and sizes only for the arrays split over devices (asking each of
+    200,000 arrays is what made %memory take 10-43 s; the time is benchmarks/'s)."""
+    n = ip.execution_count
+    ip.run_cell(
+        "import jax, jax.numpy as jnp\n"
+        "many = [jax.device_put(float(i)) for i in range(20_000)]\n"
+        "on_second = jax.device_put(jnp.ones((7, 3)), jax.devices()[1])\n"
+        "from jax.sharding import NamedSharding, PartitionSpec as P\n"
+        "mesh = jax.make_mesh((2,), ('x',))\n"
+        "split = jax.device_put(jnp.ones((6, 5)), NamedSharding(mesh, P('x')))",
+        store_history=True,
+    )
+    array_type = type(ip.user_ns["split"])
+    reads = {"addressable_shards": 0, "nbytes": 0}
+    for name in reads:
+        real = getattr(array_type, name)
+
+        def counting(self, _real=real, _name=name):
+            reads[_name] += 1
+            return _real.__get__(self)
+
+        monkeypatch.setattr(array_type, name, property(counting))
+    try:
+        r = jaxlab.memory(top=100_000)
+        monkeypatch.undo()
+        live = jax.live_arrays()  # the reference: every array's shards, counted here
+        sharded = [a for a in live if not isinstance(a.sharding, jax.sharding.SingleDeviceSharding)]
+        # read one by one: the arrays split over devices, and one array of each aval
+        assert reads["addressable_shards"] <= len(sharded) < 100
+        assert reads["nbytes"] <= len({a.aval for a in live}) + len(sharded) < 1_000
+        # the figures, against every live array's shards counted here
+        assert r.live_arrays == len(live) and r.live_bytes == sum(a.nbytes for a in live)
+        per_device = {d.id: 0 for d in jax.local_devices()}
+        for a in live:
+            for s in a.addressable_shards:
+                per_device[s.device.id] += s.data.nbytes
+        assert {d.id: d.arrays_bytes for d in r.devices} == per_device
+        made = r.site(f"In[{n}], line 2")
+        assert made.buffers == 20_000 and made.bytes == 80_000
+        assert made.code == "many = [jax.device_put(float(i)) for i in range(20_000)]"
+        second = r.site(f"In[{n}], line 3")
+        assert (second.buffers, second.bytes) == (1, 84)
+        assert second.devices == (str(jax.devices()[1]),)
+        halves = r.site(f"In[{n}], line 6")
+        assert (halves.buffers, halves.bytes) == (2, 120) and len(halves.devices) == 2
+        # a shape is named where one kind of live array has buffers of that size
+        by_size: dict[int, set[str]] = {}
+        for a in live:
+            for s in a.addressable_shards:
+                shape = f"{a.dtype}[{','.join(map(str, a.shape))}]"
+                by_size.setdefault(s.data.nbytes, set()).add(shape)
+        for site, size in ((made, 4), (second, 84), (halves, 60)):
+            kinds = by_size[size]
+            assert site.shapes == (tuple(kinds) if len(kinds) == 1 else ()), (site, kinds)
+    finally:
+        ip.run_cell("del many, on_second, split")

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from .pprof import Frame, ProfileError, read_profile
+from .pprof import Frame, Profile, ProfileError, read_profile
 from .words import format_bytes
 
 MAX_SITES = 20  # lines listed; the rest summed into one count
@@ -39,7 +39,8 @@ _POOL_ENV = (
 @dataclass(frozen=True)
 class DeviceMemory:
     """One device's figures from ``memory_stats()``; None where the backend keeps none.
-    ``arrays_bytes`` is what live arrays hold on it (their shards' bytes), always known."""
+    ``arrays_bytes`` is what live arrays hold on it (their buffers' bytes, as JAX's memory
+    profile lists them by device; the arrays' shards summed where it cannot), always known."""
 
     id: int
     kind: str
@@ -208,22 +209,24 @@ def memory(top: int = MAX_SITES) -> MemoryReport:
     import jax
 
     from ..devices import _memory_stats
+    from .live import device_bytes, live_arrays, shard_bytes
 
     arrays = jax.live_arrays()
-    on_device: Counter[int] = Counter()
-    by_size: dict[int, Counter[str]] = {}
-    for a in arrays:
-        try:
-            shards = a.addressable_shards
-        except Exception:  # deleted between live_arrays() and here
-            continue
-        for s in shards:
-            nbytes = int(s.data.nbytes)
-            on_device[int(s.device.id)] += nbytes
-            shape = f"{a.dtype}[{','.join(str(d) for d in a.shape)}]"
-            by_size.setdefault(nbytes, Counter())[shape] += 1
+    live = live_arrays(arrays)
+    del arrays  # the report holds no array
+    local = jax.local_devices()
+    notes: list[str] = []
+    profile: Profile | None
+    try:
+        profile = read_profile(jax.profiler.device_memory_profile())
+    except (ProfileError, RuntimeError) as e:
+        profile = None
+        notes.append(f"JAX's memory profile could not be read ({e}): no lines to show")
+    on_device = device_bytes(profile, local)
+    if on_device is None:
+        on_device = shard_bytes(live)
     devices = []
-    for d in jax.local_devices():
+    for d in local:
         stats = _memory_stats(d)
         devices.append(
             DeviceMemory(
@@ -232,16 +235,11 @@ def memory(top: int = MAX_SITES) -> MemoryReport:
                 bytes_in_use=None if stats is None else stats.get("bytes_in_use"),
                 peak_bytes_in_use=None if stats is None else stats.get("peak_bytes_in_use"),
                 bytes_limit=None if stats is None else stats.get("bytes_limit"),
-                arrays_bytes=on_device[int(d.id)],
+                arrays_bytes=on_device.get(int(d.id), 0),
             )
         )
     platform = str(jax.devices()[0].platform)
-    notes: list[str] = []
-    try:
-        sites = _sites(jax.profiler.device_memory_profile(), by_size)
-    except (ProfileError, RuntimeError) as e:
-        sites = []
-        notes.append(f"JAX's memory profile could not be read ({e}): no lines to show")
+    sites = _sites(profile, live.by_size) if profile is not None else []
     top = max(0, int(top))
     pool, settings = pool_words(platform)
     if settings:
@@ -250,8 +248,8 @@ def memory(top: int = MAX_SITES) -> MemoryReport:
         platform=platform,
         host=platform == "cpu",
         devices=tuple(devices),
-        live_arrays=len(arrays),
-        live_bytes=sum(int(a.nbytes) for a in arrays),
+        live_arrays=live.count,
+        live_bytes=live.bytes,
         sites=tuple(sites[:top]),
         more_sites=max(0, len(sites) - top),
         more_bytes=sum(s.bytes for s in sites[top:]),
@@ -272,10 +270,9 @@ def user_frame(stack: list[Frame]) -> Frame | None:
     return next((f for f in stack if f.filename and _is_user(f.filename)), None)
 
 
-def _sites(data: bytes, by_size: dict[int, Counter[str]]) -> list[MemorySite]:
+def _sites(profile: Profile, by_size: dict[int, Counter[str]]) -> list[MemorySite]:
     from ..explain.source import label
 
-    profile = read_profile(data)
     groups: dict[tuple[str, str, int], dict[str, Any]] = {}
     for sample in profile.samples:
         if sample.labels.get("kind") != "buffer":
