@@ -11,10 +11,172 @@
 // A click on a closed box (or an open cluster's header) sends {type: "toggle"}; the kernel
 // builds and lays out what is then visible and sends a new view. Typing in the search box
 // sends {type: "search"}; stepping to a match hidden in a closed box sends {type: "reveal"}.
+//   _twin_id: names this widget's static twin (widgets/_base.py)
+// Saved state is anyone's (a shared notebook, a docs page): it is read by a total, bounded
+// parser (``readState``: types checked, lists capped well above what the kernel sends, a
+// view's boxes kept in a Map, cluster parents followed at most once round); what cannot be
+// read is refused, and the view says so while its twin shows.
 
 const SVG = "http://www.w3.org/2000/svg";
 const PAD = 16;
 const CULL_ABOVE = 400; // drawn nodes above which only those near the pane are in the page
+
+// Bounds of what the page reads, well above the kernel's (a view of a few thousand boxes).
+const MOST_NODES = 50000; // nodes, clusters or boxes of one view
+const MOST_EDGES = 50000;
+const MOST_POINTS = 10000; // points of one edge
+const MOST_ITEMS = 10000; // matches, legend entries, notes, a node's types
+const MOST_TEXT = 100000; // characters of one text
+
+/** Saved state this view cannot read: the view says so and its twin shows. */
+class Refused extends Error {}
+
+// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
+// hiding its twin inside its own element, so the rule goes when the view goes.
+const TWIN_ID = /^[0-9a-f]{8,64}$/;
+
+/** Run ``paint`` guarded: drawn, the twin is hidden; failed, the view says why and the twin
+ * shows. */
+function guarded(model, el, paint) {
+  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
+  try {
+    paint();
+    const id = model.get("_twin_id");
+    if (typeof id === "string" && TWIN_ID.test(id)) {
+      hide = hide || document.createElement("style");
+      hide.className = "jaxlab-hide-twin";
+      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
+      el.append(hide);
+    }
+  } catch (err) {
+    const why = err instanceof Refused ? err.message : `${err && err.name}: ${err && err.message}`;
+    console.warn("jaxlab: a GraphExplorer could not draw its saved state:", err);
+    const note = h("div", "jaxlab-error", `This view could not draw its saved state: ${why.slice(0, 300)}. The saved copy below shows it.`);
+    el.replaceChildren(note);
+  }
+}
+
+/** Text of a saved value: a string (cut to MOST_TEXT), a finite number; else "". */
+function text(v) {
+  if (typeof v === "string") return v.length > MOST_TEXT ? v.slice(0, MOST_TEXT) + "…" : v;
+  return typeof v === "number" && Number.isFinite(v) ? String(v) : "";
+}
+
+/** Text, or null where the kernel sends none (a node's value, its cluster). */
+function maybeText(v) {
+  return v === null || v === undefined ? null : text(v);
+}
+
+/** A finite number, else 0. */
+function number(v) {
+  return typeof v === "number" && Number.isFinite(v) ? v : 0;
+}
+
+function isObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/** An object (absent: {}); anything else refused. */
+function record(v, what) {
+  if (v === undefined || v === null) return {};
+  if (!isObject(v)) throw new Refused(`${what} is not an object`);
+  return v;
+}
+
+/** A list of at most ``most`` items (absent: empty), each read by ``item``; else refused. */
+function list(v, what, most, item) {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new Refused(`${what} is not a list`);
+  if (v.length > most) throw new Refused(`${what} has ${v.length} items, more than ${most}`);
+  return v.map(item);
+}
+
+/** A list of objects, each read by ``item``. */
+function objects(v, what, most, item) {
+  return list(v, what, most, (x) => item(record(x === null ? 0 : x, `an item of ${what}`)));
+}
+
+/** [x, y, w, h] of finite numbers, or refused. */
+function box(v, what) {
+  if (!Array.isArray(v) || v.length !== 4 || !v.every((x) => typeof x === "number" && Number.isFinite(x))) {
+    throw new Refused(`${what} is not four numbers`);
+  }
+  return v;
+}
+
+/** An object's entries as a Map (never a prototype's), each value read by ``item``. */
+function entries(v, what, item) {
+  const keys = Object.keys(record(v, what));
+  if (keys.length > MOST_NODES) throw new Refused(`${what} has ${keys.length} entries, more than ${MOST_NODES}`);
+  return new Map(keys.map((k) => [k, item(v[k], `${what}'s ${k.slice(0, 40)}`)]));
+}
+
+/** The smallest and largest of numbers (no spread: a long list is no argument list). */
+function extent(values) {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of values) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  return [lo, hi];
+}
+
+function nodeOf(n) {
+  return {
+    id: text(n.id), kind: text(n.kind), label: text(n.label), cluster: maybeText(n.cluster),
+    types: list(n.types, "a node's types", MOST_ITEMS, text), source: text(n.source),
+    params: text(n.params), raw: text(n.raw), phase: text(n.phase), role: text(n.role),
+    value: maybeText(n.value), adjoint: maybeText(n.adjoint), residual: n.residual === true,
+    unused: n.unused === true, diff: text(n.diff), overlay_text: text(n.overlay_text),
+    overlay_colour: text(n.overlay_colour), summary: text(n.summary),
+  };
+}
+
+function clusterOf(c) {
+  return {
+    id: text(c.id), primitive: text(c.primitive), label: text(c.label), parent: maybeText(c.parent),
+    n_equations: number(c.n_equations), summary: text(c.summary), diff: text(c.diff),
+    overlay_text: text(c.overlay_text), overlay_colour: text(c.overlay_colour),
+  };
+}
+
+function edgeOf(e) {
+  const points = list(e.points, "an edge's points", MOST_POINTS, (p) => {
+    if (!Array.isArray(p) || p.length < 2 || !Number.isFinite(p[0]) || !Number.isFinite(p[1])) {
+      throw new Refused("an edge's point is not two numbers");
+    }
+    return [p[0], p[1]];
+  });
+  if (!points.length) throw new Refused("an edge has no points");
+  return { src: text(e.src), dst: text(e.dst), kind: text(e.kind), points };
+}
+
+/** The search's answer, checked. */
+function foundOf(v) {
+  const f = record(v, "the search's answer");
+  return {
+    query: text(f.query), total: number(f.total),
+    matches: objects(f.matches, "the matches", MOST_ITEMS, (m) => ({ id: text(m.id), box: text(m.box) })),
+  };
+}
+
+/** The saved state, checked: {data, view, legend, error}. */
+function readState(model) {
+  const m = record(model.get("model"), "the model");
+  const data = {
+    title: text(m.title),
+    notes: list(m.notes, "the notes", MOST_ITEMS, text),
+    nodes: objects(m.nodes, "the nodes", MOST_NODES, nodeOf),
+    clusters: objects(m.clusters, "the clusters", MOST_NODES, clusterOf),
+  };
+  const v = record(model.get("view"), "the view");
+  const view = {
+    width: Math.max(0, number(v.width)), height: Math.max(0, number(v.height)),
+    nodes: entries(v.nodes, "the view's boxes", box),
+    edges: objects(v.edges, "the edges", MOST_EDGES, edgeOf),
+    frames: list(v.frames, "the frames", MOST_NODES, text),
+    frame_boxes: v.frame_boxes === undefined || v.frame_boxes === null ? null : entries(v.frame_boxes, "the frames' boxes", box),
+  };
+  const legend = objects(model.get("legend"), "the legend", MOST_ITEMS, (x) => ({ mark: text(x.mark), text: text(x.text) }));
+  return { data, view, legend, error: text(model.get("error")) };
+}
 
 /** @returns {SVGElement} */
 function s(tag, attrs, text) {
@@ -83,9 +245,7 @@ function tooltip(n) {
 }
 
 function draw(model, el, state) {
-  const data = model.get("model") || { nodes: [], clusters: [], notes: [] };
-  const view = model.get("view") || { nodes: {}, edges: [], frames: [], width: 0, height: 0 };
-  const error = model.get("error");
+  const { data, view, legend: entries, error } = readState(model);
   const byId = new Map(data.nodes.map((n) => [n.id, n]));
   const clusters = new Map(data.clusters.map((c) => [c.id, c]));
 
@@ -106,17 +266,16 @@ function draw(model, el, state) {
   const cue = h("span", "jaxlab-ge-cue");
   bar.append(...(live ? [search, count] : []), fit, cue);
   root.append(bar);
-  for (const note of data.notes || []) root.append(h("div", "jaxlab-ge-note", note));
+  for (const note of data.notes) root.append(h("div", "jaxlab-ge-note", note));
   // The legend: the kernel lists the marks this view draws; each swatch wears the class
   // of what it explains.
-  const entries = model.get("legend") || [];
   if (entries.length) {
     const key = h("div", "jaxlab-ge-legend");
     for (const { mark, text } of entries) {
       const item = h("span", "jaxlab-ge-legend-item");
       item.dataset.mark = mark;
       const how = { closed: " (click to open)", upstream: " (click a node)", downstream: " (click a node)" };
-      const words = live && how[mark] ? text + how[mark] : text;
+      const words = live && Object.hasOwn(how, mark) ? text + how[mark] : text;
       item.append(h("span", "jaxlab-ge-swatch jaxlab-ge-legend-" + mark), h("span", "", words));
       key.append(item);
     }
@@ -134,7 +293,7 @@ function draw(model, el, state) {
   svg.append(camera);
   // A big view keeps in the page only what is near the pane (the rest is added back as
   // it comes into view): a frame then paints a few dozen boxes, not thousands.
-  const culling = Object.keys(view.nodes).length > CULL_ABOVE;
+  const culling = view.nodes.size > CULL_ABOVE;
   const layers = [s("g"), s("g"), s("g")]; // frames, edges, nodes
   g.append(...layers);
   const parts = []; // [element, layer, x0, y0, x1, y1, attached]
@@ -142,13 +301,15 @@ function draw(model, el, state) {
     if (culling) parts.push([el, layers[layer], x0, y0, x1, y1, false]);
     else layers[layer].append(el);
   };
-  svg.dataset.drawn = String(Object.keys(view.nodes).length);
+  svg.dataset.drawn = String(view.nodes.size);
 
   // Open clusters: a frame around the visible members, with a header to close it.
   const parentOf = (id) => (id.startsWith("cluster:") ? clusters.get(id.slice(8))?.parent : byId.get(id)?.cluster);
   const members = new Map(); // open cluster -> the boxes of its visible members
-  if (!view.frame_boxes) for (const [id, box] of Object.entries(view.nodes)) {
-    for (let c = parentOf(id); c; c = clusters.get(c)?.parent) {
+  // Parents followed at most once round the clusters: a forged ring ends.
+  if (!view.frame_boxes) for (const [id, box] of view.nodes) {
+    let c = parentOf(id);
+    for (let n = 0; c && n <= clusters.size; n++, c = clusters.get(c)?.parent) {
       if (!members.has(c)) members.set(c, []);
       members.get(c).push(box);
     }
@@ -158,12 +319,12 @@ function draw(model, el, state) {
     const c = clusters.get(cid);
     if (!c) continue;
     // The kernel lays each open box out by itself and sends its frame; else its members'.
-    const given = (view.frame_boxes || {})[cid];
+    const given = view.frame_boxes && view.frame_boxes.get(cid);
     if (!given && !boxes.length) continue;
-    const x0 = given ? given[0] : Math.min(...boxes.map((b) => b[0])) - 8;
-    const y0 = given ? given[1] : Math.min(...boxes.map((b) => b[1])) - 24;
-    const x1 = given ? given[0] + given[2] : Math.max(...boxes.map((b) => b[0] + b[2])) + 8;
-    const y1 = given ? given[1] + given[3] : Math.max(...boxes.map((b) => b[1] + b[3])) + 8;
+    const x0 = given ? given[0] : extent(boxes.map((b) => b[0]))[0] - 8;
+    const y0 = given ? given[1] : extent(boxes.map((b) => b[1]))[0] - 24;
+    const x1 = given ? given[0] + given[2] : extent(boxes.map((b) => b[0] + b[2]))[1] + 8;
+    const y1 = given ? given[1] + given[3] : extent(boxes.map((b) => b[1] + b[3]))[1] + 8;
     const marked = c.diff ? " jaxlab-ge-diff-" + c.diff : "";
     const frame = s("g", { class: "jaxlab-ge-frame" + marked, "data-cluster": cid });
     frame.append(s("rect", { x: x0, y: y0, width: x1 - x0, height: y1 - y0, rx: 6 }));
@@ -182,8 +343,8 @@ function draw(model, el, state) {
       d += ` C${p[i][0]},${p[i][1]} ${p[i + 1][0]},${p[i + 1][1]} ${p[i + 2][0]},${p[i + 2][1]}`;
     const path = s("path", { d, class: "jaxlab-ge-edge" + (e.kind ? " jaxlab-ge-" + e.kind : "") });
     path.setAttribute("marker-end", "url(#jaxlab-ge-arrow)");
-    const xs = p.map((q) => q[0]), ys = p.map((q) => q[1]);
-    add(path, 1, Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys));
+    const [xlo, xhi] = extent(p.map((q) => q[0])), [ylo, yhi] = extent(p.map((q) => q[1]));
+    add(path, 1, xlo, ylo, xhi, yhi);
     if (!into.has(e.dst)) into.set(e.dst, []);
     into.get(e.dst).push(e.src);
     if (!from.has(e.src)) from.set(e.src, []);
@@ -200,7 +361,9 @@ function draw(model, el, state) {
 
   const nodeEls = new Map();
   const detail = h("div", "jaxlab-ge-detail");
-  for (const [id, [x, y, w, hh]] of Object.entries(view.nodes)) {
+  for (const [id, [x, y, w, hh]] of view.nodes) {
+    // A box the model does not know is not drawn (as the static view skips it).
+    if (!id.startsWith("cluster:") && !byId.has(id)) continue;
     const item = s("g", { transform: `translate(${x},${y})`, "data-id": id });
     if (id.startsWith("cluster:")) {
       const c = clusters.get(id.slice(8)) || { id: id.slice(8), label: id.slice(8), n_equations: 0 };
@@ -286,8 +449,8 @@ function draw(model, el, state) {
   // closed boxes light their box. Enter steps (Shift+Enter back); a step to a match inside
   // a closed box asks the kernel to open what holds it.
   function paintFound() {
-    const found = model.get("found") || { query: "", total: 0, matches: [] };
-    const listed = found.matches || [];
+    const found = foundOf(model.get("found"));
+    const listed = found.matches;
     if (found.query !== state.query) { count.textContent = state.query ? "…" : ""; return; }
     if (state.at >= listed.length) state.at = 0;
     const more = found.total > listed.length ? ` (first ${listed.length} listed)` : "";
@@ -300,10 +463,10 @@ function draw(model, el, state) {
     }
     if (current && state.follow) {
       // Drawn: the node itself, or a closed box that is the match (a nested program).
-      const target = view.nodes[current.id] ? current.id : current.box;
+      const target = view.nodes.has(current.id) ? current.id : current.box;
       if (target === current.id || target === "cluster:" + current.id || state.revealed === current.id) {
         state.follow = false;
-        const shown = view.nodes[target] ? target : view.nodes[current.box] ? current.box : null;
+        const shown = view.nodes.has(target) ? target : view.nodes.has(current.box) ? current.box : null;
         if (shown) keepInView(shown);
       } else {
         // Once, and only for the match stepped to last (Enter held down steps through
@@ -326,7 +489,8 @@ function draw(model, el, state) {
   });
   search.addEventListener("keydown", (ev) => {
     if (ev.key !== "Enter") return;
-    const listed = (model.get("found") || {}).matches || [];
+    let listed = [];
+    try { listed = foundOf(model.get("found")).matches; } catch { /* unreadable: no steps */ }
     if (!listed.length) return;
     state.at = (state.at + (ev.shiftKey ? -1 : 1) + listed.length) % listed.length;
     state.follow = true;
@@ -386,11 +550,11 @@ function draw(model, el, state) {
   // A match stepped to stays in view: centred in the pane when any of it is outside,
   // and the pane scrolled into the page's view when it is not there.
   function keepInView(id) {
-    const [bx, by, bw, bh] = view.nodes[id];
+    const [bx, by, bw, bh] = view.nodes.get(id);
     const { x, y, k } = state.at_view;
     const left = (bx + PAD) * k + x, top = (by + PAD) * k + y;
     const inside = left >= 0 && top >= 0 && left + bw * k <= pane.clientWidth && top + bh * k <= pane.clientHeight;
-    if (!inside) centre(view.nodes[id]);
+    if (!inside) centre(view.nodes.get(id));
     const r = pane.getBoundingClientRect();
     if (r.top < 0 || r.bottom > window.innerHeight) pane.scrollIntoView({ block: "nearest" });
   }
@@ -445,8 +609,10 @@ function draw(model, el, state) {
 export default {
   render({ model, el }) {
     const state = { query: "", at: 0, selected: null, at_view: null, moved: false, follow: false };
-    const redraw = () => draw(model, el, state);
-    const refound = () => state.paintFound && state.paintFound();
+    // Each redraw guarded: state that cannot be read replaces the view with a note (the
+    // twin shows); the next readable state draws the view again.
+    const redraw = () => guarded(model, el, () => { state.paintFound = null; draw(model, el, state); });
+    const refound = () => guarded(model, el, () => state.paintFound && state.paintFound());
     redraw();
     model.on("change:view", redraw);
     model.on("change:error", redraw);
@@ -455,6 +621,7 @@ export default {
       model.off("change:view", redraw);
       model.off("change:error", redraw);
       model.off("change:found", refound);
+      el.querySelector(":scope > style.jaxlab-hide-twin")?.remove();
     };
   },
 };
