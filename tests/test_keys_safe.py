@@ -276,3 +276,30 @@ def test_the_lineage_still_reads_keys_after_tracking_switched_off_and_on():
         draw(k2)
         assert len(jaxlab.key_lineage().nodes) == 2  # read: both calls replayed
     assert key_lineage().reuses == ()
+
+
+@pytest.mark.parametrize("twice_inside", [False, True])
+def test_a_function_compiled_before_tracking_tells_keys_apart_as_jax_does(twice_inside):
+    def body(k):
+        x = jax.random.normal(k, (2,))
+        return x + jax.random.uniform(k, (2,)) if twice_inside else x
+
+    def program(f):
+        k1, k2 = jax.random.key(3), jax.random.key(3)  # two objects of one seed
+        return lambda: (f(k1), f(k2))
+
+    jax_says = _debug_key_reuse_raises(program(jax.jit(body)))
+    compiled = jax.jit(body)
+    run = program(compiled)  # its keys made before tracking began
+    compiled.clear_cache()  # as %keys on does: traced again, with jaxlab's callbacks
+    with warnings.catch_warnings(record=True), track_keys():
+        warnings.simplefilter("always", JaxlabWarning)
+        run()
+        jax.effects_barrier()
+        reuses = key_lineage().reuses
+    assert jax_says == twice_inside
+    # inside: one reuse per call (each call draws twice from its one key), told apart
+    assert [(r.first_op, r.second_op) for r in reuses] == [("normal", "uniform")] * (
+        2 * twice_inside
+    )
+    assert len(key_lineage().same_seeds) == 1  # k2: another key of k1's data

@@ -9,7 +9,8 @@
     jaxlab.key_flow(f, key)                       # static: reuse found in the jaxpr
 
 Modules: ``site`` (the user's line), ``model`` (the frozen records), ``record`` (the
-bounded session store), ``track`` (the switch and the ``jax.random`` wrappers), ``jit``
+bounded session store), ``identity`` (which key a call used: by object before data),
+``track`` (the switch and the ``jax.random`` wrappers), ``jit``
 and ``calls`` (compiled functions: a template per trace, keys per call, replayed when
 read), ``flow`` (static analysis of ``random_*`` equations through sub-jaxprs), ``tree``
 (the forest a view draws, aggregated), ``view`` (static HTML and text).

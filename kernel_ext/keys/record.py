@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .calls import Call, data_bytes, dtype_name, rows_of
+from .identity import other_key
 from .model import KeyEdge as KeyEdge
 from .model import KeyEvent as KeyEvent
 from .model import KeyNode as KeyNode
@@ -695,14 +696,12 @@ class KeyLineage:
             if node is not None:
                 return node
         ids = self._lookup(raw)
-        if ids and obj is not None:
-            newest = ids[-1]
-            if newest in self._single_roots:  # another object of the same seed
-                node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
-                self._same_seed[node] = self.site_of_node(newest)
-                self._single_roots.add(node)
-                self._remember(obj, node)
-                return node
+        if ids and other_key(self, ids, obj):  # another key of that data (see .identity)
+            node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
+            self._same_seed[node] = self.site_of_node(ids[-1])
+            self._single_roots.add(node)
+            self._remember(obj, node)
+            return node
         if not ids:  # made before tracking began, or where jaxlab could not see
             node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
             if obj is not None:

@@ -43,6 +43,7 @@ import numpy as np
 from .._jax_compat import key_data_now, key_impl_now, tracing_loop_body, watch_key_unpacking
 from .._warning import JaxlabWarning
 from .calls import TRACING, TemplateOp, dtype_name, is_typed, rows_of
+from .identity import SAME_AS_BEFORE, forget_uses, used_before
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
 from .site import SPOTS, Site, user_site
@@ -157,6 +158,7 @@ def _set(on: bool) -> None:
         if undo is not None:
             undo()
         _TRACED.clear()
+        forget_uses()
         if _PLACED:  # retrace what was traced with a callback: JAX's caches, all of them
             _PLACED.clear()  # (which functions hold one is not known: jit of jit, cond, ...)
             jax.clear_caches()
@@ -368,15 +370,17 @@ def _record_traced(name: str, kind: str, key: Any, out: Any, site: Site) -> None
         return
     impl = _impl(out if kind != "consume" else key)
     _PLACED.add(True)
+    # the callback sees data only: the same key object twice is known now, by its tracer
+    again = (kind == "consume" or name == "split") and used_before(key)
     if kind == "create":
         callback = functools.partial(_on_create, name, impl, site)
         jax.debug.callback(callback, _data(out))
     elif kind == "derive":
-        callback = functools.partial(_on_derive, name, impl, site)
+        callback = functools.partial(_on_derive, name, impl, site, again)
         jax.debug.callback(callback, _data(key), _data(out))
     else:
         shape, dtype = tuple(out.shape), dtype_name(out.dtype)
-        callback = functools.partial(_on_consume, name, impl, shape, dtype, site)
+        callback = functools.partial(_on_consume, name, impl, shape, dtype, site, again)
         jax.debug.callback(callback, _data(key))
 
 
@@ -391,18 +395,20 @@ def _on_create(name: str, impl: str, site: Site, data: Any) -> None:
         key_lineage().created(name, _as_rows(data), impl, site, True)
 
 
-def _on_derive(name: str, impl: str, site: Site, parent: Any, child: Any) -> None:
+def _on_derive(name: str, impl: str, site: Site, again: bool, parent: Any, child: Any) -> None:
     if _WRAPPERS:
-        lineage = key_lineage()
-        lineage.unwarned(lineage.derived(name, _as_rows(parent), _as_rows(child), impl, site, True))
+        lineage, same = key_lineage(), SAME_AS_BEFORE if again else None
+        rows, children = _as_rows(parent), _as_rows(child)
+        lineage.unwarned(lineage.derived(name, rows, children, impl, site, True, same))
 
 
 def _on_consume(
-    name: str, impl: str, shape: tuple[int, ...], dtype: str, site: Site, data: Any
+    name: str, impl: str, shape: tuple[int, ...], dtype: str, site: Site, again: bool, data: Any
 ) -> None:
     if _WRAPPERS:
-        lineage = key_lineage()
-        lineage.unwarned(lineage.consumed(name, _as_rows(data), impl, shape, dtype, site, True))
+        lineage, same = key_lineage(), SAME_AS_BEFORE if again else None
+        rows = _as_rows(data)
+        lineage.unwarned(lineage.consumed(name, rows, impl, shape, dtype, site, True, same))
 
 
 def _record_loop(name: str, kind: str, key: Any, out: Any, site: Site) -> None:
