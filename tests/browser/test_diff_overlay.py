@@ -89,7 +89,7 @@ def test_diff_and_profile_overlay_draw_their_marks_and_read_at_1280x720(
     assert filled >= 2, filled
     assert profiled.locator(".jaxlab-ge-legend-overlay").count() == 1
     notes = " ".join(profiled.locator(".jaxlab-ge-note").all_inner_texts())
-    assert "dot_general" in notes, notes
+    assert "x @ w at In[" in notes, notes  # named by its code and line, not its id
     dot = profiled.locator(".jaxlab-ge-svg g[data-id]", has_text="dot_general").first
     dot.hover()
     detail = profiled.locator(".jaxlab-ge-detail").inner_text()
