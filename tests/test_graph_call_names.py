@@ -51,3 +51,18 @@ def test_the_backward_pass_names_the_same_function():
     backward = [label for label in labels if label.startswith("∂ layer ")]
     assert len(backward) == LAYERS and backward[0].startswith("∂ layer 19 ")
     assert not [label for label in labels if label.startswith(("mlp ×", "∂ mlp ×"))]
+
+
+def test_the_gradient_view_names_the_arguments_as_the_call_line_does(ip):
+    ip.run_cell(
+        "import jax.numpy as jnp\nX = jnp.ones((4, 3))\nY = jnp.ones((3, 2))\n"
+        "def f(x, y):\n    return jnp.tanh(x @ y).sum()"
+    )
+    plain = ip.run_line_magic("jaxpr", "-o --static f(X, Y)")
+    grad = ip.run_line_magic("jaxpr", "-o --static --grad f(X, Y)")
+    assert plain.input_names() == grad.input_names() == ["X", "Y"]
+    outputs = [n.label for n in grad.nodes if n.kind == m.OUTPUT]
+    assert "∂f/∂X" in outputs and not [o for o in outputs if o.endswith("/∂x")]
+    # an argument written as an expression keeps its parameter's name
+    grad = ip.run_line_magic("jaxpr", "-o --static --grad f(X * 2, Y)")
+    assert grad.input_names() == ["x", "Y"]

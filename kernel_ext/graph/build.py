@@ -102,6 +102,8 @@ def call_graph(
             budget=budget,
             name=name,
             explore=explore,
+            arg_names=arg_names,
+            kwarg_names=dict(kwarg_names) if kwarg_names is not None else None,
         )
     split = split_static(fun, args, kwargs)
     fun, args, kwargs = split.fun, split.args, split.kwargs

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from ..program.call import ProgramError
 from . import model as m
 from .annotate import annotate
-from .arguments import static_note
+from .arguments import argument_names, static_note
 from .explore import then
 from .from_jaxpr import graph_from_jaxpr
 from .plan import DEFAULT_BUDGET
@@ -107,9 +107,14 @@ def gradient_graph(
     budget: int | None = None,
     name: str | None = None,
     explore: bool = False,
+    arg_names: Sequence[str | None] | None = None,
+    kwarg_names: dict[str, str | None] | None = None,
 ) -> m.Graph:
     """The graph of the gradient of ``fun(*args, **kwargs)`` (a scalar) with respect to
-    the arguments ``wrt``, every node named (see the module docstring).
+    the arguments ``wrt``, every node named (see the module docstring); given the call
+    line's names of the arguments (``arg_names``, ``kwarg_names``), inputs and outputs are
+    named as ``%jaxpr`` names them (``X``, ``∂f/∂X`` for ``f(X, Y)``), never by the
+    function's parameters in one view and the caller's in another.
 
     ``masks[where]`` chooses, per leaf of one argument, which leaves are differentiated
     (as ``%grad`` does for a module's non-float settings); by default its float leaves.
@@ -120,7 +125,10 @@ def gradient_graph(
     from ..program.static_leaves import split_static
 
     name = name or getattr(fun, "__name__", None) or type(fun).__name__
-    names = leaf_names(fun, args, kwargs)
+    if arg_names is not None and len(arg_names) == len(args):
+        names = argument_names(fun, tuple(args), dict(kwargs), arg_names, kwarg_names)
+    else:
+        names = leaf_names(fun, args, kwargs)
     diff_all = differentiated_leaves(args, kwargs, wrt, masks)
     # Non-array leaves (an activation function) are held static; the rest keep their
     # names and flags, matched by identity as split_static keeps the same objects.
