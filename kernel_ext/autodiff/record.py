@@ -137,13 +137,13 @@ class GradReport:
         }
 
     def text(self) -> str:
-        return _served().text(self)
+        return _above.text(self)
 
     def __repr__(self) -> str:
         return self.text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _served().bundle(self)
+        return _above.bundle(self)
 
 
 class Above(NamedTuple):
@@ -154,17 +154,11 @@ class Above(NamedTuple):
     bundle: Callable[[GradReport], dict[str, str]]  # display.report_bundle
 
 
-_above: Above | None = None
+_above: Above  # set by served_by when autodiff/__init__ runs, before any record is made
 
 
 def served_by(above: Above) -> None:
-    """Called once by ``autodiff/__init__``, which Python runs before any module of the
-    package: the drawings every GradReport uses."""
+    """Called once by ``autodiff/__init__`` (which any import of the package runs
+    first): the drawings every GradReport uses."""
     global _above
     _above = above
-
-
-def _served() -> Above:
-    if _above is None:  # only if autodiff/__init__ failed half-way
-        raise RuntimeError("jaxlab.autodiff is not fully imported: import jaxlab.autodiff")
-    return _above

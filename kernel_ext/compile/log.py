@@ -12,10 +12,9 @@ argument signature, whether the persistent cache answered, and why it (re)compil
 
 The listeners that feed it live in :mod:`jaxlab.compile.capture`, its records in
 :mod:`jaxlab.compile.records`, the views (HTML table, matplotlib chart) in
-:mod:`jaxlab.compile.log_view`: both sit above this store and import it, and
-``compile/__init__`` hands them down (:func:`served_by`), so it never imports them.
-JAX's eager operations (``jnp.tanh`` run outside jit) are recorded apart from
-recompilations and grouped by :meth:`CompileLog.eager_operations`.
+:mod:`jaxlab.compile.log_view`: both import this store, which takes them from
+``compile/__init__`` (:func:`served_by`). JAX's eager operations (``jnp.tanh`` run
+outside jit) are recorded apart from recompilations, grouped by :meth:`eager_operations`.
 """
 
 from __future__ import annotations
@@ -417,7 +416,7 @@ class CompileLog:
         >>> with jaxlab.compile_log().recording() as log:
         ...     jax.jit(f)(x)
         """
-        stop = _served().listen(self)
+        stop = _above.listen(self)
         try:
             yield self
         finally:
@@ -425,13 +424,12 @@ class CompileLog:
 
     # ------------------------------------------------------------------ static views
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        above = _served()
-        return {"text/plain": above.text(self), "text/html": above.html(self)}
+        return {"text/plain": _above.text(self), "text/html": _above.html(self)}
 
     def plot(self, last: int = 50, mine_only: bool = True) -> Any:
         """A matplotlib Figure: one stacked bar (trace, lower, compile) per compilation of
         the user's functions (``mine_only=False``: JAX's and libraries' too)."""
-        return _served().figure(self, last=last, mine_only=mine_only)
+        return _above.figure(self, last=last, mine_only=mine_only)
 
 
 class Above(NamedTuple):
@@ -444,20 +442,14 @@ class Above(NamedTuple):
     figure: Callable[..., Any]  # log_view.log_figure(log, last=, mine_only=)
 
 
-_above: Above | None = None
+_above: Above  # set by served_by when compile/__init__ runs, before any record is made
 
 
 def served_by(above: Above) -> None:
-    """Called once by ``compile/__init__``, which Python runs before any module of the
-    package: the listening and drawings every CompileLog uses."""
+    """Called once by ``compile/__init__`` (which any import of the package runs
+    first): the listening and drawings every CompileLog uses."""
     global _above
     _above = above
-
-
-def _served() -> Above:
-    if _above is None:  # only if compile/__init__ failed half-way
-        raise RuntimeError("jaxlab.compile is not fully imported: import jaxlab.compile")
-    return _above
 
 
 def _explain_types(

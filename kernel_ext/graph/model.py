@@ -187,25 +187,25 @@ class Graph:
 
         >>> g.overlay({"e1": 2.0, "In[4], line 3": 1.5}, name="time", unit="ms")  # doctest: +SKIP
         """
-        return _served().overlay(self, data, name=name, unit=unit)
+        return _above.overlay(self, data, name=name, unit=unit)
 
     def overlay_from_adjoints(self) -> Graph:
         """The adjoints drawn (``%grad --graph``, ``values=True``) as an overlay: each
         node's largest adjoint magnitude, ``max(abs(min), abs(max))``."""
-        return _served().overlay_from_adjoints(self)
+        return _above.overlay_from_adjoints(self)
 
     def overlay_ranked(self, most: int = 10) -> list[Any]:
         """The overlay's largest equations (``Ranked`` records: id, primitive, source,
         value, share), over the whole program, largest first."""
-        return _served().ranked(self, most)
+        return _above.ranked(self, most)
 
     # ---------------------------------------------------------------- renderings
     def to_dot(self) -> str:
-        return _served().to_dot(self)
+        return _above.to_dot(self)
 
     def to_svg(self, timeout: float | None = None) -> str:
         """Lay out with Graphviz's ``dot``; raises ``RenderError`` when it cannot."""
-        return _served().to_svg(self, timeout=timeout)
+        return _above.to_svg(self, timeout=timeout)
 
     def to_text(self) -> str:
         """The pretty-printed jaxpr this graph draws (without terminal colour codes), its
@@ -255,7 +255,7 @@ class Graph:
         return f"<Graph {self.describe()}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return _served().mimebundle(self)
+        return _above.mimebundle(self)
 
 
 class Above(NamedTuple):
@@ -270,17 +270,11 @@ class Above(NamedTuple):
     ranked: Callable[[Graph, int], list[Any]]  # overlay.ranked
 
 
-_above: Above | None = None
+_above: Above  # set by served_by when graph/__init__ runs, before any record is made
 
 
 def served_by(above: Above) -> None:
-    """Called once by ``graph/__init__``, which Python runs before any module of the
-    package: the drawings every Graph uses."""
+    """Called once by ``graph/__init__`` (which any import of the package runs
+    first): the drawings every Graph uses."""
     global _above
     _above = above
-
-
-def _served() -> Above:
-    if _above is None:  # only if graph/__init__ failed half-way
-        raise RuntimeError("jaxlab.graph is not fully imported: import jaxlab.graph")
-    return _above

@@ -136,11 +136,10 @@ class ProfileResult:
         return data
 
     def __str__(self) -> str:
-        return _served().text(self)
+        return _above.text(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        above = _served()
-        return {"text/plain": above.text(self), "text/html": above.html(self)}
+        return {"text/plain": _above.text(self), "text/html": _above.html(self)}
 
 
 def _module_key(name: str) -> str:
@@ -156,17 +155,11 @@ class Above(NamedTuple):
     html: Callable[[ProfileResult], str]  # profile_view.profile_html
 
 
-_above: Above | None = None
+_above: Above  # set by served_by when timing/__init__ runs, before any record is made
 
 
 def served_by(above: Above) -> None:
-    """Called once by ``timing/__init__``, which Python runs before any module of the
-    package: the drawings every ProfileResult uses."""
+    """Called once by ``timing/__init__`` (which any import of the package runs
+    first): the drawings every ProfileResult uses."""
     global _above
     _above = above
-
-
-def _served() -> Above:
-    if _above is None:  # only if timing/__init__ failed half-way
-        raise RuntimeError("jaxlab.timing is not fully imported: import jaxlab.timing")
-    return _above

@@ -133,11 +133,10 @@ class BenchResult:
         return data
 
     def __str__(self) -> str:
-        return _served().text(self)
+        return _above.text(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        above = _served()
-        return {"text/plain": above.text(self), "text/html": above.html(self)}
+        return {"text/plain": _above.text(self), "text/html": _above.html(self)}
 
 
 class Above(NamedTuple):
@@ -148,17 +147,11 @@ class Above(NamedTuple):
     html: Callable[[BenchResult], str]  # bench_view.bench_html
 
 
-_above: Above | None = None
+_above: Above  # set by served_by when timing/__init__ runs, before any record is made
 
 
 def served_by(above: Above) -> None:
-    """Called once by ``timing/__init__``, which Python runs before any module of the
-    package: the drawings every BenchResult uses."""
+    """Called once by ``timing/__init__`` (which any import of the package runs
+    first): the drawings every BenchResult uses."""
     global _above
     _above = above
-
-
-def _served() -> Above:
-    if _above is None:  # only if timing/__init__ failed half-way
-        raise RuntimeError("jaxlab.timing is not fully imported: import jaxlab.timing")
-    return _above
