@@ -66,3 +66,13 @@ def test_the_gradient_view_names_the_arguments_as_the_call_line_does(ip):
     # an argument written as an expression keeps its parameter's name
     grad = ip.run_line_magic("jaxpr", "-o --static --grad f(X * 2, Y)")
     assert grad.input_names() == ["x", "Y"]
+
+
+def test_the_grad_graph_names_the_arguments_as_the_call_line_does(ip):
+    ip.run_cell(
+        "import jax.numpy as jnp\nX = jnp.ones((4, 3))\nY = jnp.ones((3, 2))\n"
+        "def f(x, y):\n    return jnp.tanh(x @ y).sum()"
+    )
+    report = ip.run_line_magic("grad", "-o --graph --static f(X, Y)")
+    assert report.graph.input_names()[:2] == ["X", "Y"]
+    assert "∂f/∂X" in [n.label for n in report.graph.nodes if n.kind == m.OUTPUT]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -93,8 +93,14 @@ def locate(sel: Selection, has_aux: bool) -> NonFinite | None:
     return locate_nonfinite(closed, flat)
 
 
-def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str | None]:
-    """The annotated graph of ``jax.grad`` of the function, or None and why not."""
+def gradient_graph(
+    sel: Selection,
+    has_aux: bool,
+    kind: str,
+    names: tuple[Sequence[str | None] | None, dict[str, str | None] | None] = (None, None),
+) -> tuple[Any, str | None]:
+    """The annotated graph of ``jax.grad`` of the function, or None and why not;
+    ``names``: the call line's names of the arguments and keywords, if known."""
     if kind != GRADIENT:
         return None, "the gradient graph is drawn for scalar outputs only (not for a " + kind + ")"
     from ..graph import jaxpr_graph
@@ -122,7 +128,7 @@ def gradient_graph(sel: Selection, has_aux: bool, kind: str) -> tuple[Any, str |
     packed.__name__ = sel.function.__name__
     try:
         if call is not None and sel.original is not None:
-            return _named_gradient_graph(sel, has_aux, *call), None
+            return _named_gradient_graph(sel, has_aux, *call, names=names), None
         return jaxpr_graph(packed, arg, grad=True, values=True), None
     except ValueError as e:
         if WHILE_REVERSE not in str(e):
@@ -149,7 +155,11 @@ def _call_of(sel: Selection) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
 
 
 def _named_gradient_graph(
-    sel: Selection, has_aux: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
+    sel: Selection,
+    has_aux: bool,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    names: tuple[Sequence[str | None] | None, dict[str, str | None] | None] = (None, None),
 ) -> Any:
     """The gradient graph of the whole call: every argument a named input (those not
     differentiated greyed), outputs ``∂loss/∂x1`` in argument order (issue 11)."""
@@ -172,4 +182,6 @@ def _named_gradient_graph(
         masks={c.where: c.mask for c in sel.chosen},
         values=True,
         name=sel.function.__name__,
+        arg_names=names[0],
+        kwarg_names=names[1],
     )

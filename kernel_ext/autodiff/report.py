@@ -115,9 +115,13 @@ def report_for_call(
     directions: int = 2,
     seed: int = 0,
     tolerance: float | None = None,
+    arg_names: Sequence[str | None] | None = None,
+    kwarg_names: dict[str, str | None] | None = None,
 ) -> GradReport:
     """:func:`grad_report` with the call's arguments as a tuple and a dict, so that a
-    keyword of ``fun`` may share a name with an option (``check=``, ``mode=``)."""
+    keyword of ``fun`` may share a name with an option (``check=``, ``mode=``); the call
+    line's names of the arguments (``arg_names``, ``kwarg_names``) name the graph's
+    inputs as ``%jaxpr`` does."""
     if mode not in (None, "fwd", "rev"):
         raise GradError(f"mode must be 'fwd' or 'rev', not {mode!r}")
     if hessian and hvp is not None:
@@ -169,21 +173,19 @@ def report_for_call(
     if check:
         checked = extras.check_report(sel, result, has_aux, directions, seed, tolerance)
         # At a kink the rule is not to blame: the check says so itself.
-        failed = checked.failed and not checked.kink
-        custom = extras.custom_rules(sel, has_aux) if failed else []
-        if custom:
-            notes.append(
-                f"the function has custom derivative rules ({', '.join(custom)}): "
-                "a custom rule may differ from the true derivative on purpose "
-                "(clipping, straight-through estimators), and then the check fails"
-            )
+        if checked.failed and not checked.kink:  # stop_gradient, custom rules (not JAX's)
+            from .causes import failure_notes
+
+            notes += failure_notes(jax.make_jaxpr(compute.primary(sel, has_aux))(*sel.diff))
     nonfinite = None
     if result.kind == GRADIENT and not _all_finite((value, result.per_arg)):
         nonfinite = extras.locate(sel, has_aux)
     drawn = None
     if graph:
         try:
-            drawn, note = extras.gradient_graph(sel, has_aux, result.kind)
+            drawn, note = extras.gradient_graph(
+                sel, has_aux, result.kind, names=(arg_names, kwarg_names)
+            )
         except ValueError as e:  # the graph is jax.grad's program: no reverse mode here
             if compute.WHILE_REVERSE not in str(e):
                 raise

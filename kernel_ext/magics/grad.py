@@ -141,6 +141,8 @@ def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
         hessian=args.hessian,
         hvp=hvp,
         graph=args.graph,
+        arg_names=call.arg_names,
+        kwarg_names=call.kwarg_names,
     )
 
 
