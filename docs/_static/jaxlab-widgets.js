@@ -12,13 +12,16 @@
 // notebook's state brought from elsewhere) keeps its static twin. For a trusted view this
 // imports the module from a Blob URL of that source and calls its render({model, el})
 // with a SavedModel: get/set/on/off work on the saved state, save_changes keeps changes
-// in the page, and send has no kernel to reach, so it says so beside the widget. Once a
-// view is drawn, its static twin (the HTML the kernel saved beside it, marked
-// data-jaxlab-model) is hidden; a view that fails leaves its twin showing. Each view is
-// drawn inside its own error boundary: a malformed saved state or buffer spoils only its
-// own widget, and a buffer is put only at a path of the state's own keys (never through
-// __proto__). Widgets that are not anywidgets (ipywidgets' sliders) were written as text
-// when the site was built.
+// in the page, and send has no kernel to reach, so it says so beside the widget. A view
+// that draws hides its own static twin (the HTML the kernel saved beside it, marked
+// data-jaxlab-twin) from inside itself; a view that is not drawn, fails, or cannot read
+// its saved state (it says so) leaves its twin showing. Each view is drawn inside its own
+// error boundary: a malformed saved state or buffer spoils only its own widget, and a
+// buffer is put only at a path of the state's own keys (never through __proto__). What
+// the loader reads of a page is bounded (models, buffers, a buffer's path) and each
+// module reads its state with total, bounded parsers, so no saved state can hang the
+// page. Widgets that are not anywidgets (ipywidgets' sliders) were written as text when
+// the site was built.
 //
 // Example (what a page does by itself once this script has run):
 //   window.jaxlabWidgets.rendered  // a Promise of the model ids drawn on this page
@@ -31,6 +34,10 @@
     "This page has no kernel: open the notebook in Jupyter to use this control.";
   /** @type {{widget: string, esm: string, css: string}[]} */
   const SHIPPED = /* jaxlab:shipped */ [];
+  // Bounds of what the loader reads of a page, far above what a notebook saves.
+  const MOST_MODELS = 10000;
+  const MOST_BUFFERS = 1000; // buffers of one model
+  const MOST_PATH = 64; // keys on a buffer's path
 
   /** Every saved model on the page: id -> {model_name, model_module, state, buffers}. A
    * Map: an id such as "__proto__" is one more key, never a prototype. */
@@ -39,8 +46,11 @@
     for (const script of document.querySelectorAll(`script[type="${STATE}"]`)) {
       try {
         const state = JSON.parse(script.textContent).state;
-        if (state && typeof state === "object") {
-          for (const [id, entry] of Object.entries(state)) models.set(id, entry);
+        if (state && typeof state === "object" && !Array.isArray(state)) {
+          for (const [id, entry] of Object.entries(state)) {
+            if (models.size >= MOST_MODELS) throw new Error(`more than ${MOST_MODELS} saved models`);
+            if (entry && typeof entry === "object") models.set(id, entry);
+          }
         }
       } catch (err) {
         console.error("jaxlab: unreadable widget state", err);
@@ -58,10 +68,13 @@
     const state = structuredClone(entry.state || {});
     const buffers = entry.buffers || [];
     if (!Array.isArray(buffers)) throw new Error("saved buffers are not a list");
-    for (const { path, data, encoding } of buffers) {
-      if (encoding !== "base64" || !Array.isArray(path) || !path.length) {
+    if (buffers.length > MOST_BUFFERS) throw new Error(`more than ${MOST_BUFFERS} saved buffers`);
+    for (const buffer of buffers) {
+      const { path, data, encoding } = buffer && typeof buffer === "object" ? buffer : {};
+      if (encoding !== "base64" || typeof data !== "string" || !Array.isArray(path) || !path.length) {
         throw new Error(`a saved buffer has no base64 data or no path`);
       }
+      if (path.length > MOST_PATH) throw new Error(`a saved buffer's path has ${path.length} keys`);
       const keys = path.map(String);
       if (keys.some((key) => FORBIDDEN.has(key))) {
         throw new Error(`a saved buffer's path names ${keys.join(".")}`);
@@ -235,10 +248,6 @@
     return state._esm;
   }
 
-  function twins(id) {
-    return document.querySelectorAll(`.jaxlab-twin[data-jaxlab-model="${CSS.escape(id)}"]`);
-  }
-
   async function draw(script, models) {
     let view;
     try {
@@ -277,7 +286,7 @@
       addStyle(entry.state);
       await widget.render({ model, el });
       host.dataset.rendered = "true";
-      for (const twin of twins(id)) twin.style.display = "none";
+      // The twin: hidden by the view itself once it drew (data-jaxlab-twin), else shown.
       return id;
     } catch (err) {
       console.error(`jaxlab: the saved widget ${id} could not be drawn`, err);
@@ -291,14 +300,7 @@
     const scripts = document.querySelectorAll(`script[type="${VIEW}"]`);
     // Each view in its own boundary: one that fails in any way is simply not drawn.
     const settled = await Promise.allSettled([...scripts].map((s) => draw(s, models)));
-    const drawn = settled.filter((r) => r.status === "fulfilled" && r.value).map((r) => r.value);
-    // A widget's CSS hides every twin of its class; keep showing those whose view was not
-    // drawn here (no saved state, or their module failed), since they are all there is.
-    const done = new Set(drawn);
-    for (const twin of document.querySelectorAll(".jaxlab-twin[data-jaxlab-model]")) {
-      if (!done.has(twin.dataset.jaxlabModel)) twin.style.display = "block";
-    }
-    return drawn;
+    return settled.filter((r) => r.status === "fulfilled" && r.value).map((r) => r.value);
   }
 
   const start = () => drawAll();
