@@ -17,13 +17,14 @@ import json
 import logging
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
-from nbformat.sign import NotebookNotary
+from nbformat.sign import MemorySignatureStore, NotebookNotary
 
 from jaxlab_server import _link_jupyter_server_extension
 from jaxlab_server.contents import WidgetTrustContentsManager
@@ -156,7 +157,8 @@ def manager(tmp_path: Path) -> Any:
         cm = cls(root_dir=str(root))
         data = tmp_path / "data"
         data.mkdir(exist_ok=True)
-        cm.notary = NotebookNotary(data_dir=str(data), db_file=":memory:")
+        cm.notary = NotebookNotary(data_dir=str(data))
+        cm.notary.store = MemorySignatureStore()  # no SQLite: the calls run on two threads
         return cm
 
     return make
@@ -168,8 +170,15 @@ def _write(cm: Any, name: str, nb: Any) -> Path:
     return path
 
 
+def _run(coroutine: Any) -> Any:
+    # On a thread of its own: Playwright's sync API (the browser tests, in the same
+    # process) leaves an event loop running on the main thread.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def _get(cm: Any, name: str) -> Any:
-    return asyncio.run(cm.get(name))["content"]
+    return _run(cm.get(name))["content"]
 
 
 def test_jupyter_servers_own_manager_sends_an_untrusted_notebooks_widget_state(manager):
@@ -207,14 +216,14 @@ def test_trusting_on_the_server_signs_the_whole_file(manager):
     # sign a notebook that is not the one on disk, and it would stay untrusted.
     cm = manager()
     _write(cm, "forged.ipynb", _forged())
-    asyncio.run(cm.trust_notebook("forged.ipynb"))
+    _run(cm.trust_notebook("forged.ipynb"))
     got = _get(cm, "forged.ipynb")
     assert got.cells[0].metadata.trusted is True
     assert set(saved_models(got)) == {"a", "lay", "b", "orphan"}
 
 
 def _page_save(cm: Any, name: str, nb: Any) -> Any:
-    asyncio.run(cm.save({"type": "notebook", "format": "json", "content": nb}, name))
+    _run(cm.save({"type": "notebook", "format": "json", "content": nb}, name))
     return json.loads((Path(cm.root_dir) / name).read_text())
 
 
