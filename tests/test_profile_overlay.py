@@ -204,18 +204,16 @@ def two_matmuls(x1, a, x2, b):
     return (x1 @ a).sum() + (x2 @ b).sum()  # one line, two matmuls 8x apart in work
 
 
-def test_two_matmuls_on_one_line_each_get_their_own_time():
+def recorded(fun, *args, unit):
+    """``fun``'s program joined to a recorded profile: each op of its module took 1 ms per
+    ``unit`` multiply-adds of the matmuls it holds, any other op 1 us."""
     from types import SimpleNamespace
 
     from jaxlab.timing.profile_result import Cost
 
-    args = jnp.ones((64, 256)), jnp.ones((256, 128)), jnp.ones((64, 32)), jnp.ones((32, 128))
-    traced = jax.jit(two_matmuls).trace(*args)
+    traced = jax.jit(fun).trace(*args)
     text = traced.lower().compile().as_text()
     hlo = read_hlo(text)
-    # A recorded profile: each op of the module took time in proportion to the matmul
-    # work it holds (1 ms per 64*128*32 multiply-adds), any other op 1 us.
-    unit = 64 * 128 * 32
     ops = []
     for name in hlo.computations[hlo.entry]:
         inst = hlo.instructions[name]
@@ -227,12 +225,17 @@ def test_two_matmuls_on_one_line_each_get_their_own_time():
             if hlo.instructions[k].opcode == "dot"
         )
         ops.append(Cost(name, hlo.module, 1, 1e-3 * work / unit if work else 1e-6, 0.0))
-    result = SimpleNamespace(op_times=tuple(ops))
 
     def graph_of(c):
-        return jaxlab.graph.build.graph_from_jaxpr(c, title="two_matmuls", explore=True)
+        return jaxlab.graph.build.graph_from_jaxpr(c, title="f", explore=True)
 
-    a = attribute(result, traced.jaxpr, text, function="two_matmuls", graph_of=graph_of)
+    result = SimpleNamespace(op_times=tuple(ops))
+    return attribute(result, traced.jaxpr, text, function="f", graph_of=graph_of)
+
+
+def test_two_matmuls_on_one_line_each_get_their_own_time():
+    args = jnp.ones((64, 256)), jnp.ones((256, 128)), jnp.ones((64, 32)), jnp.ones((32, 128))
+    a = recorded(two_matmuls, *args, unit=64 * 128 * 32)
     dots = {k: s for k, s in a.times.items() if a.primitives[k] == "dot_general"}
     big, small = sorted(dots, key=lambda k: -dots[k])
     assert dots[big] == pytest.approx(8e-3, rel=0.01)  # not the mean, 4.5 ms, for both
@@ -284,3 +287,32 @@ def test_the_profiled_call_is_read_back_from_plain_expressions_only():
     assert ns["calls"] == []
     assert profiled_call("f(xs[0], w)", ns, "other") is None
     assert profiled_call("%time f(xs[0], w)", ns, "planted") is None
+
+
+def layer(p, x):
+    return jnp.tanh(x @ p["W"] + p["b"])
+
+
+def mlp_loss(params, x):
+    for p in params:
+        x = layer(p, x)
+    return jnp.mean(x**2)
+
+
+def test_a_gradient_s_matmuls_get_their_own_time_not_a_transpose():
+    params = [{"W": jnp.ones((64 if i == 0 else 128, 128)), "b": jnp.zeros(128)} for i in range(4)]
+    a = recorded(jax.grad(mlp_loss), params, jnp.ones((8, 64)), unit=8 * 128 * 128)
+    explorer = a.graph.rebuild.explorer
+    for k, primitive in a.primitives.items():
+        if primitive != "dot_general":
+            continue
+        block, at = explorer.where[k]
+        eqn = block.items[at].eqn
+        (contract, _), _ = eqn.params["dimension_numbers"]
+        work = eqn.outvars[0].aval.size
+        for d in contract:
+            work *= eqn.invars[0].aval.shape[d]
+        # XLA names a weight gradient's dot "transpose": its time is still its matmul's
+        assert a.times[k] == pytest.approx(1e-3 * work / (8 * 128 * 128), rel=0.02), k
+    transposes = sum(s for k, s in a.times.items() if a.primitives[k] == "transpose")
+    assert transposes < 1e-4

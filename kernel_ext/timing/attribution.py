@@ -46,7 +46,8 @@ from .hlo_map import FREE, Hlo, read_hlo
 
 _SCOPE_PRIMITIVE = {"while": ("scan", "while"), "conditional": ("cond",)}
 _PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
-PRODUCT_OPCODES = frozenset({"dot", "convolution"})  # instructions whose work tells apart
+_PRODUCT_OF = {"dot": "dot_general", "convolution": "conv_general_dilated"}
+PRODUCT_OPCODES = frozenset(_PRODUCT_OF)  # instructions whose work tells products apart
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,8 @@ class _Equation(NamedTuple):  # (a tuple: made for each of 10,000 equations at e
 
 
 def _work(eqn: Any, size: int) -> float:
-    """An equation's own work from its own shapes: a matmul's output elements times its
-    contracted size, a convolution's times its kernel window and input channels of a
-    group (its kernel's elements less its output channels); else its output elements."""
+    """An equation's own work from its shapes: a matmul's output elements x its contracted
+    size, a convolution's x its kernel's elements per output channel; else its size."""
     primitive = str(eqn.primitive.name)
     try:
         if primitive == "dot_general":
@@ -139,7 +139,7 @@ def _work(eqn: Any, size: int) -> float:
             out_channels = kernel[eqn.params["dimension_numbers"].rhs_spec[0]]
             return float(size * math.prod(kernel) // max(1, out_channels))
     except (AttributeError, IndexError, KeyError, TypeError, ValueError):
-        pass  # a JAX whose params are written otherwise: its size
+        return float(size)  # a JAX whose params are written otherwise: its size
     return float(size)
 
 
@@ -182,6 +182,7 @@ class _Matcher:
         self.groups: list[tuple[str, ...]] = []
         self._numbers: dict[tuple[str, ...], int] = {}
         self._work = {e.id: e.work for e in equations}
+        self._primitive = {e.id: e.primitive for e in equations}
         self._shares: dict[int, tuple[tuple[str, float], ...]] = {}
 
     def match(self, op_name: str, line: str, elements: int, work: float = 0.0) -> tuple[str, ...]:
@@ -200,6 +201,21 @@ class _Matcher:
                 self.groups.append(ids)
             self.memo[key] = number
         return number
+
+    def instruction_group(self, inst: Any, op_name: str) -> int:
+        """:meth:`group` of ``inst``'s ``op_name``; a product XLA named after a neighbour (a
+        ``dot`` named ``transpose``) goes to the products at its line, else its scope's."""
+        work = inst.work if inst.opcode in PRODUCT_OPCODES else 0.0
+        group = self.group(op_name, inst.line, inst.elements, work)
+        wanted = _PRODUCT_OF.get(inst.opcode)
+        if wanted is None or any(self._primitive[k] == wanted for k in self.groups[group]):
+            return group
+        alike = op_name.rsplit("/", 1)[0] + "/" + wanted
+        for line in (inst.line, ""):
+            found = self.group(alike, line, inst.elements, work)
+            if any(self._primitive[k] == wanted for k in self.groups[found]):
+                return found
+        return group
 
     def shares(self, group: int) -> tuple[tuple[str, float], ...]:
         """Each equation of a group with its part of what the group is given (summing to
@@ -363,9 +379,8 @@ def _split(hlo: Hlo, name: str, matcher: _Matcher) -> dict[int, float]:
             costly = [owner]
     weights: dict[int, float] = defaultdict(float)
     for inst in costly:
-        work = inst.work if inst.opcode in PRODUCT_OPCODES else 0.0
         for op_name in inst.op_names:
-            group = matcher.group(op_name, inst.line, inst.elements, work)
+            group = matcher.instruction_group(inst, op_name)
             if matcher.groups[group]:
                 weights[group] += max(inst.work, 1.0) / len(inst.op_names)
     whole = sum(weights.values())

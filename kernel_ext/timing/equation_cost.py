@@ -60,9 +60,6 @@ _TRANSCENDENTAL = frozenset(
 )  # fmt: skip
 
 
-_PRODUCT = {"dot": "dot_general", "convolution": "conv_general_dilated"}
-
-
 @dataclass(frozen=True)
 class EquationCost:
     """One equation's cost, every run of it counted (loops by their trip counts)."""
@@ -234,7 +231,6 @@ def costs_of(
     """Join the costs of ``hlo_text``'s instructions to ``closed_jaxpr``'s equations (see
     module docstring); ``measure`` drawn on the Graph ``graph_of(closed)``."""
     from .attribution import (
-        PRODUCT_OPCODES,
         AttributionError,
         _split,
         _with_boxes,
@@ -257,26 +253,6 @@ def costs_of(
     totals = dict.fromkeys(MEASURES, 0.0)
     lost = dict.fromkeys(MEASURES, 0.0)
 
-    primitive_of = {e.id: e.primitive for e in equations}
-
-    def targets(inst: Instruction, op_name: str) -> int:
-        """The number of the group of equations ``inst``'s ``op_name`` is of."""
-        work = inst.work if inst.opcode in PRODUCT_OPCODES else 0.0
-        group = matcher.group(op_name, inst.line, inst.elements, work)
-        ids = matcher.groups[group]
-        wanted = _PRODUCT.get(inst.opcode)
-        if wanted is None or any(primitive_of.get(k) == wanted for k in ids):
-            return group
-        # XLA merged a product with its neighbours and kept their name (a backward pass's
-        # `transpose`, a loop's `while`): its FLOPs are a product's, at its line if one is
-        # there, else wherever its name stack says
-        alike = op_name.rsplit("/", 1)[0] + "/" + wanted
-        for line in (inst.line, ""):
-            found = matcher.group(alike, line, inst.elements, work)
-            if any(primitive_of.get(k) == wanted for k in matcher.groups[found]):
-                return found
-        return group
-
     def give(kind: str, inst: Instruction, amount: float) -> None:
         """``amount`` shared by the instruction's op names; a name that matches no
         equation keeps its share as XLA's own (never counted twice)."""
@@ -286,7 +262,7 @@ def costs_of(
             return
         part = amount / len(inst.op_names)
         for op_name in inst.op_names:
-            group = targets(inst, op_name)
+            group = matcher.instruction_group(inst, op_name)
             if not matcher.groups[group]:
                 lost[kind] += part
             for k, share in matcher.shares(group):
