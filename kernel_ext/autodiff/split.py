@@ -283,10 +283,25 @@ def _scroll_cue(body: str) -> str:
     )
 
 
-def _named_leaves(fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Every leaf of the call with its name, ``x`` or ``batch['y']``, as Python binds it."""
+def _named_leaves(
+    fun: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    caller: Callable[[int | str, str], str] = lambda where, name: name,
+) -> list[tuple[str, Any]]:
+    """Every leaf of the call with its name, ``x`` or ``batch['y']``, as Python binds it
+    (``caller``: the name the call line gives the argument at a position or keyword)."""
     try:
-        named = list(inspect.signature(fun).bind(*args, **kwargs).arguments.items())
+        bound = inspect.signature(fun).bind(*args, **kwargs).arguments
+        named, position = [], 0
+        for name, value in bound.items():
+            if name in kwargs:
+                named.append((caller(name, name), value))
+            elif position < len(args) and value is args[position]:
+                named.append((caller(position, name), value))
+                position += 1
+            else:  # *args gathered into one tuple: its parameter's name
+                named.append((name, value))
     except (TypeError, ValueError):
         named = [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
     return [
@@ -326,6 +341,30 @@ def grad_split(
     Runs the function's forward pass twice (jaxlab's interpreter, equation by equation)
     to find which primal value each residual is.
     """
+    return split_for_call(fun, args, kwargs, argnums=argnums, wrt=wrt)
+
+
+def split_for_call(
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    argnums: int | str | Sequence[int] = 0,
+    wrt: str | Sequence[str] | None = None,
+    arg_names: Sequence[str | None] | None = None,
+    kwarg_names: dict[str, str | None] | None = None,
+) -> GradSplit:
+    """:func:`grad_split` of a call, its arguments named as the call line names them
+    (``arg_names``, ``kwarg_names``: ``%grad --split f(X, Y)`` says ``X``, as ``%jaxpr``
+    does); an argument written as an expression keeps its parameter's name."""
+
+    def caller(where: int | str, name: str) -> str:
+        if isinstance(where, int) and arg_names is not None and where < len(arg_names):
+            return arg_names[where] or name
+        if isinstance(where, str) and kwarg_names is not None:
+            return kwarg_names.get(where) or name
+        return name
+
     # A Python number would be folded into the programs (theta = 0.5 drawn as `sin 1.0`):
     # as an array it stays a value of its own, the argument theta, named and held fixed.
     # Only arguments not differentiated: a float leaf of a chosen one (a pooling layer's
@@ -353,7 +392,7 @@ def grad_split(
     cotangent = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape)
     transposed = jax.make_jaxpr(transpose_fun)(cotangent)
     leaf_names = tuple(
-        c.name + jax.tree_util.keystr(path)
+        caller(c.where, c.name) + jax.tree_util.keystr(path)
         for c in sel.chosen
         for (path, _), d in zip(
             jax.tree_util.tree_flatten_with_path(c.value)[0], c.mask, strict=True
@@ -361,11 +400,11 @@ def grad_split(
         if d
     )
     # The call's other leaves (data, fixed settings) are the primal's captured constants.
-    consts = tuple(const_names(primal.consts, _named_leaves(fun, args, kwargs)))
+    consts = tuple(const_names(primal.consts, _named_leaves(fun, args, kwargs, caller)))
     flat = [leaf for leaves in diff for leaf in leaves]
     return GradSplit(
         fun_name=sel.function.__name__,
-        names=sel.names,
+        names=tuple(caller(c.where, c.name) for c in sel.chosen) or sel.names,
         primal=primal,
         linear=linear,
         transposed=transposed,

@@ -115,7 +115,7 @@ def _views(result: Any, static: bool) -> list[Any]:
 def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
     """``%grad f(x)``: the report (or the split) for one call. Raises what ``grad`` words."""
     from ..autodiff.report import report_for_call
-    from ..autodiff.split import grad_split
+    from ..autodiff.split import split_for_call
 
     if args.jacobian:
         raise UsageError(
@@ -129,7 +129,14 @@ def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
     choose = {"wrt": args.wrt} if args.wrt else {"argnums": args.argnums or 0}
     if args.split:
         _refuse_with_split(args)
-        return grad_split(call.fun, *call.args, **choose, **_no_clash(call))
+        return split_for_call(
+            call.fun,
+            call.args,
+            _no_clash(call),
+            **choose,
+            arg_names=call.arg_names,
+            kwarg_names=call.kwarg_names,
+        )
     return report_for_call(
         call.fun,
         call.args,
