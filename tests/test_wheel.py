@@ -86,7 +86,8 @@ def wheel(tmp_path_factory) -> pathlib.Path:
 def expected_members() -> set[str]:
     """Every module and asset of the source folders, as the wheel should name it."""
     want = set()
-    for folder, package in (("kernel_ext", "jaxlab"), ("widgets", "jaxlab/widgets")):
+    folders = (("kernel_ext", "jaxlab"), ("widgets", "jaxlab/widgets"), ("jaxlab_server",) * 2)
+    for folder, package in folders:
         for path in (ROOT / folder).rglob("*"):
             if path.suffix in {".py", ".js", ".css"} and "__pycache__" not in path.parts:
                 want.add(f"{package}/{path.relative_to(ROOT / folder).as_posix()}")
