@@ -178,22 +178,22 @@ def _by_site(nodes, uses, reused, max_items) -> Forest:
             bad.add(s)
     ids = {s: f"s{i}" for i, s in enumerate(counts)}
     # a parent is drawn before its children: follow parents, and break cycles at roots
+    # (a loop, not a closure calling itself: that is a reference cycle per redraw)
     order: list[tuple[str, str]] = []
     placed: set[tuple[str, str]] = set()
-
-    def place(s: tuple[str, str], seen: frozenset[tuple[str, str]]) -> None:
-        if s in placed:
-            return
-        up = parent_site.get(s)
-        if up is not None and up in counts and up not in seen:
-            place(up, seen | {s})
-        elif up is not None:
-            parent_site[s] = None
-        placed.add(s)
-        order.append(s)
-
-    for s in counts:
-        place(s, frozenset())
+    for start in counts:
+        chain: list[tuple[str, str]] = []  # from `start` up to the first placed site
+        at: tuple[str, str] | None = start
+        while at is not None and at not in placed:
+            chain.append(at)
+            up = parent_site.get(at)
+            if up is not None and (up not in counts or up in chain):
+                parent_site[at] = None  # unknown parent, or a cycle: a root
+                up = None
+            at = up
+        for s in reversed(chain):
+            placed.add(s)
+            order.append(s)
     items: list[TreeItem] = []
     use_counts: dict[tuple[str, str, tuple[str, str]], list[KeyEvent]] = defaultdict(list)
     for node_id, events in uses.items():

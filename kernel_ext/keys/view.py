@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from .model import plural
 from .tree import Forest, TreeItem, lineage_tree
 
+SHOWN_REUSES = 20  # the newest reuses a static view lists (all are counted)
+
 if TYPE_CHECKING:
     from .flow import KeyFlow
     from .record import KeyLineage
@@ -63,33 +65,54 @@ def _row(item: TreeItem) -> str:
 
 
 def forest_html(forest: Forest) -> str:
+    """Nested lists of the forest's rows (parents come before their children). Built by
+    a loop over the rows, not a recursive closure: a closure that calls itself is a
+    reference cycle holding every row until the collector's next full pass."""
     kids: dict[str | None, list[TreeItem]] = defaultdict(list)
     for item in forest.items:
         kids[item.parent].append(item)
+    if not kids.get(None):
+        return ""
+    parts = ["<ul>"]
+    pending = [list(reversed(kids[None]))]  # the siblings still to write, per open list
+    while pending:
+        siblings = pending[-1]
+        if not siblings:
+            pending.pop()
+            parts.append("</ul>")
+            if pending:
+                parts.append("</details></li>")
+            continue
+        item = siblings.pop()
+        inner = kids.get(item.id)
+        if inner:
+            parts.append(f"<li><details open><summary>{_row(item)}</summary><ul>")
+            pending.append(list(reversed(inner)))
+        else:
+            parts.append(f"<li>{_row(item)}</li>")
+    return "".join(parts)
 
-    def render(parent: str | None) -> str:
-        parts = []
-        for item in kids.get(parent, ()):
-            inner = render(item.id)
-            body = (
-                f"<details open><summary>{_row(item)}</summary>{inner}</details>"
-                if inner
-                else _row(item)
-            )
-            parts.append(f"<li>{body}</li>")
-        return f"<ul>{''.join(parts)}</ul>" if parts else ""
 
-    return render(None)
+def _reuses_html(lineage: KeyLineage) -> str:
+    shown = lineage.recent_reuses(SHOWN_REUSES)
+    if not shown:
+        return ""
+    rows = "".join(f'<li class="reused">{escape(r.message())}</li>' for r in shown)
+    more = lineage.reuse_count - len(shown)
+    tail = f"<p>{plural(more, 'older reuse')} not listed.</p>" if more > 0 else ""
+    return f"<p>Reused keys:</p><ul>{rows}</ul>{tail}"
+
+
+def forest_lineage_html(lineage: KeyLineage, forest: Forest) -> str:
+    """The static view of ``lineage`` drawn as ``forest`` (the live view's twin)."""
+    return (
+        f'{_STYLE}<div class="jaxlab-keys"><p>Key lineage: {escape(_summary(lineage, forest))}</p>'
+        f"{_reuses_html(lineage)}{forest_html(forest)}</div>"
+    )
 
 
 def lineage_html(lineage: KeyLineage, max_items: int = 2000) -> str:
-    forest = lineage_tree(lineage, max_items)
-    reuses = "".join(f'<li class="reused">{escape(r.message())}</li>' for r in lineage.reuses)
-    reuse_html = f"<p>Reused keys:</p><ul>{reuses}</ul>" if reuses else ""
-    return (
-        f'{_STYLE}<div class="jaxlab-keys"><p>Key lineage: {escape(_summary(lineage, forest))}</p>'
-        f"{reuse_html}{forest_html(forest)}</div>"
-    )
+    return forest_lineage_html(lineage, lineage_tree(lineage, max_items))
 
 
 def forest_text(forest: Forest) -> str:
@@ -102,12 +125,19 @@ def forest_text(forest: Forest) -> str:
     return "\n".join(lines)
 
 
-def lineage_text(lineage: KeyLineage, max_items: int = 2000) -> str:
-    forest = lineage_tree(lineage, max_items)
+def forest_lineage_text(lineage: KeyLineage, forest: Forest) -> str:
+    """The text view of ``lineage`` drawn as ``forest``."""
     head = [f"KeyLineage: {_summary(lineage, forest)}"]
-    head += [f"  reuse: {r.message()}" for r in lineage.reuses]
+    shown = lineage.recent_reuses(SHOWN_REUSES)
+    head += [f"  reuse: {r.message()}" for r in shown]
+    if lineage.reuse_count > len(shown):
+        head.append(f"  ({plural(lineage.reuse_count - len(shown), 'older reuse')} not listed)")
     body = forest_text(forest)
     return "\n".join(head + ([body] if body else []))
+
+
+def lineage_text(lineage: KeyLineage, max_items: int = 2000) -> str:
+    return forest_lineage_text(lineage, lineage_tree(lineage, max_items))
 
 
 def flow_text(flow: KeyFlow) -> str:
