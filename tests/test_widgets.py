@@ -8,10 +8,20 @@ import pytest
 
 from jaxlab.compile.log import CompileLog
 from jaxlab.widgets import CompileMonitor
-from jaxlab.widgets._base import STATIC, JaxlabWidget
+from jaxlab.widgets._base import STATIC, JaxlabWidget, Throttle
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+class NoTicker:
+    """No ticker thread: the test calls ``Throttle.tick`` itself."""
+
+    def add(self, throttle):
+        pass
+
+    def discard(self, throttle):
+        pass
 
 
 @pytest.fixture
@@ -83,8 +93,9 @@ def test_updates_follow_the_log_throttled(log):
     try:
         log.add_cell_time(1.0, 0.0)  # after a cell: always sent at once
         assert monitor.session["other_s"] == pytest.approx(1.0)
-        throttle, clock = monitor._throttle, [1000.0]
-        throttle._clock = lambda: clock[0]  # the ticker pushes only when this clock says
+        clock = [1000.0]  # a throttle this test ticks itself, on its own clock
+        monitor._throttle.cancel()
+        throttle = monitor._throttle = Throttle(monitor._push, 0.25, lambda: clock[0], NoTicker())
         log.record("g", compile_s=0.5)  # a compile: marked, pushed by the ticker ...
         assert "g" not in {r["name"] for r in monitor.functions} and throttle.pending
         assert throttle.tick() and "g" in {r["name"] for r in monitor.functions}

@@ -37,14 +37,16 @@ TICK = 0.05  # seconds between the ticker's looks at its throttles
 class Throttle:
     """Calls ``push`` at most once per ``interval`` seconds while changes stream in, on the
     ticker's thread, and once more after the last change, so the view ends on the latest
-    state. ``flush`` pushes on the caller's thread (the end of a cell). ``clock`` is for
-    tests, which call :meth:`tick` themselves."""
+    state. ``flush`` pushes on the caller's thread (the end of a cell). ``clock`` and
+    ``ticker`` (anything with ``add`` and ``discard``) are for tests, which call
+    :meth:`tick` themselves."""
 
     def __init__(
         self,
         push: Callable[[], None],
         interval: float = 0.25,
         clock: Callable[[], float] = time.monotonic,
+        ticker: _Ticker | None = None,
     ) -> None:
         self._push = push
         self._interval = interval
@@ -53,7 +55,8 @@ class Throttle:
         self._registered = False
         self._last = -float("inf")  # when the last push began (clock seconds)
         self._pushing = threading.Lock()  # one push at a time (ticker or flush)
-        _TICKER.add(self)
+        self._ticker = ticker if ticker is not None else _TICKER
+        self._ticker.add(self)
         self._registered = True
 
     @property
@@ -68,7 +71,7 @@ class Throttle:
             return
         self._pending = True
         if not self._registered:  # only after cancel(): a view that follows again
-            _TICKER.add(self)
+            self._ticker.add(self)
             self._registered = True
 
     def flush(self) -> None:
@@ -98,7 +101,7 @@ class Throttle:
         """Drop a pending push and leave the ticker (the view is closing or detached)."""
         self._pending = False
         self._registered = False
-        _TICKER.discard(self)
+        self._ticker.discard(self)
 
     def _run(self) -> None:
         self._last = self._clock()
