@@ -12,7 +12,8 @@ pytrees that hold them; ``%show off`` puts back exactly what was there.
 A printer here may never fail or slow a display (a session leaves it on). For a
 container it first looks for a JAX array without flattening anything: an iterative scan,
 at most ``ITEMS_LOOKED_AT`` items of each container (IPython's own printer shows 1,000)
-and ``NODES_LOOKED_AT`` in all, each container once; it stops at the first array. Only
+and ``NODES_LOOKED_AT`` in all, each container once, its items' types read at C speed;
+it stops at the first array. Only
 then is the value walked (``tree.show_record``, which finds cycles and depth before it
 flattens), and any error there is a decline, IPython's display. An object with its own
 ``_repr_html_`` or ``_repr_mimebundle_`` (a namedtuple or dict subclass of the user's), a
@@ -25,7 +26,7 @@ turning the view on imports nothing.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
@@ -33,7 +34,6 @@ ITEMS_LOOKED_AT = 1_000
 NODES_LOOKED_AT = 10_000
 _MISSING = object()
 _saved: dict[int, dict[type, Any]] = {}  # id(shell) -> the printers replaced
-_END = object()
 _LEAF, _ARRAY, _SEQUENCE, _DICT, _NODE = range(5)
 
 
@@ -57,37 +57,43 @@ def holds_jax_array(x: Any) -> bool:
 
     leaf_types = (int, float, complex, bool, str, bytes, type(None), np.ndarray, np.generic)
     kinds: dict[type, int] = {}  # what each type is, asked once per scan
+
+    def kind(t: type) -> int:
+        k = kinds.get(t)
+        if k is None:
+            k = kinds[t] = _kind(t, leaf_types, jax.Array)
+        return k
+
     seen: set[int] = set()
-    stack: list[Iterator[Any]] = [iter((x,))]
+    pending: list[Any] = [x]  # containers still to look into
     budget = NODES_LOOKED_AT
-    while stack:
-        node: Any = next(stack[-1], _END)
-        if node is _END:
-            stack.pop()
-            continue
-        budget -= 1
-        if budget < 0:
-            return False
-        kind = kinds.get(type(node))
-        if kind is None:
-            kind = kinds[type(node)] = _kind(type(node), leaf_types, jax.Array)
-        if kind == _LEAF:
-            continue
-        if kind == _ARRAY:
+    while pending:
+        node = pending.pop()
+        k = kind(type(node))
+        if k == _ARRAY:
             return True
-        if id(node) in seen:  # a container met again (shared, or a cycle)
+        if k == _LEAF or id(node) in seen:  # a container met again: shared, or a cycle
             continue
         seen.add(id(node))
-        if kind == _SEQUENCE:
-            stack.append(islice(node, ITEMS_LOOKED_AT))
-        elif kind == _DICT:
-            stack.append(islice(node.values(), ITEMS_LOOKED_AT))
+        if k == _SEQUENCE:
+            items = list(islice(node, ITEMS_LOOKED_AT))
+        elif k == _DICT:
+            items = list(islice(node.values(), ITEMS_LOOKED_AT))
         else:
             children = _one_level(node)
             if children is None:
                 kinds[type(node)] = _LEAF  # JAX's registry is by type
                 continue
-            stack.append(islice(children, ITEMS_LOOKED_AT))
+            items = children[:ITEMS_LOOKED_AT]
+        budget -= len(items)
+        if budget < 0:
+            return False
+        # the items' types at C speed: a list of a million ints is one type, asked once
+        found = {kind(t) for t in set(map(type, items))}
+        if _ARRAY in found:
+            return True
+        if found != {_LEAF}:
+            pending.extend(i for i in reversed(items) if kinds[type(i)] != _LEAF)
     return False
 
 

@@ -53,7 +53,7 @@ def live_arrays(arrays: list[Any]) -> LiveArrays:
     single_type = jax.sharding.SingleDeviceSharding
     kinds = list(map(type, map(_SHARDING, arrays)))  # C-level loops: no Python per array
     if kinds.count(single_type) == len(kinds):  # the usual session: nothing sharded
-        single, sharded = list(arrays), []
+        single, sharded = arrays, []
     else:
         single = list(compress(arrays, map(is_, kinds, repeat(single_type))))
         sharded = list(compress(arrays, map(is_not, kinds, repeat(single_type))))
