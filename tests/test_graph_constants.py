@@ -55,3 +55,15 @@ def test_cond_and_while_with_literal_results_are_drawn():
     assert {"cond", "while"} <= primitives
     assert jax.grad(lambda v: branches(v, True))(jnp.ones(3)).tolist() == [1.0, 1.0, 1.0]
     jaxlab.jaxpr_graph(lambda v: branches(v, True), jnp.ones(3), grad=True, values=True)
+
+
+def test_an_outer_product_reads_as_one():
+    from jaxlab.graph.model import EQUATION
+
+    g = jaxlab.jaxpr_graph(lambda u, v: jnp.einsum("i,j->ij", u, v), jnp.ones(3), jnp.ones(4))
+    labels = [n.label for n in g.nodes if n.kind == EQUATION]
+    assert "u ⊗ v" in labels and not [x for x in labels if "none" in x]
+    batched = jaxlab.jaxpr_graph(
+        lambda u, v: jnp.einsum("bi,bj->bij", u, v), jnp.ones((2, 3)), jnp.ones((2, 4))
+    )
+    assert "u ⊗ v per axis 0" in [n.label for n in batched.nodes if n.kind == EQUATION]

@@ -219,6 +219,11 @@ def _matmul(params: dict[str, Any], avals: list[Any], names: list[str | None]) -
             if not k:
                 return product
             return f"{product} per {'axis' if k == 1 else 'axes'} {','.join(map(str, lb))}"
+    if not lc and not rc:  # nothing contracted: every product of a pair, an outer product
+        text = f"{a} ⊗ {b}"
+        if k:
+            text += f" per {'axis' if k == 1 else 'axes'} {_axes(lb)}"
+        return text
     text = f"{a}·{b} over axes {_axes(lc)}·{_axes(rc)}"
     return text + (f", batch {_axes(lb)}·{_axes(rb)}" if k else "")
 
