@@ -441,7 +441,7 @@ def test_a_wrong_type_from_the_page_is_logged_not_printed(ip, capsys, caplog, mo
         assert shown == []  # no traceback shown, nothing displayed
         out, err = capsys.readouterr()
         assert out == "" and err == ""
-        refused = [r for r in caplog.records if r.name == "jaxlab.widgets._base"]
+        refused = [r for r in caplog.records if r.name.startswith("jaxlab.widgets")]
         assert len(refused) == 4 and "mine_only" in refused[0].getMessage()
         # The page is sent the kernel's value back (after ipywidgets' echo of what came),
         # as for a trait it may not write.
@@ -472,3 +472,32 @@ def test_a_refusal_reaches_no_output_without_logging_configured(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""
+
+
+def test_a_choice_from_the_page_that_cannot_be_drawn_is_logged_not_printed(
+    ip, capsys, caplog, monkeypatch
+):
+    import logging
+
+    import jax.numpy as jnp
+
+    from jaxlab.widgets import ArrayView
+
+    shown = []
+    monkeypatch.setattr(ip, "showtraceback", lambda *a, **kw: shown.append(a))
+    view = ArrayView({"a": jnp.ones((2, 3, 4)), "b": jnp.zeros(3)}, name="x")
+    try:
+        drawing = view.drawing
+
+        def cannot(path):
+            raise ValueError(f"no drawing of {path}")
+
+        monkeypatch.setattr(view, "_drawing", cannot)
+        with caplog.at_level(logging.WARNING, logger="jaxlab.widgets"):
+            _from_page(view, {"selected": "x['b']"})
+        assert view.drawing == drawing and shown == []
+        assert capsys.readouterr() == ("", "")
+        (record,) = [r for r in caplog.records if r.name == "jaxlab.widgets.array_view"]
+        assert "x['b']" in record.getMessage() and record.exc_info is not None
+    finally:
+        view.close()

@@ -60,9 +60,10 @@ STATIC = Path(__file__).parent / "static"
 MAX_TWINS = 8  # displays of one widget whose static twin is kept current
 
 _log = logging.getLogger(__name__)
-# A library's logger: nothing reaches the output unless the user configures logging (no
-# "last resort" print to stderr, which a kernel shows in the cell).
-_log.addHandler(logging.NullHandler())
+# The widgets' loggers (jaxlab.widgets.*) are a library's: nothing reaches the output
+# unless the user configures logging (no "last resort" print to stderr, which a kernel
+# shows in the cell).
+logging.getLogger("jaxlab.widgets").addHandler(logging.NullHandler())
 
 # In the twin's own HTML (applies only where the twin is shown): the widget output just
 # before it, when ipywidgets could not find its model, holds only its error text (a live

@@ -15,6 +15,7 @@ twin (the saved notebook's view) is the ``ShowRecord``'s HTML of the latest stat
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import fields
 from typing import Any
 
@@ -30,6 +31,8 @@ from jaxlab.timing.collector import collector_paused
 from ._base import JaxlabWidget, LatestRedraw
 
 MAX_ROWS = 3000  # tree rows sent to the page; the rest counted
+
+_log = logging.getLogger(__name__)
 
 
 class ArrayView(JaxlabWidget, static="array_view"):
@@ -96,9 +99,23 @@ class ArrayView(JaxlabWidget, static="array_view"):
         return tuple(self.slice_at) if self.slice_at else None
 
     def _choose(self, *_: Any) -> None:
+        """The page chose a leaf or a slice: draw it. A choice that cannot be drawn (the
+        page can send any path or indices) is logged and the drawing kept, never raised
+        into the output (ipywidgets would print the traceback there)."""
         with self._redraws.drawing:  # not beside a redraw on the timer thread
-            if self._record is not None:
-                self.drawing = self._drawing(self.selected)
+            if self._record is None:
+                return
+            try:
+                drawing = self._drawing(self.selected)
+            except Exception:
+                _log.warning(
+                    "ArrayView could not draw %r at %r for the page",
+                    self.selected,
+                    self.slice_at,
+                    exc_info=True,
+                )
+                return
+            self.drawing = drawing
 
     def _drawing(self, path: str) -> dict[str, Any]:
         record = self._record
