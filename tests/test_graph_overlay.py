@@ -145,3 +145,20 @@ def test_adjoints_become_an_overlay():
     view = g.rebuild(frozenset())
     assert view.overlay_name == "|∂| largest"
     assert any(x.overlay is not None for x in view.nodes if x.kind == m.EQUATION)
+
+
+def dense(x, w, b):
+    return jnp.tanh(x @ w + b)
+
+
+def test_an_equation_is_named_by_the_expression_that_made_it():
+    from jaxlab.graph.equation_code import equation_code
+
+    closed = jax.make_jaxpr(dense)(jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones(4))
+    named = {str(e.primitive): equation_code(e) for e in closed.jaxpr.eqns}
+    assert named["dot_general"] == "x @ w"
+    assert named["add"] == "x @ w + b"
+    assert named["tanh"] == "jnp.tanh(x @ w + b)"
+    # no readable source: no name (the primitive stands in)
+    lost = jax.make_jaxpr(eval("lambda v: v * 2.0"))(jnp.ones(2))
+    assert equation_code(lost.jaxpr.eqns[0]) is None

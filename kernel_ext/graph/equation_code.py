@@ -56,14 +56,7 @@ def equation_code(eqn: Any) -> str | None:
 
 
 def _code_at(source: str, line: int, column: int, primitive: str) -> str | None:
-    tree = _parsed(source)
-    if tree is None:
-        return None
-    here = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, _EXPRESSIONS) and node.lineno == line and node.col_offset == column
-    ]
+    here = _expressions(source).get((line, column))
     if not here:
         return None
     operator = _OPERATOR.get(primitive)
@@ -86,11 +79,17 @@ def _extent(node: ast.AST) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=32)
-def _parsed(source: str) -> ast.Module | None:
+def _expressions(source: str) -> dict[tuple[int, int], list[ast.expr]]:
+    """The expressions of ``source`` by where they start (line, column); parsed once."""
     try:
-        return ast.parse(source)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return None
+        return {}
+    found: dict[tuple[int, int], list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, _EXPRESSIONS):
+            found.setdefault((node.lineno, node.col_offset), []).append(node)
+    return found
 
 
 def call_of(explorer: Any, item_id: str) -> str | None:
