@@ -249,3 +249,32 @@ def test_many_live_arrays_are_grouped_by_line_without_reading_each_arrays_shards
             assert site.shapes == (tuple(kinds) if len(kinds) == 1 else ()), (site, kinds)
     finally:
         ip.run_cell("del many, on_second, split")
+
+
+def test_each_devices_bytes_come_from_the_profile_unless_it_names_an_unknown_device():
+    from jaxlab.arrays.live import device_bytes, live_arrays, shard_bytes
+    from jaxlab.arrays.pprof import Profile, Sample
+
+    class Device:
+        def __init__(self, i):
+            self.id = i
+
+        def __str__(self):
+            return f"gpu:{self.id}"
+
+    def profile(*labels):
+        samples = [
+            Sample((), (1, 100 * (i + 1)), {"kind": "buffer", "device": d})
+            for i, d in enumerate(labels)
+        ]
+        samples.append(Sample((), (1, 0), {"kind": "executable"}))
+        return Profile((("allocations", "count"), ("space", "bytes")), tuple(samples), {})
+
+    devices = [Device(0), Device(1)]
+    assert device_bytes(profile("gpu:0", "gpu:1", "gpu:0"), devices) == {0: 400, 1: 200}
+    assert device_bytes(profile("gpu:0", "tpu:7"), devices) is None  # then every shard read
+    assert device_bytes(None, devices) is None
+    held = jnp.ones((5, 7))
+    exact = shard_bytes(live_arrays(jax.live_arrays()))
+    assert exact[held.sharding.device_set.pop().id] >= 140
+    del held
