@@ -81,8 +81,10 @@ def holds_jax_array(x: Any) -> bool:
             items = list(islice(node.values(), ITEMS_LOOKED_AT))
         else:
             children = _one_level(node)
-            if children is None:
-                kinds[type(node)] = _LEAF  # JAX's registry is by type
+            if children is None:  # JAX's leaf (its registry is by type), or a failed flatten
+                continue
+            if len(children) == 1 and children[0] is node:
+                kinds[type(node)] = _LEAF
                 continue
             items = children[:ITEMS_LOOKED_AT]
         budget -= len(items)
@@ -110,8 +112,8 @@ def _kind(t: type, leaf_types: tuple[type, ...], array: type) -> int:
 
 
 def _one_level(node: Any) -> list[Any] | None:
-    """A registered node's children as JAX flattens it one level; None for JAX's leaf or
-    a flatten that fails (the view declines such a node, so the scan passes it by)."""
+    """A node's children as JAX flattens it one level (``[node]`` for JAX's leaf); None
+    for a flatten that fails (the view declines such a node, so the scan passes it by)."""
     import jax
 
     asked: list[Any] = []
@@ -125,8 +127,6 @@ def _one_level(node: Any) -> list[Any] | None:
     try:
         children = jax.tree_util.tree_leaves(node, is_leaf=one_level)
     except Exception:
-        return None
-    if len(children) == 1 and children[0] is node:
         return None
     return children
 
