@@ -696,7 +696,7 @@ class KeyLineage:
             if node is not None:
                 return node
         ids = self._lookup(raw)
-        if ids and other_key(self, ids, obj):  # another key of that data (see .identity)
+        if ids and (obj is not None or ids[-1] in self._consumed_by) and other_key(self, ids, obj):
             node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
             self._same_seed[node] = self.site_of_node(ids[-1])
             self._single_roots.add(node)
