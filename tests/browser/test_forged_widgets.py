@@ -18,19 +18,31 @@ with a model of plain JavaScript; then the docs site's loader on a page of forge
 
 from __future__ import annotations
 
-import base64
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from forged_states import (
+    BAD_VALUES,
+    CLASSES,
+    TWIN,
+    array_view_good,
+    compile_monitor_cases,
+    compile_monitor_good,
+    deep,
+    floats,
+    graph_explorer_cases,
+    graph_explorer_good,
+    profile_timeline_good,
+    to_json,
+    with_sample,
+)
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "widgets" / "static"
-TWIN = "0123456789abcdef0123456789abcdef"  # the twin id of every forged model
 RENDER_S = 60  # seconds a page has to render every case of one class (a hang never ends)
 
 # Runs in the page: import a module from its source, then render each case into a fresh
@@ -85,445 +97,6 @@ RENDER_CASES = """async ([source, cases, twin]) => {
   setTimeout(() => run(0), 0);
 }"""
 
-BAD_VALUES: list[tuple[str, Any]] = [
-    ("null", None),
-    ("zero", 0),
-    ("negative", -1),
-    ("huge", 1e308),
-    ("string", "<b>x</b>"),
-    ("true", True),
-    ("empty list", []),
-    ("empty object", {}),
-    ("list of nulls", [None, None]),
-    ("deep", None),  # filled in by _deep()
-]
-
-
-DEEP = "__jaxlab_deep__"  # written as a list nested DEPTH deep when sent
-DEPTH = 3000
-
-
-def _deep() -> str:
-    return DEEP
-
-
-def _buffer(data: bytes) -> dict[str, str]:
-    return {"__b64__": base64.b64encode(data).decode()}
-
-
-def _floats(values: list[float]) -> dict[str, str]:
-    import struct
-
-    return _buffer(struct.pack(f"<{len(values)}d", *values))
-
-
-def _json(value: Any) -> str:
-    deep = "[" * DEPTH + "1" + "]" * DEPTH
-    return json.dumps(value, allow_nan=False).replace(json.dumps(DEEP), deep)
-
-
-def _every_value_forged(good: dict[str, Any], keys: list[str]) -> list[tuple[str, Any]]:
-    """Each of ``keys`` replaced, alone, by each wrong value."""
-    cases = []
-    for key in keys:
-        for label, bad in BAD_VALUES:
-            bad = _deep() if label == "deep" else bad
-            cases.append((f"{key} = {label}", {**good, key: bad}))
-    return cases
-
-
-# Good states, as the kernel sends them (see each module's header).
-
-
-def _array_view_good() -> dict[str, Any]:
-    rows = [
-        {
-            "path": "p",
-            "key": "p",
-            "label": "dict",
-            "depth": 0,
-            "leaf": False,
-            "array": False,
-            "line": "",
-            "params": 12,
-            "bytes": 48,
-            "flags": "",
-            "more": 0,
-        },
-        {
-            "path": "p['a']",
-            "key": "['a']",
-            "label": "",
-            "depth": 1,
-            "leaf": True,
-            "array": True,
-            "line": "float32 (3, 4)",
-            "params": 12,
-            "bytes": 48,
-            "flags": "",
-            "more": 0,
-        },
-    ]
-    sample = {
-        "values": _floats([float(i) for i in range(12)]),
-        "dims": [3, 4],
-        "kind": "float",
-        "steps": [1, 1],
-        "slice_at": [],
-        "bytes": 96,
-    }
-    drawing = {
-        "path": "p['a']",
-        "shape": [3, 4],
-        "line": "float32 (3, 4)",
-        "kind": "float",
-        "sample": sample,
-        "caption": "all 12 values",
-        "shards": None,
-    }
-    return {
-        "name": "p",
-        "rows": _buffer(json.dumps(rows).encode()),
-        "drawing": drawing,
-        "footer": "",
-        "updates": 1,
-        "selected": "p['a']",
-        "slice_at": [],
-        "_twin_id": TWIN,
-    }
-
-
-def _with_sample(good: dict[str, Any], **sample: Any) -> dict[str, Any]:
-    drawing = good["drawing"]
-    return {**good, "drawing": {**drawing, "sample": {**drawing["sample"], **sample}}}
-
-
-def _with_drawing(good: dict[str, Any], **drawing: Any) -> dict[str, Any]:
-    return {**good, "drawing": {**good["drawing"], **drawing}}
-
-
-def _array_view_cases() -> list[tuple[str, Any]]:
-    good = _array_view_good()
-    twelve = _floats([1.0] * 12)
-    cases: list[tuple[str, Any]] = [("good", good)]
-    cases += [
-        ("0 columns", _with_sample(good, dims=[12, 0], values=twelve)),
-        ("0 columns, 3-D", _with_sample(good, dims=[2, 6, 0], values=twelve)),
-        ("negative columns", _with_sample(good, dims=[-3, -4], values=twelve)),
-        ("negative rows", _with_sample(good, dims=[-3, 4], values=twelve)),
-        ("NaN dims", _with_sample(good, dims=["NaN", 4], values=twelve)),
-        ("fractional dims", _with_sample(good, dims=[2.5, 4.8], values=twelve)),
-        ("huge dims", _with_sample(good, dims=[2**31, 2**31], values=twelve)),
-        ("dims beyond the buffer", _with_sample(good, dims=[30, 40], values=twelve)),
-        ("dims short of the buffer", _with_sample(good, dims=[2, 2], values=twelve)),
-        ("no dims, 2-D shape", _with_sample(good, dims=None)),
-        ("dims a string", _with_sample(good, dims="3,4")),
-        ("buffer not whole floats", _with_sample(good, values=_buffer(b"\x00" * 13))),
-        ("empty buffer", _with_sample(good, values=_buffer(b""), dims=[3, 4])),
-        ("NaN and Inf values", _with_sample(good, values=_floats([math.inf, -math.inf] * 6))),
-        ("values a string", _with_sample(good, values="NaN")),
-        ("values ragged rows", _with_sample(good, values=[[1, 2, 3], [1], "x"], dims=None)),
-        ("values rows of objects", _with_sample(good, values=[[{}, {}], [{}, {}]], dims=None)),
-        ("values deep", _with_sample(good, values=_deep(), dims=None)),
-        ("values a huge list", _with_sample(good, values=[0.5] * 400_000, dims=None)),
-        ("values a huge grid", _with_sample(good, values=[[1] * 1000] * 1000, dims=None)),
-        ("complex not pairs", _with_sample(good, kind="complex", values=[[1, 2, 3]], dims=None)),
-        ("complex deep", _with_sample(good, kind="complex", values=_deep(), dims=None)),
-        ("steps missing", _with_sample(good, steps=None)),
-        ("steps strings", _with_sample(good, steps=["a", "b"])),
-        ("slice_at an object", _with_sample(good, slice_at={"length": 1e9})),
-        ("slice_at huge", _with_sample(good, slice_at=list(range(100_000)))),
-        ("shape a string", _with_drawing(good, shape="(3, 4)")),
-        ("shape 3-D, sample 2-D", _with_drawing(good, shape=[5, 3, 4])),
-        ("shape huge", _with_drawing(good, shape=[1] * 100_000)),
-        ("shape negative", _with_drawing(good, shape=[-1, 2**60, "x"])),
-        ("scalar shape, list values", _with_drawing(good, shape=[])),
-        ("path an object", _with_drawing(good, path={"x": 1})),
-        ("shards not an object", _with_drawing(good, shards="everywhere")),
-        ("shards devices not a list", _with_drawing(good, shards={"devices": 5, "words": 1})),
-        (
-            "shards of a hundred thousand devices",
-            _with_drawing(good, shards={"words": "w", "devices": [{}] * 100_000}),
-        ),
-        ("rows not JSON", {**good, "rows": _buffer(b"\xff{not json")}),
-        ("rows JSON of a number", {**good, "rows": _buffer(b"7")}),
-        ("rows JSON deep", {**good, "rows": _buffer(b"[" * 5000 + b"]" * 5000)}),
-        ("rows of nulls", {**good, "rows": [None, 3, "x"]}),
-        (
-            "rows depth NaN and huge",
-            {**good, "rows": [{"path": "a", "depth": "NaN"}, {"path": "b", "depth": 1e300}]},
-        ),
-        ("rows by the hundred thousand", {**good, "rows": [{"path": "a", "depth": 0}] * 100_000}),
-    ]
-    keys = ["name", "rows", "drawing", "footer", "updates", "selected", "slice_at"]
-    cases += _every_value_forged(good, keys)
-    sample_keys = ["values", "dims", "kind", "steps", "slice_at"]
-    for key in sample_keys:
-        for label, bad in BAD_VALUES:
-            bad = _deep() if label == "deep" else bad
-            cases.append((f"sample.{key} = {label}", _with_sample(good, **{key: bad})))
-    return cases
-
-
-def _compile_monitor_good() -> dict[str, Any]:
-    compile_ = {
-        "index": 1,
-        "trace_s": 0.001,
-        "lower_s": 0.002,
-        "compile_s": 0.003,
-        "recompile": True,
-        "explanation": "x: f32[3] → f32[4]",
-        "where": "In[3]",
-        "signature": ["f32[4]"],
-        "cache": "miss",
-        "defined_at": "",
-        "eager": False,
-    }
-    function = {
-        "name": "f",
-        "count": 1,
-        "total_s": 0.006,
-        "last_s": 0.006,
-        "recompiles": 1,
-        "user_code": True,
-        "last_index": 1,
-        "eager": False,
-        "shapes": [],
-        "compiles": [compile_],
-    }
-    session = {
-        "count": 1,
-        "dropped": 0,
-        "compile_s": 0.006,
-        "other_s": 0.1,
-        "cell_s": 0.2,
-        "jaxlab_work_s": 0,
-        "functions": 1,
-        "mine": 1,
-        "phase_s": [0.001, 0.002, 0.003],
-        "jaxlab_count": 0,
-        "eager_count": 0,
-        "eager_text": "",
-        "eager_hint": "",
-        "weak_note": "",
-    }
-    return {"functions": [function], "session": session, "mine_only": True, "_twin_id": TWIN}
-
-
-def _compile_monitor_cases() -> list[tuple[str, Any]]:
-    good = _compile_monitor_good()
-    (f,) = good["functions"]
-    (c,) = f["compiles"]
-    cases: list[tuple[str, Any]] = [("good", good)]
-    cases += [
-        ("compiles not a list", {**good, "functions": [{**f, "compiles": 5}]}),
-        ("compiles of nulls", {**good, "functions": [{**f, "compiles": [None, "x"]}]}),
-        ("times as strings", {**good, "functions": [{**f, "compiles": [{**c, "trace_s": "1"}]}]}),
-        (
-            "signature an object",
-            {**good, "functions": [{**f, "compiles": [{**c, "signature": {}}]}]},
-        ),
-        ("name an object", {**good, "functions": [{**f, "name": {"toString": 1}}]}),
-        ("shapes deep", {**good, "functions": [{**f, "eager": True, "shapes": _deep()}]}),
-        ("a function of nulls", {**good, "functions": [None, 7, "f"]}),
-        ("functions by the hundred thousand", {**good, "functions": [{"name": "f"}] * 100_000}),
-        (
-            "compiles by the hundred thousand",
-            {**good, "functions": [{**f, "compiles": [{}] * 100_000}]},
-        ),
-        ("phase_s a string", {**good, "session": {**good["session"], "phase_s": "abc"}}),
-        ("phase_s huge", {**good, "session": {**good["session"], "phase_s": [1e308] * 4}}),
-        ("session counts strings", {**good, "session": {k: "x" for k in good["session"]}}),
-    ]
-    cases += _every_value_forged(good, ["functions", "session", "mine_only"])
-    return cases
-
-
-def _graph_explorer_good() -> dict[str, Any]:
-    model = {
-        "title": "f",
-        "notes": [],
-        "clusters": [
-            {
-                "id": "c1",
-                "primitive": "pjit",
-                "label": "inner",
-                "parent": None,
-                "n_equations": 2,
-                "summary": "",
-            }
-        ],
-        "nodes": [
-            {"id": "n1", "kind": "port", "label": "x", "cluster": None, "types": ["f32[3]"]},
-            {"id": "n2", "kind": "eqn", "label": "sin", "cluster": "c1", "types": ["f32[3]"]},
-        ],
-    }
-    view = {
-        "width": 200,
-        "height": 150,
-        "frames": ["c1"],
-        "nodes": {"n1": [10, 10, 60, 30], "n2": [10, 90, 60, 40], "cluster:c2": [100, 10, 80, 40]},
-        "edges": [
-            {
-                "src": "n1",
-                "dst": "n2",
-                "kind": "",
-                "points": [[40, 40], [40, 60], [40, 70], [40, 90]],
-            }
-        ],
-    }
-    legend = [{"mark": "closed", "text": "a nested program"}]
-    return {
-        "model": model,
-        "view": view,
-        "opened": [],
-        "found": {},
-        "legend": legend,
-        "error": "",
-        "_twin_id": TWIN,
-    }
-
-
-def _graph_explorer_cases() -> list[tuple[str, Any]]:
-    good = _graph_explorer_good()
-    model, view = good["model"], good["view"]
-    ring = [{"id": "c1", "label": "a", "parent": "c2"}, {"id": "c2", "label": "b", "parent": "c1"}]
-    many = {f"n{i}": [i, i, 10, 10] for i in range(100_000)}
-    cases: list[tuple[str, Any]] = [("good", good)]
-    cases += [
-        (
-            "a cluster its own parent",
-            {**good, "model": {**model, "clusters": [{"id": "c1", "parent": "c1"}]}},
-        ),
-        ("clusters in a ring", {**good, "model": {**model, "clusters": ring}}),
-        ("a node's box not a list", {**good, "view": {**view, "nodes": {"n1": "box"}}}),
-        ("a box of strings", {**good, "view": {**view, "nodes": {"n1": ["a", "b", "c", "d"]}}}),
-        ("a node the model lacks", {**good, "view": {**view, "nodes": {"n9": [0, 0, 1, 1]}}}),
-        ("nodes a list", {**good, "view": {**view, "nodes": [[0, 0, 1, 1]]}}),
-        ("nodes by the hundred thousand", {**good, "view": {**view, "nodes": many}}),
-        ("edge points not lists", {**good, "view": {**view, "edges": [{"points": "M0,0"}]}}),
-        (
-            "edge points an object",
-            {**good, "view": {**view, "edges": [{"points": {"length": 1e12}}]}},
-        ),
-        (
-            "edge points by the hundred thousand",
-            {
-                **good,
-                "view": {
-                    **view,
-                    "edges": [{"src": "n1", "dst": "n2", "points": [[1, 2]] * 100_000}],
-                },
-            },
-        ),
-        ("edges by the hundred thousand", {**good, "view": {**view, "edges": [{}] * 100_000}}),
-        ("width NaN and huge", {**good, "view": {**view, "width": "NaN", "height": 1e308}}),
-        ("frames of unknown clusters", {**good, "view": {**view, "frames": ["nope", None, 3]}}),
-        ("frame_boxes wrong", {**good, "view": {**view, "frame_boxes": {"c1": "x"}}}),
-        (
-            "labels objects",
-            {
-                **good,
-                "model": {
-                    **model,
-                    "nodes": [{**n, "label": {}, "types": 3} for n in model["nodes"]],
-                },
-            },
-        ),
-        ("nodes not a list", {**good, "model": {**model, "nodes": {"n1": 1}}}),
-        ("found matches wrong", {**good, "found": {"query": "", "total": 1e9, "matches": "x"}}),
-        ("legend of nulls", {**good, "legend": [None, 3]}),
-    ]
-    cases += _every_value_forged(good, ["model", "view", "found", "legend", "error"])
-    return cases
-
-
-def _profile_timeline_good() -> dict[str, Any]:
-    spans = [
-        {
-            "lane": "host",
-            "kind": "dispatch",
-            "name": "f",
-            "start_s": 0.0,
-            "duration_s": 0.001,
-            "module": "",
-            "words": "f: 1 ms",
-        },
-        {
-            "lane": "device",
-            "kind": "op",
-            "name": "sin",
-            "start_s": 0.0005,
-            "duration_s": 0.0002,
-            "module": "jit_f",
-            "words": "sin",
-        },
-    ]
-    modules = [{"name": "jit_f", "module": "jit_f", "calls": 1, "total_s": 0.001, "share": 0.5}]
-    return {
-        "title": "profile",
-        "duration_s": 0.002,
-        "kept": "",
-        "spans": spans,
-        "compilations": [
-            {
-                "function": "f",
-                "start_s": 0,
-                "total_s": 0.01,
-                "trace_s": 0.001,
-                "lower_s": 0.002,
-                "compile_s": 0.007,
-            }
-        ],
-        "modules": modules,
-        "ops": [],
-        "module_columns": ["name", "runs", "total"],
-        "op_columns": ["name"],
-        "syncs": [],
-        "_twin_id": TWIN,
-    }
-
-
-def _profile_timeline_cases() -> list[tuple[str, Any]]:
-    good = _profile_timeline_good()
-    span = good["spans"][0]
-    cases: list[tuple[str, Any]] = [("good", good)]
-    cases += [
-        ("duration huge", {**good, "duration_s": 1e300}),
-        ("duration negative", {**good, "duration_s": -5}),
-        ("duration a string", {**good, "duration_s": "NaN"}),
-        ("a span far out", {**good, "spans": [{**span, "start_s": 1e300, "duration_s": 1e-9}]}),
-        ("span times strings", {**good, "spans": [{**span, "start_s": "0", "duration_s": "x"}]}),
-        ("spans of nulls", {**good, "spans": [None, 3, "x"]}),
-        ("spans by the hundred thousand", {**good, "spans": [{"kind": "op"}] * 100_000}),
-        ("columns unknown", {**good, "module_columns": ["__proto__", "constructor", 3]}),
-        ("modules of nulls", {**good, "modules": [None, {"calls": "x"}]}),
-        ("compilations of strings", {**good, "compilations": ["x", {"function": {}}]}),
-        ("syncs wrong", {**good, "syncs": [{"count": "x", "seconds": None}, None]}),
-    ]
-    keys = [
-        "title",
-        "duration_s",
-        "spans",
-        "kept",
-        "compilations",
-        "modules",
-        "ops",
-        "module_columns",
-        "op_columns",
-        "syncs",
-    ]
-    cases += _every_value_forged(good, keys)
-    return cases
-
-
-CLASSES = {
-    "array_view": _array_view_cases,
-    "compile_monitor": _compile_monitor_cases,
-    "graph_explorer": _graph_explorer_cases,
-    "profile_timeline": _profile_timeline_cases,
-}
-
 
 def _render(page: Any, module: str, cases: list[tuple[str, Any, Any]]) -> list[dict[str, Any]]:
     """Render every case of ``module`` in one page; fails naming the case that hung."""
@@ -532,7 +105,7 @@ def _render(page: Any, module: str, cases: list[tuple[str, Any, Any]]) -> list[d
     page.on("console", lambda m: started.append(m.text) if m.text.startswith("case ") else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     source = (STATIC / f"{module}.js").read_text()
-    wire = [[name, _json(state), change] for name, state, change in cases]
+    wire = [[name, to_json(state), change] for name, state, change in cases]
     page.evaluate(RENDER_CASES, [source, wire, TWIN])
     try:
         page.wait_for_function("() => window.__done === true", timeout=RENDER_S * 1000)
@@ -567,8 +140,8 @@ def blank(page: Any) -> Any:
 def test_an_array_view_of_zero_columns_keeps_the_page_responsive(blank: Any) -> None:
     # The saved drawing that hung 6 of 99 hostile docs pages: a sample of 12 values whose
     # dims say 0 columns.
-    good = _array_view_good()
-    forged = _with_sample(good, dims=[12, 0], values=_floats([1.0] * 12))
+    good = array_view_good()
+    forged = with_sample(good, dims=[12, 0], values=floats([1.0] * 12))
     (result,) = _render(blank, "array_view", [("0 columns", forged, None)])
     _check([result])
     assert result["error"] is not None and "12" in result["error"]
@@ -596,8 +169,8 @@ def test_a_forged_change_after_a_good_render_leaves_the_page_responsive(
     cases = []
     for key in keys:
         for label, bad in BAD_VALUES:
-            bad = _deep() if label == "deep" else bad
-            cases.append((f"then {key} = {label}", good, [key, _json(bad)]))
+            bad = deep() if label == "deep" else bad
+            cases.append((f"then {key} = {label}", good, [key, to_json(bad)]))
     results = _render(blank, module, cases)
     _check(results)
     # A view whose redraw failed says so and shows its twin again.
@@ -607,10 +180,10 @@ def test_a_forged_change_after_a_good_render_leaves_the_page_responsive(
 # The docs site's loader (docs/_static/jaxlab-widgets.js) on a page of forged saved state.
 
 WIDGETS = {
-    "array_view": ("ArrayView", _array_view_good),
-    "compile_monitor": ("CompileMonitor", _compile_monitor_good),
-    "graph_explorer": ("GraphExplorer", _graph_explorer_good),
-    "profile_timeline": ("ProfileTimeline", _profile_timeline_good),
+    "array_view": ("ArrayView", array_view_good),
+    "compile_monitor": ("CompileMonitor", compile_monitor_good),
+    "graph_explorer": ("GraphExplorer", graph_explorer_good),
+    "profile_timeline": ("ProfileTimeline", profile_timeline_good),
 }
 
 
@@ -646,26 +219,26 @@ def _loader_cases() -> list[tuple[str, str, Any, bool]]:
     cases: list[tuple[str, str, Any, bool]] = []
     for module, (_, good) in WIDGETS.items():
         cases.append((f"{module} good", module, good(), True))
-    av = _array_view_good()
+    av = array_view_good()
     cases += [
         (
             "array_view 0 columns",
             "array_view",
-            _with_sample(av, dims=[12, 0], values=_floats([1.0] * 12)),
+            with_sample(av, dims=[12, 0], values=floats([1.0] * 12)),
             False,
         ),
-        ("array_view drawing deep", "array_view", {**av, "drawing": _deep()}, False),
+        ("array_view drawing deep", "array_view", {**av, "drawing": deep()}, False),
         (
             "compile_monitor compiles not a list",
             "compile_monitor",
-            _compile_monitor_cases()[1][1],
+            compile_monitor_cases()[1][1],
             False,
         ),
-        ("graph_explorer a box not a list", "graph_explorer", _graph_explorer_cases()[3][1], False),
+        ("graph_explorer a box not a list", "graph_explorer", graph_explorer_cases()[3][1], False),
         (
             "profile_timeline negative duration",
             "profile_timeline",
-            {**_profile_timeline_good(), "duration_s": -5},
+            {**profile_timeline_good(), "duration_s": -5},
             False,
         ),
     ]
@@ -737,7 +310,8 @@ def _loader_page(folder: Path) -> tuple[Path, dict[str, bool]]:
     body.append(
         '<script type="application/vnd.jupyter.widget-view+json">{"model_id": "gone"}</script>'
     )
-    state = _json({"version_major": 2, "version_minor": 0, "state": models}).replace("<", "\\u003c")
+    saved = {"version_major": 2, "version_minor": 0, "state": models}
+    state = to_json(saved).replace("<", "\\u003c")
     # A second state script, unreadable, and a third whose state is not an object.
     page = folder / "forged.html"
     page.write_text(
@@ -798,7 +372,7 @@ def test_a_timeline_zoomed_far_from_zero_keeps_the_page_responsive(blank: Any) -
     # A saved trace of 10^9 s, zoomed in at 70% of its width: the axis step falls below
     # the spacing of floating-point numbers there, where `t += step` never moved (the
     # page hung on the code before issue 32).
-    forged = {**_profile_timeline_good(), "duration_s": 1e9}
+    forged = {**profile_timeline_good(), "duration_s": 1e9}
     (result,) = _render(blank, "profile_timeline", [("a long trace", forged, None)])
     _check([result])
     blank.evaluate(ZOOM_IN, 250)
@@ -806,3 +380,102 @@ def test_a_timeline_zoomed_far_from_zero_keeps_the_page_responsive(blank: Any) -
     ticks = blank.locator("svg.jaxlab-pt-svg line.jaxlab-pt-tick").count()
     assert 0 < ticks <= 50
     assert blank.evaluate("() => 1 + 1") == 2
+
+
+# One notebook in JupyterLab: saved state restored by the lab's own widget manager.
+
+
+HAS_STYLE = """(rule) => [...document.querySelectorAll("style")]
+  .some((s) => s.textContent.includes(rule))"""
+
+
+def _saved_models(widget: Any) -> dict[str, Any]:
+    """The models a notebook saves for ``widget``: its own and its Layout's."""
+    import base64
+
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    models = {}
+    for w in (widget, widget.layout):
+        state, paths, buffers = _remove_buffers(w.get_state())
+        models[w.model_id] = {
+            "model_name": state["_model_name"],
+            "model_module": state["_model_module"],
+            "model_module_version": state["_model_module_version"],
+            "state": state,
+            "buffers": [
+                {"path": p, "data": base64.b64encode(bytes(b)).decode(), "encoding": "base64"}
+                for p, b in zip(paths, buffers, strict=True)
+            ],
+        }
+    return models
+
+
+def _outputs(widget: Any, view: bool = True) -> list[dict[str, Any]]:
+    """A displayed widget's outputs: its view (unless ``view`` is false) and its twin."""
+    twin = {"output_type": "display_data", "data": widget.static_bundle(), "metadata": {}}
+    if not view:
+        return [twin]
+    shown = {"model_id": widget.model_id, "version_major": 2, "version_minor": 0}
+    data = {"application/vnd.jupyter.widget-view+json": shown, "text/plain": ""}
+    return [{"output_type": "display_data", "data": data, "metadata": {}}, twin]
+
+
+def test_a_forged_array_view_in_a_trusted_notebook_leaves_jupyterlab_responsive(
+    lab: Any, open_notebook: Any, page: Any, tmp_path: Path
+) -> None:
+    import jax.numpy as jnp
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    from jaxlab.compile.log import CompileLog
+    from jaxlab.widgets import ArrayView, CompileMonitor
+
+    forged, good = ArrayView(jnp.ones((3, 4)), name="forged"), ArrayView(jnp.ones(5), name="g")
+    log = CompileLog()
+    log.record("f", compile_s=0.001)
+    unseen = CompileMonitor(log)  # its model is restored; no output shows its view
+    try:
+        models = {**_saved_models(forged), **_saved_models(good), **_saved_models(unseen)}
+        sample = models[forged.model_id]["state"]["drawing"]["sample"]
+        assert sample["dims"] == [3, 4]
+        sample["dims"] = [12, 0]  # the drawing of 0 columns that froze a tab for minutes
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nb.metadata["widgets"] = {
+            "application/vnd.jupyter.widget-state+json": {
+                "version_major": 2, "version_minor": 0, "state": models,
+            }
+        }  # fmt: skip
+        for widget, view in ((forged, True), (good, True), (unseen, False)):
+            cell = nbformat.v4.new_code_cell("# saved")
+            cell.outputs = [nbformat.from_dict(o) for o in _outputs(widget, view)]
+            nb.cells.append(cell)
+        path = tmp_path / "forged_array_view.ipynb"
+        NotebookNotary().sign(nb)  # trusted: the lab restores its saved widgets
+        nbformat.write(nb, str(path))
+        notebook = open_notebook(path)
+
+        drawn = notebook.locator(".jaxlab-av")
+        drawn.first.wait_for(timeout=RENDER_S * 1000)  # the good view: a page that answers
+        assert page.evaluate("() => 1 + 1") == 2
+        said = notebook.locator(".jaxlab-error")
+        said.wait_for(timeout=RENDER_S * 1000)
+        assert "[12, 0]" in said.inner_text() and "12 values" in said.inner_text()
+        assert drawn.count() == 1 and "g · update" in drawn.inner_text()
+        twin = {
+            name: notebook.locator(f'.jaxlab-twin[data-jaxlab-twin="{w._twin_id}"]')
+            for name, w in (("forged", forged), ("good", good), ("unseen", unseen))
+        }
+        assert twin["forged"].is_visible()  # the view says it could not draw: the twin shows
+        assert not twin["good"].is_visible()  # hidden by its drawn view
+        # A model restored whose view never renders: its CSS is in the page, its twin shows.
+        assert page.evaluate(HAS_STYLE, ".jaxlab-cm-session")
+        assert twin["unseen"].is_visible()
+    finally:
+        for widget in (forged, good, unseen):
+            widget.close()
