@@ -3,11 +3,11 @@
 Each op event (``dot.2``, ``ynn_fusion.3``, ``while.6``) is an instruction of the
 compiled module; its instructions (a fusion's contents too) carry JAX's op name
 (``jit(step)/transpose(jvp())/dot_general``) and the user's line (``hlo_map``). An
-instruction goes to the equations of its primitive at its line (those whose name stack
-the op name holds, when several are); failing that to the equations of its line, then
-of its primitive when the op has no line; of those alike, the ones whose result has the
-instruction's size. Equations still alike (a Python loop's identical layers: same
-primitive, line, name stack and shape) share evenly.
+instruction goes to the equations of its primitive at its line (in a library's jit, of no
+line; of the most specific name stack the op name holds); else to its line's, else its
+primitive's; of those, the ones of its size and, for a product (a ``dot`` XLA may name
+``transpose``), of its work. Alike equations share by their own work: evenly only for
+the same work on the same shapes (a Python loop's identical layers).
 
 * An op holding several equations' instructions (a fusion) **splits its time by an
   estimate of each instruction's work**: a dot's multiply-adds, any other instruction's
