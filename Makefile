@@ -30,8 +30,10 @@ $(VENV)/.stamp: $(LOCK) pyproject.toml
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
 	@touch $@
 
-# Kernels load jaxlab: written again when tools/kernel_config.py changes, not only when the
-# environment is rebuilt (an old config kept "already loaded" in every notebook).
+# Kernels load jaxlab, and the lab's server enables jaxlab_server (an untrusted notebook
+# opens without its saved widget state, which JupyterLab would restore and run): written
+# again when tools/kernel_config.py changes, not only when the environment is rebuilt (an
+# old config kept "already loaded" in every notebook).
 $(VENV)/.kernel-config: tools/kernel_config.py $(VENV)/.stamp
 	$(VENV)/bin/python tools/kernel_config.py
 	@touch $@
