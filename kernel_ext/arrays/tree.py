@@ -56,7 +56,8 @@ def pytree_arrays(x: Any, name: str = "") -> list[tuple[str, Any]]:
 def show_record(
     x: Any, name: str = "", slice_at: tuple[int, ...] | None = None, draw: int = MAX_DRAWN
 ) -> ShowRecord:
-    """Walk ``x`` (an array or any pytree) and compute every array leaf's figures."""
+    """Walk ``x`` (an array or any pytree) and compute every array leaf's figures;
+    ``UnshowablePytree`` (a ``ValueError``) for a value JAX cannot walk."""
     with collector_paused():  # thousands of records, no cycle among them
         return _record(x, name, slice_at, draw)
 
