@@ -8,7 +8,7 @@ extension ``jaxlab_server`` (enabled by the environment's config, which
 ``tools/kernel_config.py`` writes for `make lab` and Binder's postBuild, and which this
 session's lab reads as they do) sends an untrusted notebook without them. Opened
 untrusted: no execution, no restyle, every twin shows. Trusted on the server (the trust
-endpoint), or in the page ("Trust Notebook", then save), and reopened: the saved models
+endpoint), or in the page ("Trust Notebook", which saves), and reopened: the saved models
 are restored (their module runs: it is the user's to trust).
 """
 
