@@ -349,6 +349,10 @@ def graph_explorer_cases() -> list[tuple[str, Any]]:
                 },
             },
         ),
+        (
+            "edges of too many points in all",
+            {**good, "view": {**view, "edges": [{"points": [[1, 2]] * 6000}] * 200}},
+        ),
         ("edges by the hundred thousand", {**good, "view": {**view, "edges": [{}] * 100_000}}),
         ("width NaN and huge", {**good, "view": {**view, "width": "NaN", "height": 1e308}}),
         ("frames of unknown clusters", {**good, "view": {**view, "frames": ["nope", None, 3]}}),

@@ -25,6 +25,7 @@ const CULL_ABOVE = 400; // drawn nodes above which only those near the pane are 
 const MOST_NODES = 50000; // nodes, clusters or boxes of one view
 const MOST_EDGES = 50000;
 const MOST_POINTS = 10000; // points of one edge
+const MOST_ALL_POINTS = 1000000; // points of every edge of a view
 const MOST_ITEMS = 10000; // matches, legend entries, notes, a node's types
 const MOST_TEXT = 100000; // characters of one text
 
@@ -174,6 +175,8 @@ function readState(model) {
     frames: list(v.frames, "the frames", MOST_NODES, text),
     frame_boxes: v.frame_boxes === undefined || v.frame_boxes === null ? null : entries(v.frame_boxes, "the frames' boxes", box),
   };
+  const points = view.edges.reduce((n, e) => n + e.points.length, 0);
+  if (points > MOST_ALL_POINTS) throw new Refused(`the edges have ${points} points, more than ${MOST_ALL_POINTS}`);
   const legend = objects(model.get("legend"), "the legend", MOST_ITEMS, (x) => ({ mark: text(x.mark), text: text(x.text) }));
   return { data, view, legend, error: text(model.get("error")) };
 }
