@@ -502,3 +502,16 @@ def test_a_choice_from_the_page_that_cannot_be_drawn_is_logged_not_printed(
         assert "x['b']" in record.getMessage() and record.exc_info is not None
     finally:
         view.close()
+
+
+def test_a_cell_run_again_and_again_leaves_no_layout_or_comm_behind(live_ip, capsys):
+    # As users saw it: each re-run released its explorer but left its Layout and comm
+    # (1,800 after 1,800 re-runs).
+    live_ip.run_cell("%jaxpr f(x)", cell_id="again")
+    capsys.readouterr()
+    once = _widgets_and_comms()
+    for _ in range(20):
+        result = live_ip.run_cell("%jaxpr f(x)", cell_id="again")
+        assert result.success, result.error_in_exec
+    capsys.readouterr()
+    assert _widgets_and_comms() == once  # one explorer and its Layout, as after one run
