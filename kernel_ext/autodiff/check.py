@@ -64,7 +64,11 @@ from .differences import (
     step_for,
     unit_direction,
 )
-from .noise import evaluation_noise
+from .noise import evaluation_noise, first_line
+from .verdict import CONCLUSIVE_NOISE as CONCLUSIVE_NOISE
+from .verdict import ArgCheck as ArgCheck
+from .verdict import Direction as Direction
+from .verdict import GradCheck as GradCheck
 
 # Relative error a correct derivative stays under, by the dtype it was computed in.
 TOLERANCE = {"float64": 1e-6, "float32": 1e-3, "float16": 5e-2, "bfloat16": 5e-2}
@@ -80,173 +84,8 @@ NOISE_SPACING, FLOOR_ULPS = 1e-2, 2.0
 # A difference counts as off only beyond this many standard deviations of its noise;
 # Richardson's pair at (h/2, h/4) has a noise of 3.8 σ/h (σ: one evaluation's).
 NOISE_SIGMAS, RICHARDSON_NOISE = 4.0, 3.8
-# A comparison whose allowance (rounding plus truncation) exceeds this (relative) cannot
-# tell a 1.5× wrong derivative from a right one: it is inconclusive, neither passed nor
-# failed.
-CONCLUSIVE_NOISE = 0.1
 # The step moves fourfold at a time, at most this many times each way.
 GROWTH, MOVES = 4.0, 5
-
-
-@dataclass(frozen=True)
-class ArgCheck:
-    """The finite-difference check of one argument."""
-
-    name: str
-    rel_error: float  # the worst over the directions tried
-    directional_fd: tuple[float, ...]  # ‖finite difference‖ per direction
-    directional_ad: tuple[float, ...]  # ‖reported derivative applied to it‖ per direction
-    step: float  # the largest step used (it grows where rounding hides the comparison)
-    passed: bool = True  # every direction within tolerance (plus its noise floor)
-    noise: float = 0.0  # the largest relative noise floor allowed on a direction
-    kink: bool = False  # a failed direction whose one-sided differences disagree
-    failed: bool = False  # some direction is off by more than tolerance and noise
-
-    @classmethod
-    def of(cls, name: str, step: float, directions: Sequence[Direction]) -> ArgCheck:
-        return cls(
-            name=name,
-            rel_error=max((d.error for d in directions), default=0.0),
-            directional_fd=tuple(d.fd for d in directions),
-            directional_ad=tuple(d.ad for d in directions),
-            step=max([step, *(d.step for d in directions)]),
-            passed=all(d.passed for d in directions),
-            noise=max((d.noise for d in directions), default=0.0),
-            kink=any(d.kink for d in directions),
-            failed=any(d.failed for d in directions),
-        )
-
-
-@dataclass(frozen=True)
-class Direction:
-    """One direction's comparison: relative error, what rounding and truncation can
-    explain of it, the two norms."""
-
-    error: float
-    noise: float  # relative allowance: what the function's rounding and the step explain
-    fd: float
-    ad: float
-    failed: bool  # off by more than the tolerance plus the allowance
-    kink: bool = False
-    step: float = 0.0
-    truncation: float = 0.0  # relative: how much the error changes from (h, h/2) to (h/2, h/4)
-    rounding: float = 0.0  # relative: the differences' noise from the evaluation's
-
-    @property
-    def passed(self) -> bool:
-        """Within tolerance, with noise small enough to have caught a wrong derivative."""
-        return not self.failed and self.noise <= CONCLUSIVE_NOISE
-
-    @property
-    def unresolved(self) -> float:
-        """What the comparison cannot resolve (relative): the step search minimises it."""
-        return self.rounding + self.truncation
-
-    @classmethod
-    def compare(cls, fd: np.ndarray, ad: np.ndarray, noise: float, tol: float) -> Direction:
-        """``‖fd - ad‖`` relative to the larger of the two; it fails beyond the
-        tolerance plus the allowance (``noise``, absolute, made relative here)."""
-        size = max(norm(fd), norm(ad))
-        error = norm(fd - ad) / size if size > 0 else 0.0
-        rel_noise = noise / size if size > 0 else (0.0 if noise == 0 else math.inf)
-        if not (math.isfinite(error) and math.isfinite(rel_noise)):  # an overflow
-            return cls(math.inf, math.inf, norm(fd), norm(ad), False)
-        return cls(error, rel_noise, norm(fd), norm(ad), error > tol + rel_noise)
-
-
-@dataclass(frozen=True)
-class GradCheck:
-    """Per-argument relative errors of a derivative against finite differences."""
-
-    args: tuple[ArgCheck, ...]
-    tolerance: float
-    directions: int
-    seed: int
-    dtype: str  # the dtype the differences were computed in (the function's own)
-    order: int = 1  # 1: first derivative; 2: Hessian or HVP against second differences
-
-    @property
-    def errors(self) -> dict[str, float]:
-        return {a.name: a.rel_error for a in self.args}
-
-    @property
-    def passed(self) -> bool:
-        return all(a.passed for a in self.args)
-
-    @property
-    def failed(self) -> bool:
-        return any(a.failed for a in self.args)
-
-    @property
-    def inconclusive(self) -> bool:
-        """Nothing failed, but rounding hid some comparison: neither confirmed nor refuted."""
-        return not self.passed and not self.failed
-
-    @property
-    def kink(self) -> bool:
-        """The check failed where the function has a kink, not (necessarily) a bad rule."""
-        return any(a.kink and a.failed for a in self.args)
-
-    @property
-    def max_error(self) -> float:
-        return max((a.rel_error for a in self.args), default=0.0)
-
-    def _along(self) -> str:
-        """The directions tried, as a person would say it (a scalar has only one)."""
-        scalars = [len(a.directional_fd) == 1 for a in self.args]
-        several = f"{self.directions} random direction{'s' if self.directions != 1 else ''}"
-        if all(scalars) or self.directions == 1:
-            return "along each scalar's one direction" if all(scalars) else several
-        return several + (" per array, a scalar's one direction" if any(scalars) else "")
-
-    def text(self) -> str:
-        verdict = "passed" if self.passed else "FAILED" if self.failed else "inconclusive"
-        parts = ", ".join(f"{a.name}: {a.rel_error:.1e}" for a in self.args)
-        what = (
-            f"central differences in {self.dtype}"
-            if self.order == 1
-            else f"second differences of the value in {self.dtype}, independent of the "
-            "derivative rules"
-        )
-        noisy = [a for a in self.args if not a.failed and a.rel_error > self.tolerance]
-        if noisy:
-            parts += "; within what rounding and the step explain: " + ", ".join(
-                f"{a.name} ±{a.noise:.1e}" for a in noisy
-            )
-        out = (
-            f"{'' if self.order == 1 else 'second-order '}finite-difference check {verdict} "
-            f"(relative error {parts}; tolerance {self.tolerance:.0e}; {self._along()}, "
-            f"{what})"
-        )
-        if self.inconclusive:
-            out += (
-                f". Differences in {self.dtype} cannot resolve this derivative along random "
-                "directions (the function's own rounding is as large as the change it "
-                "measures, as in a model with many parameters): the check neither confirms "
-                "nor refutes it. Check fewer parameters (--wrt), or run the notebook in "
-                "float64 from its start (jax.config.update('jax_enable_x64', True))"
-            )
-        if self.kink:
-            out += (
-                ". The one-sided differences disagree: the point is at (or within a step "
-                "of) a kink, where the function has no derivative and JAX reports one "
-                "side's by convention (relu'(0) = 0). To check the derivative away from "
-                f"the kink, move the point by more than the difference step "
-                f"({max(a.step for a in self.args if a.kink):.0e})"
-            )
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "errors": self.errors,
-            "tolerance": self.tolerance,
-            "passed": self.passed,
-            "inconclusive": self.inconclusive,
-            "directions": self.directions,
-            "dtype": self.dtype,
-            "order": self.order,
-            "kink": self.kink,
-        }
 
 
 def tolerance_for(dtype: Any, order: int = 1) -> float:
@@ -280,7 +119,11 @@ def check_derivative(
     rng = np.random.default_rng(seed)
     tol = tolerance if tolerance is not None else tolerance_for(dtype)
     fun, out0 = compiled(fun, [list(xs) for xs in diff])
+    apply, _ = compiled(
+        apply, cast_like([[np.zeros(np.shape(x)) for x in xs] for xs in diff], diff)
+    )
     f0, eps = flat(out0), eps_of(out0)
+    steepest = gradient_directions(apply, diff) if f0.size == 1 else None
     results = []
     for i, name in enumerate(names):
         h = step_for(diff[i], STEP)
@@ -289,10 +132,44 @@ def check_derivative(
         units = [unit_direction(rng, diff, i) for _ in range(1 if scalar else directions)]
         # The evaluation's own rounding near x (one estimate per argument: it is the
         # function's, hardly the direction's).
-        sigma = evaluation_noise(fun, diff, units[0], h * NOISE_SPACING, f0).sigma if units else 0.0
-        point = _Point(fun, apply, diff, f0, eps, sigma, tol)
-        results.append(ArgCheck.of(name, h, [_one_direction(point, d, h) for d in units]))
+        noise = evaluation_noise(fun, diff, units[0], h * NOISE_SPACING, f0) if units else None
+        point = _Point(fun, apply, diff, f0, eps, noise.sigma if noise else 0.0, tol)
+        found = [_one_direction(point, d, h) for d in units]
+        along = steepest[i] if steepest is not None and not scalar else None
+        gradient = _one_direction(point, along, h) if along is not None else None
+        results.append(ArgCheck.of(name, h, found, noise.source if noise else "", gradient))
     return GradCheck(tuple(results), tol, directions, seed, dtype=dtype_name(out0))
+
+
+def gradient_directions(
+    apply: Callable[[Tree], Any], diff: Sequence[Sequence[Any]]
+) -> list[list[list[np.ndarray]] | None] | None:
+    """Per argument, the unit direction along the reported gradient (None where it is 0).
+
+    Along a random direction in n parameters a scalar changes by ``|g|/√n``: in a CNN's
+    thousand weights float32's rounding then hides a 1% error. Along the gradient it
+    changes by ``|g|``, the most any direction gives, so a rule off by a factor shows
+    there first. ``apply`` is linear; its gradient is the reported one (None where it
+    cannot be taken: a forward-mode fallback through a while_loop)."""
+    import jax
+    import jax.numpy as jnp
+
+    zeros = cast_like([[np.zeros(np.shape(x)) for x in xs] for xs in diff], diff)
+    try:
+        grads = jax.jit(jax.grad(lambda t: jnp.real(jnp.sum(apply(t)))))(zeros)
+    except Exception:  # no transpose for this apply: random directions only
+        return None
+    out: list[list[list[np.ndarray]] | None] = []
+    for i, gs in enumerate(grads):
+        leaves = [np.asarray(g, dtype=np.float64) for g in gs]
+        length = float(np.sqrt(sum(np.sum(g**2) for g in leaves)))
+        if not (length > 0 and math.isfinite(length)):
+            out.append(None)
+            continue
+        direction = [[np.zeros(np.shape(x)) for x in other] for other in diff]
+        direction[i] = [g / length for g in leaves]
+        out.append(direction)
+    return out
 
 
 def compiled(fun: Callable[[Tree], Any], diff: Tree) -> tuple[Callable[[Tree], Any], Any]:
@@ -329,8 +206,14 @@ def _one_direction(point: _Point, direction: list[list[np.ndarray]], h: float) -
     The step starts from the argument's scale and moves fourfold at a time, downhill in
     what the comparison cannot resolve: shorter where the differences at h, h/2 and h/4
     disagree (the step is longer than the function's own scale along the direction: a
-    nearly overlapping pair of particles), longer where rounding hides the change. The
-    verdict is read at the best step found."""
+    nearly overlapping pair of particles), or where the function raises a step away (a
+    solver that does not converge there), longer where rounding hides the change. A
+    failure found there must be confirmed at shorter steps (:func:`_confirmed`)."""
+    best = _search(point, direction, h)
+    return _confirmed(point, direction, best) if best.failed or best.kink else best
+
+
+def _search(point: _Point, direction: list[list[np.ndarray]], h: float) -> Direction:
     best = _at_step(point, direction, h)
     if _resolved(best, point.tol):
         return best
@@ -339,6 +222,9 @@ def _one_direction(point: _Point, direction: list[list[np.ndarray]], h: float) -
         moved = False
         for _ in range(MOVES):
             nxt = _at_step(point, direction, best.step * factor)
+            if best.refused and nxt.refused and factor < 1:  # closer in, it may not raise
+                best, moved = nxt, True
+                continue
             if not nxt.unresolved < best.unresolved:
                 break
             best, moved = nxt, True
@@ -349,6 +235,44 @@ def _one_direction(point: _Point, direction: list[list[np.ndarray]], h: float) -
     return best
 
 
+def _confirmed(point: _Point, direction: list[list[np.ndarray]], first: Direction) -> Direction:
+    """A failure is the rule's only if it stays as the step shrinks fourfold: the same
+    error vector at two steps, and one-sided slopes that agree. A step across a relu's
+    kink or a spline's knot gives an error that changes with the step (and vanishes once
+    the step is shorter than the distance to the kink); a wrong rule gives the same error
+    at every step. Where the error keeps changing down to the shortest step the
+    function's rounding resolves, the verdict is inconclusive: a kink (or, if the error
+    grows as the step shrinks, rounding larger than measured)."""
+    prev, step = first, first.step
+    for _ in range(MOVES + 1):
+        step /= GROWTH
+        nxt = _at_step(point, direction, step)
+        if nxt.refused:
+            return dataclasses.replace(prev, failed=False, refused=nxt.refused)
+        if nxt.failed:
+            if prev.failed and not (nxt.kink or prev.kink) and _same_error(prev, nxt):
+                return nxt
+        elif not nxt.kink and nxt.noise <= min(CONCLUSIVE_NOISE, first.error / 2):
+            return nxt  # the first step was too long: here, sharp enough to see it, it holds
+        elif nxt.rounding >= nxt.truncation:
+            break  # the rounding is now as large as what is compared
+        prev = nxt  # still longer than the function's own scale: shorter again
+    noisy = prev.error > 2 * first.error and not prev.kink and not first.kink
+    return dataclasses.replace(prev, failed=False, kink=not noisy, unsteady=noisy)
+
+
+def _same_error(a: Direction, b: Direction) -> bool:
+    """Two steps' errors (fd - ad, vectors) agree within half their size, and the
+    differences themselves within a quarter of theirs (plus rounding): the function is
+    smooth at these steps. Steps far longer than the function's scale (past a nearly
+    overlapping pair) give differences near 0 at both, hence "the same" error -ad."""
+    if a.misfit is None or b.misfit is None:
+        return False
+    slack = (a.rounding * max(a.fd, a.ad)) + (b.rounding * max(b.fd, b.ad))
+    change = norm(a.misfit - b.misfit)
+    return change <= min(0.5 * norm(b.misfit), 0.25 * max(a.fd, b.fd)) + slack
+
+
 def _resolved(found: Direction, tol: float) -> bool:
     # A failure too is read at the sharpest step: its error then is the rule's own.
     return found.unresolved <= tol / 2
@@ -357,7 +281,20 @@ def _resolved(found: Direction, tol: float) -> bool:
 def _at_step(point: _Point, direction: list[list[np.ndarray]], h: float) -> Direction:
     """Central differences at h, h/2 and h/4, Richardson-combined in pairs: the pair at
     (h/2, h/4) is compared; how far it is from the pair at (h, h/2) is what truncation
-    (a step too long) can explain, and ``sigma`` what rounding can."""
+    (a step too long) can explain, and ``sigma`` what rounding can. Where the function
+    raises at one of the points (an error callback: a solver that does not converge
+    there), the step is unusable: unresolved, with the message."""
+    try:
+        return _differences(point, direction, h)
+    except Exception as e:  # the user's function refused a point h away
+        message = first_line(e)
+        return Direction(
+            math.inf, math.inf, 0.0, 0.0, False, step=h, truncation=math.inf,
+            rounding=math.inf, refused=message,
+        )  # fmt: skip
+
+
+def _differences(point: _Point, direction: list[list[np.ndarray]], h: float) -> Direction:
     diff, f0 = point.diff, point.f0
     central, gaps, units, sizes = [], [], [], [norm(f0)]
     for s in (h, h / 2, h / 4):
@@ -395,6 +332,7 @@ def _at_step(point: _Point, direction: list[list[np.ndarray]], h: float) -> Dire
         step=h,
         rounding=_finite(rel(rounding)),
         truncation=_finite(rel(truncation)),
+        misfit=fd - ad,
     )
 
 

@@ -11,7 +11,13 @@ Moré and Wild's ECnoise ("Estimating computational noise", SIAM J. Sci. Comput.
 ``σ_k² = γ_k · mean((Δᵏf)²)`` with ``γ_k = (k!)² / (2k)!``, taken at the first order ``k``
 where three consecutive estimates agree within a factor 4 and the differences change sign.
 Where all values are equal (the spacing is below the function's resolution) the spacing
-grows; where the differences keep one sign (the smooth part still shows) it shrinks::
+grows; where the differences keep one sign (the smooth part still shows) it shrinks.
+
+Where the function raises at one of those points (an error callback: equinox's runtime
+errors, a solver that does not converge a little further away) nothing is re-run there:
+the spacing shrinks back, and if no spacing works the estimate falls back to the
+output's own rounding (``sigma = 0``; the caller adds ``ε |f|``), and says so
+(:attr:`Noise.source`)::
 
     noise = evaluation_noise(fun, diff, direction, spacing=1e-4, f0=flat(fun(diff)))
     noise.sigma        # absolute, the norm over the output's components
@@ -43,6 +49,18 @@ class Noise:
     spacing: float  # the spacing of the points it was read from
     found: bool  # ECnoise's test passed (else ``sigma`` is an upper bound, or 0 if unseen)
     evaluations: int
+    refused: str = ""  # the function raised at a point of the table (its message)
+    refused_at: float = 0.0  # the spacing of that table
+
+    @property
+    def source(self) -> str:
+        """How the noise was found, in words (``"measured"`` when nothing got in the way)."""
+        if not self.refused:
+            return "measured"
+        how = "measured at closer points" if self.found else "the value's own rounding (ε·|f|)"
+        return (
+            f"{how}: the function raised at points {self.spacing * SIDE:.0e} away ({self.refused})"
+        )
 
 
 def evaluation_noise(
@@ -58,18 +76,44 @@ def evaluation_noise(
     adds the output's own rounding)."""
     evaluations = 0
     bound = math.inf
+    refused, refused_at, below = "", 0.0, False  # below: a closer table's were all equal
     for _ in range(ATTEMPTS):
-        values, n = _values(fun, diff, direction, spacing, f0)
+        try:
+            values, n = _values(fun, diff, direction, spacing, f0)
+        except Exception as e:  # the user's function refused a point (see module doc)
+            refused, refused_at = first_line(e), spacing
+            if below:  # all equal closer in: the noise is below the output's resolution
+                break
+            spacing /= RESPACE
+            continue
         evaluations += n
         verdict, sigma = ecnoise(values)
         if verdict == FOUND:
-            return Noise(sigma, spacing, True, evaluations)
+            return Noise(sigma, spacing, True, evaluations, refused, refused_at)
         if verdict == TOO_SMALL:
+            below = True
+            if refused:  # farther out was refused already
+                break
             spacing *= RESPACE
         else:
             bound = min(bound, sigma)
             spacing /= RESPACE
-    return Noise(0.0 if math.isinf(bound) else bound, spacing, False, evaluations)
+    sigma = 0.0 if math.isinf(bound) else bound
+    return Noise(sigma, spacing, False, evaluations, refused, refused_at)
+
+
+def first_line(e: Exception) -> str:
+    """An error as one short line: equinox's runtime errors say what went wrong on the
+    last line that names an ``Error``, after the callback's traceback; its first sentence.
+
+    >>> first_line(ValueError("INTERNAL: CpuCallback error\\nTraceback ...\\n"
+    ...     "_EquinoxRuntimeError: The maximum number of steps was reached. The problem"))
+    '_EquinoxRuntimeError: The maximum number of steps was reached'
+    """
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    named = [ln for ln in lines if "Error:" in ln and "Traceback" not in ln]
+    text = named[-1] if named else f"{type(e).__name__}: {lines[0] if lines else ''}"
+    return text.split(". ")[0].rstrip(".")[:160]
 
 
 def _values(
