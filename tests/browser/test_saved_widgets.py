@@ -53,6 +53,11 @@ def test_saved_widget_shows_its_latest_state_reopened_and_exported_offline(
     assert live.inner_text() == "2"
     twin = notebook.locator(".jaxlab-twin")
     assert twin.count() == 1 and not twin.is_visible()  # hidden while the widget is live
+    # ... by the drawn view itself: a rule in its own element names the twin's id (no
+    # class CSS, which a restored model injects whether or not a view draws).
+    hide = notebook.locator("style.jaxlab-hide-twin")
+    assert hide.count() == 1
+    assert twin.get_attribute("data-jaxlab-twin") in hide.text_content()
 
     assert notebook.save()
     (saved,) = _twin_html(lab.root / NAME)
