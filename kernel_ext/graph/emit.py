@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import jax.extend.core as jcore
@@ -16,12 +17,21 @@ from .labels import (
     cluster_label,
     friendly_label,
     literal_text,
+    operand_text,
     param_summary,
     type_text,
 )
 from .marks import scan_counts
 from .names import program_names, result_name
 from .plan import _group_inputs, _Plan
+from .port_names import (
+    STACKED,
+    assigned_names,
+    def_scan_names,
+    forward_scan,
+    row_name,
+    transposed_scan_names,
+)
 from .walk import Block, Item, name_stack, source_line
 
 
@@ -48,6 +58,9 @@ class _Emitter:
         # Var -> the name a reader knows it by: an argument, a nested program's parameter
         # or result (graph/names.py); labels such as ``h @ params['Wh']`` read it.
         self.var_name: dict[Any, str] = {}
+        # A scan equation -> its body's parameter names and its results' names: what the
+        # backward pass's scan that reverses it is named after (graph/port_names.py).
+        self.scan_names: dict[int, tuple[list[str | None], list[str | None]]] = {}
 
     # -- helpers
     def _edge_from(self, var: Any, dst: str) -> None:
@@ -101,9 +114,10 @@ class _Emitter:
             self.nodes.append(m.Node(node_id, m.INPUT, label, types=types, params=leaves))
             if len(positions) == 1:
                 self.input_label[node_id] = name
-                self.var_name[j.invars[positions[0]]] = name
             for k in positions:
                 self.var_node[j.invars[k]] = node_id
+                # A grouped leaf keeps its own name for the labels that read it (x @ W[3]).
+                self.var_name[j.invars[k]] = name if len(positions) == 1 else input_names[k]
         self.block(tree, cluster=None, phase=None)
         if self.plan.io_groups is not None:
             # Edges from argument groups and into the output group would cross the whole
@@ -222,7 +236,8 @@ class _Emitter:
                         sub.n_equations,
                     )
                 )
-            port_names[sub.prefix] = self._parameter_names(sub)
+            port_names[sub.prefix] = self._parameter_names(sub, item)
+            self._name_carry_results(item, sub, port_names[sub.prefix])
             for k, (v, fed_by) in enumerate(zip(sub.jaxpr.invars, sub.feeds, strict=True)):
                 port = f"{sub.prefix}in{k}"
                 known = port_names[sub.prefix][k]
@@ -232,7 +247,7 @@ class _Emitter:
                     m.Node(
                         port,
                         m.PORT,
-                        known or f"in{k}",
+                        known or _unnamed(v),
                         cluster=inner,
                         types=(type_text(v.aval),),
                         phase=phase,
@@ -255,26 +270,78 @@ class _Emitter:
         for k, (v, result) in enumerate(zip(eqn.outvars, results, strict=True)):
             if isinstance(v, jcore.DropVar):
                 continue
-            label = named[k] or f"out{k}"
+            label = named[k] or _unnamed(v)
             self.nodes.append(
                 m.Node(result, m.PORT, label, cluster=item.id, types=(types[k],), phase=phase)
             )
             self.var_node[v] = result
+            self.producer[v] = eqn
             if named[k]:
                 self.var_name[v] = label
+        if item.primitive == "scan" and len(item.blocks) == 1:
+            self.scan_names[id(eqn)] = (port_names[item.blocks[0].prefix], named)
 
     # -- names carried into and out of nested programs (graph/names.py)
-    def _parameter_names(self, sub: Block) -> list[str | None]:
+    def _parameter_names(self, sub: Block, item: Item | None = None) -> list[str | None]:
         """A nested program's parameters: its own names (``h``, ``x``), else the names of
-        the outer values that feed them (a closed-over ``params['Wh']``)."""
-        own = program_names(sub.jaxpr).args
+        the outer values that feed them (a closed-over ``params['Wh']``, a row of
+        ``stacked h``: ``h``); a gradient's scan, whose names JAX dropped, is named by its
+        ``def`` and, in the backward pass, after the forward scan it reverses
+        (graph/port_names.py: ``∂h``, ``∂params['W']``)."""
+        own: Sequence[str | None] | None = program_names(sub.jaxpr).args
+        scan = item is not None and item.primitive == "scan" and len(item.blocks) == 1
+        counts = scan_counts(item.eqn.params) if item is not None and scan else None
+        rows_from = sum(counts) if counts is not None else len(sub.feeds)
+        if own is None and item is not None and counts is not None:
+            forward = forward_scan(item.eqn, self.producer.get)
+            if "transpose" in name_stack(item.eqn) and id(forward) in self.scan_names:
+                ports, results = self.scan_names[id(forward)]
+                own = transposed_scan_names(item.eqn, forward, ports, results, self._outer_name)
+            else:
+                own = def_scan_names(sub.jaxpr, *counts)
         found: list[str | None] = []
         for k, fed_by in enumerate(sub.feeds):
-            name = own[k] if own is not None and own[k] else None
-            if name is None and fed_by is not None and not isinstance(fed_by, jcore.Literal):
-                name = self.var_name.get(fed_by)
+            name = own[k] if own is not None and k < len(own) and own[k] else None
+            if name is None and fed_by is not None:
+                name = self._outer_name(fed_by)
+                name = row_name(name) if k >= rows_from else name
             found.append(name)
         return found
+
+    def _formula(self, v: Any) -> str | None:
+        """A value no one named, written as the formula that made it from named values
+        (``1 - h²``, ``h @ W``): a residual named after the forward value it keeps."""
+        made = self.producer.get(v)
+        if made is None or made.primitive.name not in _FORMULAS:
+            return None
+        text = friendly_label(
+            made.primitive.name,
+            made.params,
+            [x.aval for x in made.invars],
+            [self._operand_name(x) for x in made.invars],
+        )
+        return text if text and "·" not in text else None
+
+    def _outer_name(self, v: Any) -> str | None:
+        return None if isinstance(v, jcore.Literal) else self.var_name.get(v)
+
+    def _name_carry_results(self, item: Item, sub: Block, params: list[str | None]) -> None:
+        """A loop body's carry results take the carry's name (the next ``h``), for the
+        labels inside the body that read them (``1 - h²``)."""
+        if item.primitive == "scan":
+            counts = scan_counts(item.eqn.params)
+            if counts is None or len(item.blocks) != 1:
+                return
+            consts, carries = counts
+        elif item.primitive == "while" and sub.role == "body_jaxpr":
+            consts = int(item.eqn.params.get("body_nconsts", 0))
+            carries = len(sub.jaxpr.outvars)
+        else:
+            return
+        inputs = set(sub.jaxpr.invars)
+        for v, name in zip(sub.jaxpr.outvars, params[consts : consts + carries], strict=False):
+            if name and not isinstance(v, jcore.Literal) and v not in inputs:
+                self.var_name.setdefault(v, name)
 
     def _program_results(self, jaxpr: Any, function: str | None = None) -> list[str | None]:
         """A program's results named by its function and their pytree paths (``f``,
@@ -300,18 +367,31 @@ class _Emitter:
             if counts is None:
                 return [None] * n
             consts, carries = counts
-            params = port_names.get(body.prefix) or self._parameter_names(body)
+            params = port_names.get(body.prefix) or self._parameter_names(body, item)
             found = params[consts : consts + carries]
+            found += [None] * (carries - len(found))
             outs = body.jaxpr.outvars
             for k in range(carries, n):
                 inner = outs[k] if k < len(outs) else None
                 if isinstance(inner, jcore.Literal):  # the body returns a constant each step
-                    found.append(f"stacked {literal_text(inner)}")
+                    found.append(f"{STACKED}{literal_text(inner)}")
                     continue
                 what = self.var_name.get(inner) if inner is not None else None
                 if what is None and inner is not None and inner in outs[:carries]:
                     what = found[list(outs[:carries]).index(inner)]
-                found.append(f"stacked {what}" if what else None)
+                if what is None and inner is not None:
+                    what = self._formula(inner)
+                found.append(f"{STACKED}{what}" if what else None)
+            # What the call's assignment names them (h, ys = lax.scan(...)), where the
+            # body does not: a gradient's forward scan has residuals after its own results.
+            traced = program_names(body.jaxpr).args is not None
+            assigned = (
+                None  # a backward pass's scan returns cotangents, not what is assigned
+                if "transpose" in name_stack(eqn)
+                else assigned_names(eqn, carries, n - carries if traced else None)
+            )
+            if assigned is not None:
+                found = [f or a for f, a in zip(found, assigned, strict=True)]
             return found
         if item.primitive == "while":
             bodies = [b for b in item.blocks if b.role == "body_jaxpr"]
@@ -331,10 +411,11 @@ class _Emitter:
         self, item: Item, cluster: str | None, phase: str | None, types: tuple[str, ...]
     ) -> None:
         eqn = item.eqn
-        operands = [literal_text(v) if isinstance(v, jcore.Literal) else None for v in eqn.invars]
+        literal = [isinstance(v, jcore.Literal) for v in eqn.invars]
         label = item.primitive
-        if any(o is not None for o in operands):
-            label += " " + ", ".join(o if o is not None else "·" for o in operands)
+        if any(literal):
+            # Literals as typed; the other operands by name where they have one (add i, 1).
+            label += " " + ", ".join(operand_text(self._operand_name(v)) for v in eqn.invars)
         raw, params = label, param_summary(eqn.params)
         if params:
             raw += f" {params}"
@@ -372,6 +453,15 @@ class _Emitter:
             for v, name in zip(eqn.outvars, self._result_names(item), strict=False):
                 if name and not isinstance(v, jcore.DropVar):
                     self.var_name[v] = name
+
+
+# Primitives whose friendly label is a formula of its operands (the rest are descriptions).
+_FORMULAS = frozenset({"one_minus_square", "integer_pow", "dot_general", "transpose"})
+
+
+def _unnamed(v: Any) -> str:
+    """A port whose value the program never named: its type, not a position (``in3``)."""
+    return f"· {type_text(v.aval)}"
 
 
 def _scope(stack: str) -> str:

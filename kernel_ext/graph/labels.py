@@ -190,8 +190,13 @@ def raw_label(primitive: str, params: dict[str, Any]) -> str:
     return f"{primitive} {summary}" if summary else primitive
 
 
-def _operand(name: str | None) -> str:
+def operand_text(name: str | None) -> str:
+    """An operand as a label reads it: its name, or ``·`` where it has none (an anonymous
+    temporary) or a name too long for a label."""
     return name if name and len(name) <= _MAX_OPERAND else "·"
+
+
+_operand = operand_text
 
 
 def _ndims(avals: list[Any]) -> list[int]:
