@@ -191,6 +191,55 @@ def test_recording_with_the_view_live_makes_no_reference_cycles(ip, fresh_lineag
 
 
 # ----------------------------------------------------------------------- interrupts
+# An interrupt handled inside a garbage-collector callback (JAX registers one): Python
+# drops the KeyboardInterrupt ("Exception ignored in ..."). Run in a fresh interpreter,
+# since the collector and the unraisable hook are process-wide.
+DROPPED_INTERRUPT = """
+import gc, signal, sys
+from IPython.core.interactiveshell import InteractiveShell
+ip = InteractiveShell.instance()
+if sys.argv[1] == "loaded":
+    ip.run_line_magic("load_ext", "jaxlab")
+fired = []
+def callback(phase, info):
+    if phase == "stop" and not fired:
+        fired.append(True)
+        signal.raise_signal(signal.SIGINT)  # arrives while the collector's callback runs
+        for _ in range(3):  # handled here, inside the callback
+            pass
+gc.callbacks.append(callback)
+n, kept = 0, []
+try:
+    while n < 3_000_000:  # keeps what it makes a while: collections run inside the loop
+        kept.append([])
+        if len(kept) > 5000:
+            kept = []
+        n += 1
+    print("ran on", n)
+except KeyboardInterrupt:
+    print("interrupted", n, len(fired))
+"""
+
+
+@pytest.mark.parametrize("extension", ["loaded", "not loaded"])
+def test_an_interrupt_dropped_inside_a_collector_callback_is_raised_again(extension):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", DROPPED_INTERRUPT, extension],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )  # fmt: skip
+    words = done.stdout.split()
+    if extension == "loaded":  # raised again in the loop, and nothing printed about it
+        assert words[0] == "interrupted" and words[2] == "1", done.stdout + done.stderr
+        assert int(words[1]) < 3_000_000 and "Exception ignored" not in done.stderr
+    else:  # what Python does alone: the loop runs to its end
+        assert words == ["ran", "on", "3000000"], done.stdout + done.stderr
+        assert "KeyboardInterrupt" in done.stderr
+
+
 CODE_SETUP = (
     "%load_ext jaxlab\n%keys on\n"
     "import jax, time, warnings\nwarnings.simplefilter('ignore')\nk = jax.random.key(0)"

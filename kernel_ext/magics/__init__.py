@@ -30,6 +30,7 @@ FAMILIES = (
     "keys",
     "arrays",
     "_cell_widgets",
+    "_interrupts",
 )
 
 
