@@ -22,11 +22,12 @@ from .labels import (
     type_text,
 )
 from .marks import scan_counts
-from .names import program_names, result_name
+from .names import WHOLE, program_names, result_name
 from .plan import _group_inputs, _Plan
 from .port_names import (
     STACKED,
     assigned_names,
+    assigned_value,
     def_scan_names,
     forward_scan,
     row_name,
@@ -61,6 +62,7 @@ class _Emitter:
         # A scan equation -> its body's parameter names and its results' names: what the
         # backward pass's scan that reverses it is named after (graph/port_names.py).
         self.scan_names: dict[int, tuple[list[str | None], list[str | None]]] = {}
+        self.siblings: dict[str, tuple[Block, int]] = {}  # item id -> its block, its index
 
     # -- helpers
     def _edge_from(self, var: Any, dst: str) -> None:
@@ -118,6 +120,7 @@ class _Emitter:
                 self.var_node[j.invars[k]] = node_id
                 # A grouped leaf keeps its own name for the labels that read it (x @ W[3]).
                 self.var_name[j.invars[k]] = name if len(positions) == 1 else input_names[k]
+        self._index(tree)
         self.block(tree, cluster=None, phase=None)
         if self.plan.io_groups is not None:
             # Edges from argument groups and into the output group would cross the whole
@@ -146,6 +149,29 @@ class _Emitter:
             label = f"{name} = {literal_text(v)}" if isinstance(v, jcore.Literal) else name
             self.nodes.append(m.Node(f"out{k}", m.OUTPUT, label, types=(type_text(v.aval),)))
             self._edge_from(v, f"out{k}")
+
+    def _index(self, block: Block) -> None:
+        for k, item in enumerate(block.items):
+            self.siblings[item.id] = (block, k)
+            for sub in item.blocks:
+                self._index(sub)
+
+    def _assigned(self, item: Item) -> str | None:
+        """The name an assignment gives the equation's result (``h = jnp.tanh(...)``),
+        in the forward pass only (a backward equation is written at its primal's line), and
+        only for the outermost operation of the expression (``x @ W @ V``: the second)."""
+        if "transpose" in name_stack(item.eqn):
+            return None
+        name = assigned_value(item.eqn)
+        if name is None:
+            return None
+        block, k = self.siblings.get(item.id, (None, 0))
+        made = item.eqn.outvars[0]
+        for later in block.items[k + 1 : k + 9] if block is not None else ():
+            reads = any(v is made for v in later.eqn.invars)
+            if reads and assigned_value(later.eqn) == name:
+                return None  # an inner operation of the same expression
+        return name
 
     # -- a block's equations, possibly grouped into segments
     def block(self, block: Block, cluster: str | None, phase: str | None) -> None:
@@ -312,7 +338,15 @@ class _Emitter:
         """A value no one named, written as the formula that made it from named values
         (``1 - h²``, ``h @ W``): a residual named after the forward value it keeps."""
         made = self.producer.get(v)
-        if made is None or made.primitive.name not in _FORMULAS:
+        if made is None:
+            return None
+        operands = [self._operand_name(x) for x in made.invars]
+        symbol = _ARITHMETIC.get(made.primitive.name)
+        if symbol is not None and all(operands):  # written as the program writes it
+            text = f"-{operands[0]}" if symbol == "-" and len(operands) == 1 else ""
+            text = text or f" {symbol} ".join(str(o) for o in operands)
+            return text if len(text) <= WHOLE else None
+        if made.primitive.name not in _FORMULAS:
             return None
         text = friendly_label(
             made.primitive.name,
@@ -323,7 +357,11 @@ class _Emitter:
         return text if text and "·" not in text else None
 
     def _outer_name(self, v: Any) -> str | None:
-        return None if isinstance(v, jcore.Literal) else self.var_name.get(v)
+        """An outer value's name: an argument's, a literal's value, the formula of a
+        value computed from named ones (a hoisted ``-k``), or None."""
+        if isinstance(v, jcore.Literal):
+            return literal_text(v)
+        return self.var_name.get(v) or self._formula(v)
 
     def _name_carry_results(self, item: Item, sub: Block, params: list[str | None]) -> None:
         """A loop body's carry results take the carry's name (the next ``h``), for the
@@ -449,12 +487,17 @@ class _Emitter:
         for v in eqn.invars:
             self._edge_from(v, item.id)
         self._produce(eqn.outvars, item.id, eqn)
+        assigned = self._assigned(item) if not collapsed else None
+        if assigned is not None:
+            self.var_name.setdefault(eqn.outvars[0], assigned)
         if collapsed:  # its results keep their names for the labels that read them
             for v, name in zip(eqn.outvars, self._result_names(item), strict=False):
                 if name and not isinstance(v, jcore.DropVar):
                     self.var_name[v] = name
 
 
+# Arithmetic on named values, written with its operator (0.5 * k, -k).
+_ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "div": "/", "neg": "-"}
 # Primitives whose friendly label is a formula of its operands (the rest are descriptions).
 _FORMULAS = frozenset({"one_minus_square", "integer_pow", "dot_general", "transpose"})
 

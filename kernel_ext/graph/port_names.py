@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax.extend.core as jcore
+
 from .marks import scan_counts
 
 STACKED = "stacked "  # how a scan's stacked output is named ("stacked h")
@@ -165,7 +167,7 @@ def forward_scan(eqn: Any, producer: Callable[[Any], Any]) -> Any:
     """The forward scan a backward pass's scan ``eqn`` reverses: the scan whose outputs it
     reads (its residuals), or None."""
     for v in eqn.invars:
-        made = producer(v)
+        made = None if isinstance(v, jcore.Literal) else producer(v)
         if made is not None and made is not eqn and made.primitive.name == "scan":
             return made
     return None
@@ -201,6 +203,12 @@ def _names(target: ast.expr) -> list[str] | None:
 
 def _target(eqn: Any) -> ast.expr | None:
     """The single target of the assignment whose value is the call that made ``eqn``."""
+    found = _assignment(eqn)
+    return found[0] if found is not None else None
+
+
+def position(eqn: Any) -> tuple[str, int, int] | None:
+    """Where ``eqn`` was written: file, line and column (None where JAX kept none)."""
     from jax.extend import source_info_util
 
     try:
@@ -210,19 +218,65 @@ def _target(eqn: Any) -> ast.expr | None:
     where = re.match(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+)(?: \(.*\))?$", summary or "")
     if where is None:
         return None
-    source = "".join(linecache.getlines(where["file"]))
-    return _assignments(source).get((int(where["line"]), int(where["column"]))) if source else None
+    return where["file"], int(where["line"]), int(where["column"])
+
+
+def _assignment(eqn: Any) -> tuple[ast.expr, ast.expr] | None:
+    where = position(eqn)
+    source = "".join(linecache.getlines(where[0])) if where is not None else ""
+    if where is None or not source:
+        return None
+    return _assignments(source).get(where[1:])
+
+
+def assigned_value(eqn: Any) -> str | None:
+    """The name an assignment gives ``eqn``'s result: ``h = jnp.tanh(x @ W + b)`` names
+    the ``tanh`` ``h`` (not the sum inside it, nor a derivative JAX computes at the same
+    place, ``1 - h²``); None unless ``eqn`` is the operation the assigned expression
+    writes (its operator, or a call of the primitive's name) and the target one name."""
+    found = _assignment(eqn)
+    if found is None or len(eqn.outvars) != 1:
+        return None
+    target, value = found
+    if not isinstance(target, ast.Name) or target.id == "_":
+        return None
+    return target.id if _writes(value, str(eqn.primitive.name)) else None
+
+
+# The primitive each operator writes, and the words a call of a primitive goes by.
+_OPERATORS: dict[type[ast.AST], str] = {
+    ast.MatMult: "dot_general",
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.Pow: "integer_pow",
+    ast.USub: "neg",
+}
+_CALLS = {"matmul": "dot_general", "dot": "dot_general", "einsum": "dot_general"}
+
+
+def _writes(value: ast.expr, primitive: str) -> bool:
+    op = getattr(value, "op", None)
+    if isinstance(value, ast.BinOp | ast.UnaryOp) and op is not None:
+        wanted = _OPERATORS.get(type(op))
+        return wanted == primitive or (wanted == "integer_pow" and primitive == "pow")
+    if isinstance(value, ast.Call):
+        func = value.func
+        word = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return primitive in (word, f"reduce_{word}", _CALLS.get(word))
+    return False
 
 
 @functools.lru_cache(maxsize=32)
-def _assignments(source: str) -> dict[tuple[int, int], ast.expr]:
-    """Single-target assignments of ``source`` by where their value starts."""
+def _assignments(source: str) -> dict[tuple[int, int], tuple[ast.expr, ast.expr]]:
+    """Single-target assignments of ``source`` (target, value) by where the value starts."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return {}
     return {
-        (node.value.lineno, node.value.col_offset): node.targets[0]
+        (node.value.lineno, node.value.col_offset): (node.targets[0], node.value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Assign) and len(node.targets) == 1
     }
