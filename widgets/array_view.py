@@ -54,6 +54,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
         super().__init__(name=name, **kwargs)
         self._value = value
         self._record: ShowRecord | None = None
+        self.last_error = ""  # why the latest value was not drawn, if it was not
         self._redraws = LatestRedraw(self._redraw, interval=1.0 / rate)
         self._redraws.now()
         self.observe(self._choose, names=["selected", "slice_at"])
@@ -75,8 +76,21 @@ class ArrayView(JaxlabWidget, static="array_view"):
         self._redraws.now()
 
     def _redraw(self) -> None:
-        with collector_paused():  # the record, a row per node and their JSON: no cycles
-            self._draw_record()
+        """Draw the latest value; one that cannot be drawn (a pytree that holds itself, a
+        slice its array no longer has) keeps the last drawing and says why in the footer,
+        since the redraw may run on the timer thread, where an error would reach nobody."""
+        try:
+            with collector_paused():  # the record, a row per node and their JSON: no cycles
+                self._draw_record()
+        except (ValueError, TypeError, IndexError) as e:
+            if self._record is None:  # nothing drawn yet: the caller made the view with it
+                raise
+            _log.warning("ArrayView %r could not draw the latest value", self.name, exc_info=True)
+            self.last_error = f"the latest value is not drawn ({e}); the view shows the last one"
+            self.footer = self.last_error
+            self.update_static()
+        else:
+            self.last_error = ""
 
     def _draw_record(self) -> None:
         record = show_record(self._value, self.name, draw=1, slice_at=self._slice())
