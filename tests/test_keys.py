@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from jaxlab import JaxlabWarning, key_flow, key_lineage, track_keys
-from jaxlab.keys import record, track
+from jaxlab.keys import events, record, store, track
 from jaxlab.keys.site import Site
 from jaxlab.keys.tree import GROUP, lineage_tree
 from jaxlab.keys.view import lineage_html
@@ -255,7 +255,7 @@ def test_a_compiled_callback_records_nothing_once_tracking_is_off():
 
 
 def test_the_store_is_bounded(monkeypatch):
-    monkeypatch.setattr(record, "MAX_NODES", 100)
+    monkeypatch.setattr(store, "MAX_NODES", 100)
     with track_keys():
         key = jax.random.key(0)
         for _ in range(80):
@@ -543,7 +543,7 @@ def test_a_key_from_an_eager_loop_drawn_again_warns_at_once_with_both_lines():
     with track_keys():
         key = jax.random.key(0)
         subs = []
-        for _ in range(3 * record.UNREAD_SPLITS):
+        for _ in range(3 * events.UNREAD_SPLITS):
             key, sub = jax.random.split(key)
             jax.random.normal(sub, (2,))
             first = here() - 1
@@ -555,7 +555,7 @@ def test_a_key_from_an_eager_loop_drawn_again_warns_at_once_with_both_lines():
     (reuse,) = lineage.reuses
     assert (reuse.first.lineno, reuse.second.lineno) == (first, second)
     assert (reuse.first_op, reuse.second_op) == ("normal", "uniform")
-    assert len(lineage.nodes) == 1 + 2 * 3 * record.UNREAD_SPLITS
+    assert len(lineage.nodes) == 1 + 2 * 3 * events.UNREAD_SPLITS
     node = lineage.find(np.asarray(jax.random.key_data(subs[2])))
     assert node is not None and node.origin == "split" and node.index == 1
 
@@ -578,7 +578,7 @@ def test_an_eager_loop_keeps_only_its_newest_split_results_alive():
     alive = []
     with track_keys():
         key = jax.random.PRNGKey(0)  # legacy: a split's result is the user's own array
-        for _ in range(5 * record.UNREAD_SPLITS):
+        for _ in range(5 * events.UNREAD_SPLITS):
             out = jax.random.split(key)
             alive.append(weakref.ref(out))
             key, sub = out
@@ -586,5 +586,5 @@ def test_an_eager_loop_keeps_only_its_newest_split_results_alive():
         del out
         gc.collect()
         # the newest splits, and the first (recorded at once, its keys read when needed)
-        assert sum(r() is not None for r in alive) <= record.UNREAD_SPLITS + 1
-        assert len(key_lineage().nodes) == 1 + 2 * 5 * record.UNREAD_SPLITS
+        assert sum(r() is not None for r in alive) <= events.UNREAD_SPLITS + 1
+        assert len(key_lineage().nodes) == 1 + 2 * 5 * events.UNREAD_SPLITS

@@ -18,7 +18,7 @@ from IPython.utils.capture import capture_output
 
 import jaxlab
 from jaxlab import JaxlabWarning, key_lineage, track_keys
-from jaxlab.keys import record
+from jaxlab.keys import store
 from jaxlab.keys.track import warn_pending
 
 
@@ -130,7 +130,7 @@ def test_profile_graph_runs_with_keys_on_in_a_shell(ip):
 
 # --------------------------------------------------------------------------- the cap
 def test_the_cap_forgets_the_oldest_keys_and_a_seed_after_it_is_recorded(monkeypatch):
-    monkeypatch.setattr(record, "MAX_NODES", 40)
+    monkeypatch.setattr(store, "MAX_NODES", 40)
     with track_keys():
         for _ in range(3):
             jax.random.key(0)  # twins of one seed: the data's list of nodes
@@ -148,7 +148,7 @@ def test_the_cap_forgets_the_oldest_keys_and_a_seed_after_it_is_recorded(monkeyp
 
 
 def test_every_path_through_created_is_total_under_a_tiny_cap(monkeypatch):
-    monkeypatch.setattr(record, "MAX_NODES", 6)
+    monkeypatch.setattr(store, "MAX_NODES", 6)
     made = 0
     with track_keys():
         for i in range(120):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxlab import JaxlabWarning, key_lineage, track_keys
-from jaxlab.keys import record
+from jaxlab.keys import events
 
 pytestmark = pytest.mark.usefixtures("fresh_lineage")
 
@@ -55,7 +55,7 @@ def lineage_of(steps: int, known: bool) -> dict:
 
 
 def test_keys_known_by_their_split_give_the_records_their_data_gives():
-    steps = 4 * record.UNREAD_SPLITS
+    steps = 4 * events.UNREAD_SPLITS
     known, read = lineage_of(steps, True), lineage_of(steps, False)
     assert known.pop("by token") > steps  # the loop's draws and splits took the token path
     assert read.pop("by token") == 0
@@ -137,7 +137,7 @@ def test_unpacking_is_unchanged_for_the_user():
 
 
 def test_keys_known_beyond_the_bound_are_read_and_mean_the_same(monkeypatch):
-    monkeypatch.setattr(record, "MAX_KIDS", 6)  # a loop that keeps its keys for later
+    monkeypatch.setattr(events, "MAX_KIDS", 6)  # a loop that keeps its keys for later
     with track_keys():
         key = jax.random.key(12)
         kept = []

@@ -8,12 +8,20 @@
     jaxlab.key_lineage()                          # KeyLineage: .nodes, .edges, .reuses
     jaxlab.key_flow(f, key)                       # static: reuse found in the jaxpr
 
-Modules: ``site`` (the user's line), ``model`` (the frozen records), ``record`` (the
-bounded session store), ``identity`` (which key a call used: by object before data),
-``track`` (the switch and the ``jax.random`` wrappers), ``jit``
-and ``calls`` (compiled functions: a template per trace, keys per call, replayed when
-read), ``flow`` (static analysis of ``random_*`` equations through sub-jaxprs), ``tree``
-(the forest a view draws, aggregated), ``view`` (static HTML and text).
+Modules: ``site`` (the user's line), ``model`` (the frozen records), ``sites`` (the
+per-call-site table), ``identity`` (which key a call used: by object before data),
+``calls`` (compiled functions: a template per trace, keys per call), ``store`` (the
+bounded session store), ``replay`` (calls replayed into it when read), ``events``
+(recording and noting), ``queries`` (reading), ``record`` (``KeyLineage``, the three
+together, and ``key_lineage``), ``switch`` (the wrapped names, the pause), ``flow``
+(static analysis of ``random_*`` equations through sub-jaxprs), ``jit`` (the ``jax.jit``
+installed while tracking), ``track`` (the switch and the ``jax.random`` wrappers),
+``tree`` (the forest a view draws, aggregated), ``view`` (static HTML and text).
+
+Imports run one way: the records and the store at the bottom, recording and reading
+above, then ``flow``, ``jit`` and ``track``; ``tree`` and ``view`` draw the records and
+import them. A ``KeyLineage`` and a ``KeyFlow`` draw themselves with what this module
+hands down (``served_by``), so neither imports ``view``.
 
 How keys are tracked, and why (measured by ``benchmarks/key_tracking.py``): while
 tracking is on, the public ``jax.random`` functions and ``jax.jit`` are wrappers that
@@ -30,3 +38,10 @@ gets one callback per call site, outside loop bodies, which are recorded once wh
 traced. A wrapping PRNG implementation (``jax.extend.random.define_prng_impl``) was not
 chosen: it changes the dtype of the user's keys and reports only by callback.
 """
+
+from . import flow as _flow
+from . import record as _record
+from . import view as _view
+
+_record.served_by(_record.Above(_view.lineage_text, _view.lineage_html))
+_flow.served_by(_flow.Above(_view.flow_text, _view.flow_html))

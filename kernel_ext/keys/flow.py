@@ -25,15 +25,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 from jax.extend import core, source_info_util
 
 from .._jax_compat import scan_counts
-from .record import KeyReuse
+from .model import KeyReuse
 from .site import Site, is_user, site_of
-from .track import DERIVERS, SAMPLERS, paused
+from .switch import DERIVERS, SAMPLERS, paused
 
 _SUMMARY = re.compile(r"^(.*?):(\d+)(?::\d+)? \((.*)\)$")
 _SAME = {
@@ -81,9 +81,25 @@ class KeyFlow:
     reuses: tuple[KeyReuse, ...]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        from .view import flow_html, flow_text
+        return {"text/plain": _above.text(self), "text/html": _above.html(self)}
 
-        return {"text/plain": flow_text(self), "text/html": flow_html(self)}
+
+class Above(NamedTuple):
+    """What a :class:`KeyFlow` takes from the module above it, which imports it:
+    ``view``'s text and HTML."""
+
+    text: Callable[[KeyFlow], str]  # view.flow_text
+    html: Callable[[KeyFlow], str]  # view.flow_html
+
+
+_above: Above  # set by served_by when keys/__init__ runs, before any record is made
+
+
+def served_by(above: Above) -> None:
+    """Called once by ``keys/__init__`` (which any import of the package runs first):
+    the drawings every KeyFlow uses."""
+    global _above
+    _above = above
 
 
 @dataclass

@@ -18,10 +18,17 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .record import KeyLineage
+
+class Held(Protocol):
+    """What :func:`other_key` reads of the store (``store.KeyStore``, which imports this
+    module and hands itself in)."""
+
+    _single_roots: set[int]  # single keys known by their object (a seed's, or unseen)
+    _consumed_by: dict[int, int]  # node -> the first event that consumed it
+    _nodes: dict[int, Any]  # node -> its tuple (raw data, impl, origin, parent, ...)
+
 
 # Given as a call's key object: "the key this program consumed before, in this call" (the
 # same tracer consumed twice while tracing). Not weak-referenceable: never remembered.
@@ -29,7 +36,7 @@ SAME_AS_BEFORE = object()
 _TRACER_MEMORY = 4096  # tracers consumed while tracing, remembered weakly
 
 
-def other_key(lineage: KeyLineage, ids: list[int], obj: Any) -> bool:
+def other_key(lineage: Held, ids: list[int], obj: Any) -> bool:
     """Whether the key of a call (``obj``, its object; None: known by data only) is
     another key than the held nodes ``ids`` of its data (oldest first)."""
     if obj is SAME_AS_BEFORE:

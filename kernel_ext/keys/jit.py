@@ -34,6 +34,8 @@ from typing import Any
 import jax
 
 from .calls import TRACING, Call, Template, is_key_like, key_leaves
+from .flow import flow_of_jaxpr
+from .switch import paused
 
 # f -> {options: its compiled function}; nothing in a value refers to f strongly
 _MEMO: weakref.WeakKeyDictionary[Any, dict[Any, _Shared]] = weakref.WeakKeyDictionary()
@@ -90,11 +92,12 @@ class TrackedJit:
         record: Callable[[Call], None],
         is_on: Callable[[], bool],
         site: Callable[[], Any],
+        warn: Callable[[list[Any]], None],
     ) -> None:
         self._fun = fun  # alive as long as the user holds this
         self._shared = shared
         self._jitted = shared.jitted
-        self._record, self._is_on, self._site = record, is_on, site
+        self._record, self._is_on, self._site, self._warn = record, is_on, site, warn
         functools.update_wrapper(self, fun)
 
     @property
@@ -119,9 +122,7 @@ class TrackedJit:
         if shared.traces != traces:  # traced now: what its jaxpr says about reuse
             template.reuses = _static_reuses(self._jitted, args, kwargs)
             if template.reuses:  # said after the call, once per pair of lines
-                from .track import warn_reuses
-
-                warn_reuses(template.reuses)
+                self._warn(template.reuses)
         if template.ops or template.outputs:
             given = tuple((i, x) for i, x in enumerate(leaves) if is_key_like(x, legacy=True))
             returned = key_leaves(out, legacy=template.derives)
@@ -190,8 +191,10 @@ def make_jit(
     record: Callable[[Call], None],
     is_on: Callable[[], bool],
     site: Callable[[], Any],
+    warn: Callable[[list[Any]], None],
 ) -> Callable[..., Any]:
-    """The ``jax.jit`` installed while tracking is on."""
+    """The ``jax.jit`` installed while tracking is on: its calls go to ``record``, while
+    ``is_on()``, from ``site()``; the reuses a new trace's jaxpr shows go to ``warn``."""
 
     @functools.wraps(original_jit)
     def jit(fun: Any = None, /, **options: Any) -> Any:
@@ -208,7 +211,7 @@ def make_jit(
                 shared = per_fun[key] = _Shared(fun, options, original_jit)
         except TypeError:  # not weak-referenceable, or options that are not hashable
             shared = _Shared(fun, options, original_jit)
-        return TrackedJit(fun, shared, record, is_on, site)
+        return TrackedJit(fun, shared, record, is_on, site, warn)
 
     return jit
 
@@ -216,8 +219,6 @@ def make_jit(
 def _static_reuses(jitted: Any, args: Any, kwargs: Any) -> list[Any]:
     """Reuses in the jaxpr JAX just traced (read from its cache: nothing is traced again)."""
     from ..session.work import jaxlab_work
-    from .flow import flow_of_jaxpr
-    from .track import paused
 
     try:
         with paused(), jaxlab_work():

@@ -16,10 +16,10 @@ from .calls import Call, Ref, rows_of
 from .site import Site
 
 if TYPE_CHECKING:
-    from .record import KeyLineage
+    from .store import KeyStore
 
 
-def replay(self: KeyLineage, call: Call) -> None:
+def replay(self: KeyStore, call: Call) -> None:
     """Replay one call of a compiled function on its template, into ``self``."""
     template, site = call.template, call.site
     args = dict(call.args)

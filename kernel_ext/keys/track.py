@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import functools
 import sys
-import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jax
@@ -47,29 +45,18 @@ from .identity import SAME_AS_BEFORE, forget_uses, used_before
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
 from .site import SPOTS, Site, user_site
+from .switch import CREATORS as CREATORS
+from .switch import DERIVERS as DERIVERS
+from .switch import SAMPLERS as SAMPLERS
+from .switch import SWITCH as _SWITCH
+from .switch import paused as paused
 
-CREATORS = ("key", "PRNGKey", "wrap_key_data")
-DERIVERS = ("split", "fold_in", "clone")
-# Every public sampler of jax.random: each consumes the key it is given (its first argument).
-SAMPLERS = (
-    "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare",
-    "choice", "dirichlet", "double_sided_maxwell", "exponential", "f", "gamma",
-    "generalized_normal", "geometric", "gumbel", "laplace", "loggamma", "logistic",
-    "lognormal", "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal",
-    "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
-    "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
-)  # fmt: skip
 _TRACER = jax.core.Tracer
 _ARRAYS = (jax.Array, np.ndarray)  # what can be a key (a list, a module, ... cannot)
 _JIT = "<jax.jit>"  # jax.jit's entry in _ORIGINALS/_WRAPPERS
 _TRACER_MEMORY = 4096  # tracers remembered while tracing loop bodies (then forgotten)
 
 
-class _Switch(threading.local):
-    paused = 0  # jaxlab's own traces (key_flow) are not the user's
-
-
-_SWITCH = _Switch()
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
 _WRAPPERS: dict[str, Callable[..., Any]] = {}
 # Loop bodies: tracer id -> (tracer, node, consuming event) while the trace lasts.
@@ -90,16 +77,6 @@ def placed_callbacks() -> bool:
     """Whether code traced since tracking began holds jaxlab's callbacks (switching off
     clears JAX's caches so that it is traced again without them)."""
     return bool(_PLACED)
-
-
-@contextmanager
-def paused() -> Iterator[None]:
-    """Nothing in this block is recorded (jaxlab tracing the user's function itself)."""
-    _SWITCH.paused += 1
-    try:
-        yield
-    finally:
-        _SWITCH.paused -= 1
 
 
 class _Tracking:
@@ -144,7 +121,9 @@ def _set(on: bool) -> None:
             setattr(jax.random, name, _WRAPPERS[name])
         _ORIGINALS[_JIT] = jax.jit
         _UNPACKING[:] = [watch_key_unpacking(_LINEAGE.unpacked)]
-        _WRAPPERS[_JIT] = make_jit(jax.jit, key_lineage().called, _recording, user_site)
+        _WRAPPERS[_JIT] = make_jit(
+            jax.jit, key_lineage().called, _recording, user_site, warn_reuses
+        )
         jax.jit = _WRAPPERS[_JIT]
     elif not on and _WRAPPERS:
         for name, wrapper in _WRAPPERS.items():
