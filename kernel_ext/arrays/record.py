@@ -7,9 +7,9 @@ Records are plain frozen dataclasses (JSON-serialisable through ``asdict``); the
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -183,9 +183,7 @@ class ArrayInfo:
     def line(self) -> str:
         """``html.array_line(self)``, made once: the tree, the rows and the twin each print
         it (a 714-layer tree: 1,428 lines, not 4,284)."""
-        from .html import array_line
-
-        return array_line(self)
+        return _above.array_line(self)
 
     @property
     def has_nan(self) -> bool:
@@ -262,20 +260,37 @@ class ShowRecord:
 
     def text(self) -> str:
         from ..timing.collector import collector_paused
-        from .html import tree_text
 
         with collector_paused():
-            return tree_text(self)
+            return _above.tree_text(self)
 
     def html(self) -> str:
         from ..timing.collector import collector_paused
-        from .html import tree_html
 
         with collector_paused():  # a string per node, no cycle among them
-            return tree_html(self)
+            return _above.tree_html(self)
 
     def __str__(self) -> str:
         return self.text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/plain": self.text(), "text/html": self.html()}
+
+
+class Above(NamedTuple):
+    """What the records take from ``html``, which imports them: an array's one-line
+    summary and a tree's text and HTML."""
+
+    array_line: Callable[[ArrayInfo], str]  # html.array_line
+    tree_text: Callable[[ShowRecord], str]  # html.tree_text
+    tree_html: Callable[[ShowRecord], str]  # html.tree_html
+
+
+_above: Above  # set by served_by when arrays/__init__ runs, before any record is drawn
+
+
+def served_by(above: Above) -> None:
+    """Called once by ``arrays/__init__`` (which any import of the package runs first):
+    the drawings every record uses, so this module never imports its renderer."""
+    global _above
+    _above = above
