@@ -123,7 +123,8 @@ class GradSplit:
         notes = graph.notes
         if linked:
             notes += (f"badges {', '.join(linked)}: values the linearized program keeps",)
-        return dataclasses.replace(graph, nodes=tuple(nodes), notes=notes)
+        graph = dataclasses.replace(graph, nodes=tuple(nodes), notes=notes)
+        return _residual_operands(graph, named)  # x @ W where x is held fixed
 
     def _badge_consts(self, graph: Any, consts: Sequence[Any]) -> Any:
         """A program holding the residuals (the same arrays): its constants badged."""
@@ -135,7 +136,8 @@ class GradSplit:
             else n
             for n in graph.nodes
         )
-        return dataclasses.replace(graph, nodes=nodes)
+        graph = dataclasses.replace(graph, nodes=nodes)
+        return _residual_operands(graph, {k: _operand_name(r) for k, r in tagged.items()})
 
     def apply_transposed(self, cotangent: Any = None) -> list[Any]:
         """Run the transposed program on an output cotangent (default: ones): for a
@@ -230,6 +232,57 @@ class GradSplit:
             "linearized program's constants (the primal node with the same badge computed "
             f'the same value):<ul style="margin:2px 0">{"".join(rows)}</ul></div>'
         )
+
+
+def _operand_name(r: Residual) -> str:
+    """What an equation reading residual ``r`` calls it: the input it keeps (``x``), its
+    expression where short (``cos(x)``), else its badge (``r2``)."""
+    if r.kept_input and r.producer_label.startswith(("input ", "argument ")):
+        return r.producer_label.split(" ", 1)[1]
+    return r.short if r.short and len(r.short) <= 14 else r.name
+
+
+def _residual_operands(graph: Any, names: dict[str, str]) -> Any:
+    """``graph`` with the labels of the equations that read a named constant naming it
+    (a residual: ``r2 @ dx`` where the drawing said ``· @ dx``; an argument held fixed):
+    the constants are named after the program is drawn, so those labels are written
+    again with their names."""
+    from jax.extend.core import Literal
+
+    from ..graph import model as m
+    from ..graph.labels import friendly_label
+
+    if not names or graph.jaxpr is None:
+        return graph
+    jaxpr = graph.jaxpr.jaxpr
+    node_of = graph.var_node
+    label_of = {n.id: n.label for n in graph.nodes}
+    known: dict[Any, str] = {
+        v: names[f"c{k}"] for k, v in enumerate(jaxpr.constvars) if f"c{k}" in names
+    }
+    known.update(
+        (v, label_of[node_of[v]])
+        for v in jaxpr.invars
+        if v in node_of and graph.node(node_of[v]).kind == m.INPUT
+    )
+    relabel: dict[str, str] = {}
+    for eqn in jaxpr.eqns:
+        if not any(v in known for v in eqn.invars if not isinstance(v, Literal)):
+            continue
+        node_id = node_of.get(eqn.outvars[0]) if eqn.outvars else None
+        old = label_of.get(node_id or "", "")
+        new = friendly_label(
+            str(eqn.primitive.name),
+            eqn.params,
+            [v.aval for v in eqn.invars],
+            [None if isinstance(v, Literal) else known.get(v) for v in eqn.invars],
+        )
+        if node_id and new and new.count("·") < old.count("·"):
+            relabel[node_id] = new
+    nodes = tuple(
+        dataclasses.replace(n, label=relabel[n.id]) if n.id in relabel else n for n in graph.nodes
+    )
+    return dataclasses.replace(graph, nodes=nodes)
 
 
 def _residuals(n: int) -> str:

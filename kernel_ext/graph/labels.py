@@ -181,7 +181,8 @@ _REDUCTIONS = {
     "argmax": "argmax",
     "argmin": "argmin",
 }
-_MAX_OPERAND = 14  # longer operand names read as "·"
+_MAX_OPERAND = 14  # longer operand names read by their end (operand_text)
+_MAX_TAIL = 18  # the most characters of that end, "…" included
 
 
 def raw_label(primitive: str, params: dict[str, Any]) -> str:
@@ -192,8 +193,18 @@ def raw_label(primitive: str, params: dict[str, Any]) -> str:
 
 def operand_text(name: str | None) -> str:
     """An operand as a label reads it: its name, or ``·`` where it has none (an anonymous
-    temporary) or a name too long for a label."""
-    return name if name and len(name) <= _MAX_OPERAND else "·"
+    temporary). A long path keeps its distinguishing end (``model.layers[0].weight`` reads
+    ``…layers[0].weight``), from a ``.`` or ``[`` on, or ``·`` where no end fits."""
+    if not name:
+        return "·"
+    if len(name) <= _MAX_OPERAND:
+        return name
+    ends = [k for k, c in enumerate(name) if c in ".[" and k > 0]
+    for k in ends:
+        tail = name[k:].lstrip(".")
+        if len(tail) + 1 <= _MAX_TAIL:
+            return "…" + tail
+    return "·"
 
 
 _operand = operand_text
