@@ -121,6 +121,12 @@ class _Emitter:
                 # A grouped leaf keeps its own name for the labels that read it (x @ W[3]).
                 self.var_name[j.invars[k]] = name if len(positions) == 1 else input_names[k]
         self._index(tree)
+        # A value the program returns is known by its output's name inside it too (a cond
+        # whose result f returns: f; a backward scan's result: ∂f/∂W).
+        outputs = self.output_names or self._program_results(j, self.title)
+        for v, name in zip(j.outvars, outputs, strict=False):
+            if name and not isinstance(v, jcore.Literal) and v not in self.var_name:
+                self.var_name[v] = name
         self.block(tree, cluster=None, phase=None)
         if self.plan.io_groups is not None:
             # Edges from argument groups and into the output group would cross the whole
@@ -296,7 +302,7 @@ class _Emitter:
         for k, (v, result) in enumerate(zip(eqn.outvars, results, strict=True)):
             if isinstance(v, jcore.DropVar):
                 continue
-            label = named[k] or _unnamed(v)
+            label = named[k] or self.var_name.get(v) or _unnamed(v)
             self.nodes.append(
                 m.Node(result, m.PORT, label, cluster=item.id, types=(types[k],), phase=phase)
             )
@@ -441,9 +447,23 @@ class _Emitter:
             return found + [None] * (n - len(found))
         if not item.blocks:
             return [None] * n
+        if item.primitive == "cond":
+            return self._cond_results(item)
         name = eqn.params.get("name")
         found = self._program_results(item.blocks[0].jaxpr, name if isinstance(name, str) else None)
         return found if len(found) == n else [None] * n
+
+    def _cond_results(self, item: Item) -> list[str | None]:
+        """A cond's results: the name every branch gives them (never one branch's name
+        for what either may return), else the assignment's (``y = lax.cond(...)``)."""
+        n = len(item.eqn.outvars)
+        per_branch = [self._program_results(b.jaxpr) for b in item.blocks]
+        found: list[str | None] = [
+            names[0] if len(set(names)) == 1 else None for names in zip(*per_branch, strict=False)
+        ]
+        found = found if len(found) == n else [None] * n
+        assigned = self._assigned(item) if n == 1 else None
+        return [assigned] if assigned and not found[0] else found
 
     def _equation_node(
         self, item: Item, cluster: str | None, phase: str | None, types: tuple[str, ...]

@@ -199,11 +199,16 @@ def operand_text(name: str | None) -> str:
         return "·"
     if len(name) <= _MAX_OPERAND:
         return name
+    head = ""
+    if name.startswith("∂") and "/∂" in name:  # a gradient ∂f/∂path: ∂ and the path's end
+        head, name = "∂", name.split("/∂", 1)[1]
+        if len(name) + 1 <= _MAX_OPERAND:
+            return head + name
     ends = [k for k, c in enumerate(name) if c in ".[" and k > 0]
     for k in ends:
         tail = name[k:].lstrip(".")
-        if len(tail) + 1 <= _MAX_TAIL:
-            return "…" + tail
+        if len(head + tail) + 1 <= _MAX_TAIL:
+            return head + "…" + tail
     return "·"
 
 
