@@ -16,12 +16,9 @@ from typing import Any
 import jax
 
 from . import model as m
-from .annotate import annotate
 from .arguments import argument_names, static_note
 from .assemble import assemble
-from .explore import then
 from .from_jaxpr import graph_from_jaxpr
-from .gradient import gradient_graph
 from .plan import DEFAULT_BUDGET
 
 # DEFAULT_BUDGET is the magics' default too: read from here, where drawing starts.
@@ -90,6 +87,8 @@ def call_graph(
 
     name = getattr(fun, "__name__", None) or type(fun).__name__
     if grad:
+        from .gradient import gradient_graph  # imported when drawn: import jaxlab stays light
+
         # jax.grad's program with every node named: the other arguments as named inputs
         # (not constants), the seed cotangent and the outputs ∂f/∂x.
         return gradient_graph(
@@ -119,11 +118,15 @@ def call_graph(
         explore=explore,
     )
     # Each step also applies to the explorer's views (explore.then).
+    from .explore import then
+
     notes: tuple[str, ...] = (static_note(split.static_paths),) if split.changed else ()
     if split.outputs.paths:  # an updated model's activation, returned as eqx.filter_jit does
         notes += (static_note(split.outputs.paths, held="returned as they are (not arrays)"),)
     if notes:
         graph = then(graph, lambda g: dataclasses.replace(g, notes=(*g.notes, *notes)))
     if values:
+        from .annotate import annotate
+
         graph = then(graph, lambda g: annotate(g, args, kwargs, grad=grad, fun=fun))
     return graph

@@ -15,7 +15,6 @@ from typing import Any
 from . import model as m
 from .assemble import assemble
 from .emit import _Emitter
-from .explore import Explorer, Views
 from .plan import DEFAULT_BUDGET, EDGE_BUDGET, MIN_BUDGET, _Plan
 from .walk import walk
 
@@ -40,6 +39,8 @@ def graph_from_jaxpr(
     ``explore=True`` returns that first view (nested programs closed, long blocks as runs)
     and skips the budgeted drawing, which the explorer would not show.
     """
+    from .explore import Explorer, Views  # imported when drawn: import jaxlab stays light
+
     tree = walk(closed_jaxpr.jaxpr)
     names = input_names if input_names and len(input_names) == len(tree.jaxpr.invars) else None
     names = names or [f"in{k}" for k in range(len(tree.jaxpr.invars))]
