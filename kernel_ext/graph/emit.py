@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 import jax.extend.core as jcore
@@ -21,18 +20,8 @@ from .labels import (
     param_summary,
     type_text,
 )
-from .marks import scan_counts
-from .names import WHOLE, program_names, result_name
 from .plan import _group_inputs, _Plan
-from .port_names import (
-    STACKED,
-    assigned_names,
-    assigned_value,
-    def_scan_names,
-    forward_scan,
-    row_name,
-    transposed_scan_names,
-)
+from .value_names import Naming, unnamed
 from .walk import Block, Item, name_stack, source_line
 
 
@@ -44,7 +33,7 @@ def _phase(eqn: Any, inherited: str | None, grad: bool) -> str | None:
     return inherited or m.FORWARD
 
 
-class _Emitter:
+class _Emitter(Naming):
     def __init__(self, plan: _Plan, *, grad: bool) -> None:
         self.plan = plan
         self.grad = grad
@@ -92,12 +81,6 @@ class _Emitter:
         source = made.invars[0]
         return str(getattr(source.aval, "dtype", "")) == "bool"
 
-    def _operand_name(self, v: Any) -> str | None:
-        """What a reader calls an operand: an argument's name, a literal's value."""
-        if isinstance(v, jcore.Literal):
-            return literal_text(v)
-        return self.var_name.get(v)
-
     # -- the top level
     def program(self, tree: Block, input_names: list[str]) -> None:
         j = tree.jaxpr
@@ -124,9 +107,9 @@ class _Emitter:
         # A value the program returns is known by its output's name inside it too (a cond
         # whose result f returns: f; a backward scan's result: ∂f/∂W).
         outputs = self.output_names or self._program_results(j, self.title)
-        for v, name in zip(j.outvars, outputs, strict=False):
-            if name and not isinstance(v, jcore.Literal) and v not in self.var_name:
-                self.var_name[v] = name
+        for v, returned in zip(j.outvars, outputs, strict=False):
+            if returned and not isinstance(v, jcore.Literal) and v not in self.var_name:
+                self.var_name[v] = returned
         self.block(tree, cluster=None, phase=None)
         if self.plan.io_groups is not None:
             # Edges from argument groups and into the output group would cross the whole
@@ -155,29 +138,6 @@ class _Emitter:
             label = f"{name} = {literal_text(v)}" if isinstance(v, jcore.Literal) else name
             self.nodes.append(m.Node(f"out{k}", m.OUTPUT, label, types=(type_text(v.aval),)))
             self._edge_from(v, f"out{k}")
-
-    def _index(self, block: Block) -> None:
-        for k, item in enumerate(block.items):
-            self.siblings[item.id] = (block, k)
-            for sub in item.blocks:
-                self._index(sub)
-
-    def _assigned(self, item: Item) -> str | None:
-        """The name an assignment gives the equation's result (``h = jnp.tanh(...)``),
-        in the forward pass only (a backward equation is written at its primal's line), and
-        only for the outermost operation of the expression (``x @ W @ V``: the second)."""
-        if "transpose" in name_stack(item.eqn):
-            return None
-        name = assigned_value(item.eqn)
-        if name is None:
-            return None
-        block, k = self.siblings.get(item.id, (None, 0))
-        made = item.eqn.outvars[0]
-        for later in block.items[k + 1 : k + 9] if block is not None else ():
-            reads = any(v is made for v in later.eqn.invars)
-            if reads and assigned_value(later.eqn) == name:
-                return None  # an inner operation of the same expression
-        return name
 
     # -- a block's equations, possibly grouped into segments
     def block(self, block: Block, cluster: str | None, phase: str | None) -> None:
@@ -279,7 +239,7 @@ class _Emitter:
                     m.Node(
                         port,
                         m.PORT,
-                        known or _unnamed(v),
+                        known or unnamed(v),
                         cluster=inner,
                         types=(type_text(v.aval),),
                         phase=phase,
@@ -302,7 +262,7 @@ class _Emitter:
         for k, (v, result) in enumerate(zip(eqn.outvars, results, strict=True)):
             if isinstance(v, jcore.DropVar):
                 continue
-            label = named[k] or self.var_name.get(v) or _unnamed(v)
+            label = named[k] or self.var_name.get(v) or unnamed(v)
             self.nodes.append(
                 m.Node(result, m.PORT, label, cluster=item.id, types=(types[k],), phase=phase)
             )
@@ -312,158 +272,6 @@ class _Emitter:
                 self.var_name[v] = label
         if item.primitive == "scan" and len(item.blocks) == 1:
             self.scan_names[id(eqn)] = (port_names[item.blocks[0].prefix], named)
-
-    # -- names carried into and out of nested programs (graph/names.py)
-    def _parameter_names(self, sub: Block, item: Item | None = None) -> list[str | None]:
-        """A nested program's parameters: its own names (``h``, ``x``), else the names of
-        the outer values that feed them (a closed-over ``params['Wh']``, a row of
-        ``stacked h``: ``h``); a gradient's scan, whose names JAX dropped, is named by its
-        ``def`` and, in the backward pass, after the forward scan it reverses
-        (graph/port_names.py: ``∂h``, ``∂params['W']``)."""
-        own: Sequence[str | None] | None = program_names(sub.jaxpr).args
-        scan = item is not None and item.primitive == "scan" and len(item.blocks) == 1
-        counts = scan_counts(item.eqn.params) if item is not None and scan else None
-        rows_from = sum(counts) if counts is not None else len(sub.feeds)
-        if own is None and item is not None and counts is not None:
-            forward = forward_scan(item.eqn, self.producer.get)
-            if "transpose" in name_stack(item.eqn) and id(forward) in self.scan_names:
-                ports, results = self.scan_names[id(forward)]
-                own = transposed_scan_names(item.eqn, forward, ports, results, self._outer_name)
-            else:
-                own = def_scan_names(sub.jaxpr, *counts)
-        found: list[str | None] = []
-        for k, fed_by in enumerate(sub.feeds):
-            name = own[k] if own is not None and k < len(own) and own[k] else None
-            if name is None and fed_by is not None:
-                name = self._outer_name(fed_by)
-                name = row_name(name) if k >= rows_from else name
-            found.append(name)
-        return found
-
-    def _formula(self, v: Any) -> str | None:
-        """A value no one named, written as the formula that made it from named values
-        (``1 - h²``, ``h @ W``): a residual named after the forward value it keeps."""
-        made = self.producer.get(v)
-        if made is None:
-            return None
-        operands = [self._operand_name(x) for x in made.invars]
-        symbol = _ARITHMETIC.get(made.primitive.name)
-        if symbol is not None and all(operands):  # written as the program writes it
-            text = f"-{operands[0]}" if symbol == "-" and len(operands) == 1 else ""
-            text = text or f" {symbol} ".join(str(o) for o in operands)
-            return text if len(text) <= WHOLE else None
-        if made.primitive.name not in _FORMULAS:
-            return None
-        text = friendly_label(
-            made.primitive.name,
-            made.params,
-            [x.aval for x in made.invars],
-            [self._operand_name(x) for x in made.invars],
-        )
-        return text if text and "·" not in text else None
-
-    def _outer_name(self, v: Any) -> str | None:
-        """An outer value's name: an argument's, a literal's value, the formula of a
-        value computed from named ones (a hoisted ``-k``), or None."""
-        if isinstance(v, jcore.Literal):
-            return literal_text(v)
-        return self.var_name.get(v) or self._formula(v)
-
-    def _name_carry_results(self, item: Item, sub: Block, params: list[str | None]) -> None:
-        """A loop body's carry results take the carry's name (the next ``h``), for the
-        labels inside the body that read them (``1 - h²``)."""
-        if item.primitive == "scan":
-            counts = scan_counts(item.eqn.params)
-            if counts is None or len(item.blocks) != 1:
-                return
-            consts, carries = counts
-        elif item.primitive == "while" and sub.role == "body_jaxpr":
-            consts = int(item.eqn.params.get("body_nconsts", 0))
-            carries = len(sub.jaxpr.outvars)
-        else:
-            return
-        inputs = set(sub.jaxpr.invars)
-        for v, name in zip(sub.jaxpr.outvars, params[consts : consts + carries], strict=False):
-            if name and not isinstance(v, jcore.Literal) and v not in inputs:
-                self.var_name.setdefault(v, name)
-
-    def _program_results(self, jaxpr: Any, function: str | None = None) -> list[str | None]:
-        """A program's results named by its function and their pytree paths (``f``,
-        ``inner['s']``, ``step[1]``)."""
-        names = program_names(jaxpr)
-        function = names.function or function or None
-        paths = names.results or (None,) * len(jaxpr.outvars)
-        single = len(jaxpr.outvars) == 1
-        return [result_name(function, path, single=single) for path in paths]
-
-    def _result_names(
-        self, item: Item, port_names: dict[str, list[str | None]] | None = None
-    ) -> list[str | None]:
-        """Names for a nested program's results: a scan's or while's carries keep the
-        carry's name and a scan's stacked outputs say what they stack; other programs'
-        results are named by the function (``inner['s']``), a jit's single one by its name."""
-        eqn = item.eqn
-        n = len(eqn.outvars)
-        port_names = port_names or {}
-        if item.primitive == "scan" and len(item.blocks) == 1:
-            body = item.blocks[0]
-            counts = scan_counts(eqn.params)
-            if counts is None:
-                return [None] * n
-            consts, carries = counts
-            params = port_names.get(body.prefix) or self._parameter_names(body, item)
-            found = params[consts : consts + carries]
-            found += [None] * (carries - len(found))
-            outs = body.jaxpr.outvars
-            for k in range(carries, n):
-                inner = outs[k] if k < len(outs) else None
-                if isinstance(inner, jcore.Literal):  # the body returns a constant each step
-                    found.append(f"{STACKED}{literal_text(inner)}")
-                    continue
-                what = self.var_name.get(inner) if inner is not None else None
-                if what is None and inner is not None and inner in outs[:carries]:
-                    what = found[list(outs[:carries]).index(inner)]
-                if what is None and inner is not None:
-                    what = self._formula(inner)
-                found.append(f"{STACKED}{what}" if what else None)
-            # What the call's assignment names them (h, ys = lax.scan(...)), where the
-            # body does not: a gradient's forward scan has residuals after its own results.
-            traced = program_names(body.jaxpr).args is not None
-            assigned = (
-                None  # a backward pass's scan returns cotangents, not what is assigned
-                if "transpose" in name_stack(eqn)
-                else assigned_names(eqn, carries, n - carries if traced else None)
-            )
-            if assigned is not None:
-                found = [f or a for f, a in zip(found, assigned, strict=True)]
-            return found
-        if item.primitive == "while":
-            bodies = [b for b in item.blocks if b.role == "body_jaxpr"]
-            if not bodies:
-                return [None] * n
-            params = port_names.get(bodies[0].prefix) or self._parameter_names(bodies[0])
-            skip = int(eqn.params.get("body_nconsts", 0))
-            found = params[skip : skip + n]
-            return found + [None] * (n - len(found))
-        if not item.blocks:
-            return [None] * n
-        if item.primitive == "cond":
-            return self._cond_results(item)
-        name = eqn.params.get("name")
-        found = self._program_results(item.blocks[0].jaxpr, name if isinstance(name, str) else None)
-        return found if len(found) == n else [None] * n
-
-    def _cond_results(self, item: Item) -> list[str | None]:
-        """A cond's results: the name every branch gives them (never one branch's name
-        for what either may return), else the assignment's (``y = lax.cond(...)``)."""
-        n = len(item.eqn.outvars)
-        per_branch = [self._program_results(b.jaxpr) for b in item.blocks]
-        found: list[str | None] = [
-            names[0] if len(set(names)) == 1 else None for names in zip(*per_branch, strict=False)
-        ]
-        found = found if len(found) == n else [None] * n
-        assigned = self._assigned(item) if n == 1 else None
-        return [assigned] if assigned and not found[0] else found
 
     def _equation_node(
         self, item: Item, cluster: str | None, phase: str | None, types: tuple[str, ...]
@@ -514,17 +322,6 @@ class _Emitter:
             for v, name in zip(eqn.outvars, self._result_names(item), strict=False):
                 if name and not isinstance(v, jcore.DropVar):
                     self.var_name[v] = name
-
-
-# Arithmetic on named values, written with its operator (0.5 * k, -k).
-_ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "div": "/", "neg": "-"}
-# Primitives whose friendly label is a formula of its operands (the rest are descriptions).
-_FORMULAS = frozenset({"one_minus_square", "integer_pow", "dot_general", "transpose"})
-
-
-def _unnamed(v: Any) -> str:
-    """A port whose value the program never named: its type, not a position (``in3``)."""
-    return f"· {type_text(v.aval)}"
 
 
 def _scope(stack: str) -> str:
