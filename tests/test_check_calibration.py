@@ -184,3 +184,20 @@ def test_noise_falls_back_to_the_values_rounding_where_the_function_raises():
     assert first_line(ValueError("a\nTraceback\nXError: went wrong. Then more")) == (
         "XError: went wrong"
     )
+
+
+def test_the_verdict_says_which_noise_estimate_it_used_where_the_function_raises():
+    """A value that float32 barely moves (1 + 1e-9 x) on a domain |x - 1| ≤ 0.05: the
+    noise table widens until its points raise; the check then allows for the value's own
+    rounding and says so, with the function's message, and gives a verdict."""
+    import equinox as eqx
+
+    def f(x):
+        x = eqx.error_if(x, jnp.abs(x - 1.0) > 0.05, "outside the solver's domain")
+        return 1.0 + 1e-9 * x
+
+    r = grad_report(f, jnp.float32(1.0), check=True)
+    assert r.check.inconclusive
+    assert r.check.args[0].noise_source.startswith("the value's own rounding")
+    assert "allowed for is the value's own rounding" in r.check.text()
+    assert "outside the solver's domain" in r.check.text()
