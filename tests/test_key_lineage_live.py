@@ -244,15 +244,19 @@ CODE_SETUP = (
     "%load_ext jaxlab\n%keys on\n"
     "import jax, time, warnings\nwarnings.simplefilter('ignore')\nk = jax.random.key(0)"
 )
-# A runaway loop; the time the interrupt arrived is kept (a monotonic clock, shared by
+# A runaway loop; the time the interrupt ended it is kept (a monotonic clock, shared by
 # the processes of one machine)
 CODE_LOOP = (
-    "key = k\nprint('looping', flush=True)\n"
+    "key = k\n"
     "try:\n"
+    "    n = 0\n"
     "    while True:\n"
     "        jax.random.normal(k)\n"
     "        key, sub = jax.random.split(key)\n"
-    "except KeyboardInterrupt:\n"
+    "        n += 1\n"
+    "        if n == 50:\n"
+    "            print('looping', flush=True)\n"
+    "except BaseException:\n"
     "    caught = time.monotonic()\n"
     "    raise\n"
 )
@@ -279,7 +283,8 @@ def test_a_tracked_runaway_loop_with_the_view_live_stops_at_every_interrupt():
         assert run("%keys")["status"] == "ok"  # the live view
         lags, lost, where = [], 0, []
         for trial in range(20):
-            msg_id = kc.execute(CODE_LOOP)
+            # (an interrupted cell must not abort the requests that follow it)
+            msg_id = kc.execute(CODE_LOOP, stop_on_error=False)
             while True:  # the loop has started
                 msg = kc.get_iopub_msg(timeout=300)
                 if msg["parent_header"].get("msg_id") == msg_id and "looping" in str(
@@ -297,8 +302,16 @@ def test_a_tracked_runaway_loop_with_the_view_live_stops_at_every_interrupt():
                 km.interrupt_kernel()  # end it to report, and go on counting
                 content = reply(msg_id, 60)
                 where.append(_printed(kc, msg_id, "stderr")[-600:])
-            assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
-            lags.append(float(_printed(kc, kc.execute("print(caught)"))) - sent)
+            # ended by the interrupt: KeyboardInterrupt, or JAX's ValueError raised from it
+            # when it landed in a key's __eq__ inside JAX's C++ cache ("cache keys should
+            # be comparable using __eq__", as plain JAX does)
+            tb = "\n".join(content.get("traceback", []))
+            assert content["status"] == "error", tb[-3000:]
+            assert content["ename"] == "KeyboardInterrupt" or (
+                content["ename"] == "ValueError" and "KeyboardInterrupt" in tb
+            ), tb[-3000:]
+            printed = _printed(kc, kc.execute("print(caught)", stop_on_error=False))
+            lags.append(float(printed) - sent)
         assert lost == 0, f"{lost} of 20 interrupts were lost: {where}"
         assert all(0 <= lag < 10 for lag in lags), lags  # the issue's bound is 1 s
     finally:
