@@ -59,6 +59,7 @@ ANONYMOUS: dict[str, set[str]] = {
         "·ᵀ @ x",
         *_CT_PRE,
         "add ·, 1e-08",
+        "add ·, 0.0",  # (JAX 0.10)
         "mul -0.01, ·",
         "mul 0.001, ·",
         "mul 0.1, ·",
@@ -318,17 +319,20 @@ def test_the_rnn_gradients_loops_are_named_after_the_program():
         if n.kind == m.PORT and n.cluster is not None:
             ports.setdefault(n.cluster, []).append(n.label)
     forward, backward = (c.id for c in view.clusters if c.primitive == "scan")
-    assert ports[forward] == [
-        "params['W']", "params['U']", "params['b']", "h", "x",
-        "h", "stacked ys", "stacked h", "stacked 1 - h²",
+    # JAX 0.12 keeps 1 - h² for tanh's derivative; 0.10 keeps h and 1.0 - h.
+    residuals = (["stacked h", "stacked 1 - h²"], ["stacked h", "stacked h", "stacked 1.0 - h"])
+    assert ports[forward][:7] == [
+        "params['W']", "params['U']", "params['b']", "h", "x", "h", "stacked ys",
     ]  # fmt: skip
+    assert ports[forward][7:] in residuals
+    rows = [r.removeprefix("stacked ") for r in ports[forward][7:]]
     assert ports[backward] == [
         "params['W']", "∂params['W']", "∂params['U']", "∂params['b']", "∂h", "∂ys",
-        "h", "xs", "1 - h²",
+        *rows[:1], "xs", *rows[1:],
         "∂params['W']", "∂params['U']", "∂params['b']", "∂h",
     ]  # fmt: skip
     inside = {n.label for n in view.nodes if n.cluster == forward and n.kind == m.EQUATION}
-    assert {"h @ params['W']", "1 - h²"} <= inside
+    assert "h @ params['W']" in inside  # (and 1 - h² where JAX 0.12 computes it)
 
 
 def test_a_grouped_pytree_operand_is_named_by_its_leaf_path():

@@ -203,22 +203,43 @@ class Naming:
         if not item.blocks:
             return [None] * n
         if item.primitive == "cond":
-            return self._cond_results(item)
+            return self._cond_results(item, port_names)
         name = eqn.params.get("name")
         found = self._program_results(item.blocks[0].jaxpr, name if isinstance(name, str) else None)
         return found if len(found) == n else [None] * n
 
-    def _cond_results(self, item: Item) -> list[str | None]:
+    def _cond_results(
+        self, item: Item, port_names: dict[str, list[str | None]]
+    ) -> list[str | None]:
         """A cond's results: the name every branch gives them (never one branch's name
-        for what either may return), else the assignment's (``y = lax.cond(...)``)."""
+        for what either may return), else the assignment's (``y = lax.cond(...)``); a
+        gradient's residual a branch passes through is its parameter's name (``w``)."""
         n = len(item.eqn.outvars)
         per_branch = [self._program_results(b.jaxpr) for b in item.blocks]
         found: list[str | None] = [
             names[0] if len(set(names)) == 1 else None for names in zip(*per_branch, strict=False)
         ]
         found = found if len(found) == n else [None] * n
+        for k in range(n):
+            if found[k] is None:
+                found[k] = self._passed_through(item, port_names, k)
         assigned = self._assigned(item) if n == 1 else None
         return [assigned] if assigned and not found[0] else found
+
+    def _passed_through(
+        self, item: Item, port_names: dict[str, list[str | None]], k: int
+    ) -> str | None:
+        """The name of the parameter the branches return as result ``k`` unchanged, when
+        they agree (a branch returning another branch's placeholder says nothing)."""
+        names = set()
+        for b in item.blocks:
+            out = b.jaxpr.outvars[k] if k < len(b.jaxpr.outvars) else None
+            params = list(b.jaxpr.invars)
+            if out is not None and not isinstance(out, jcore.Literal) and out in params:
+                known = port_names.get(b.prefix, [])
+                at = params.index(out)
+                names.add(known[at] if at < len(known) else None)
+        return names.pop() if len(names) == 1 else None
 
 
 # Arithmetic on named values, written with its operator (0.5 * k, -k).
