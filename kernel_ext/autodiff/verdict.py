@@ -40,6 +40,7 @@ class ArgCheck:
     unsteady: bool = False  # a direction's error changed with every step (rounding)
     noise_source: str = "measured"  # how the evaluation's rounding was found (noise.py)
     along_gradient: bool = False  # also checked along the reported gradient's direction
+    kink_step: float = 0.0  # the shortest step a kinked direction was tried at
 
     @classmethod
     def of(
@@ -68,6 +69,7 @@ class ArgCheck:
             unsteady=any(d.unsteady for d in directions),
             noise_source=noise_source or "measured",
             along_gradient=gradient is not None,
+            kink_step=min((d.step for d in directions if d.kink), default=0.0),
         )
 
 
@@ -203,7 +205,7 @@ class GradCheck:
         if self.kink:
             out.append(
                 ". The differences change with the step down to the shortest step "
-                f"{self.dtype} resolves ({min(a.step for a in self.args if a.kink):.0e}): "
+                f"{self.dtype} resolves ({min(a.kink_step for a in self.args if a.kink):.0e}): "
                 "the point is at (or within a step of) a kink (a relu at 0, a max, a "
                 "spline's knot), where the function has no derivative and JAX reports one "
                 "side's by convention (relu'(0) = 0). The derivative is neither confirmed "
