@@ -14,7 +14,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.extend import core as jcore
 
 from ..session.work import jaxlab_work
 from .args import Selection
@@ -54,36 +53,6 @@ def check_report(
         seed=seed,
         tolerance=tolerance,
     )
-
-
-def _rule_name(eqn: Any) -> str:
-    """The decorated function's name: custom_jvp_call carries it, custom_vjp_call's
-    program says it in its debug info (``"clip at <string>:3"``)."""
-    if eqn.params.get("name"):
-        return str(eqn.params["name"])
-    program = eqn.params.get("call_jaxpr")
-    info = getattr(getattr(program, "jaxpr", program), "debug_info", None)
-    text = str(getattr(info, "func_src_info", "") or "")
-    return text.split(" at ", 1)[0]
-
-
-def custom_rules(sel: Selection, has_aux: bool) -> list[str]:
-    """``custom_vjp clip``, ...: the custom derivative rules the function calls."""
-    found: list[str] = []
-
-    def walk(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            name = eqn.primitive.name
-            if name.startswith("custom_"):
-                kind = "custom_vjp" if "vjp" in name else "custom_jvp"
-                label = f"{kind} {_rule_name(eqn)}".strip()
-                if label not in found:
-                    found.append(label)
-            for sub in jcore.jaxprs_in_params(eqn.params):
-                walk(sub)
-
-    walk(jax.make_jaxpr(primary(sel, has_aux))(*sel.diff).jaxpr)
-    return found
 
 
 def locate(sel: Selection, has_aux: bool) -> NonFinite | None:
