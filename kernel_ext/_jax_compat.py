@@ -363,3 +363,39 @@ def equation_frames(source_info: Any) -> tuple[Frame, ...]:
         return tuple(Frame(f.file_name, f.function_name, f.line_num) for f in reversed(frames))
     except (AttributeError, TypeError):
         return ()
+
+
+# --------------------------------------------------------------------------- gradient check
+# A host callback that raises (equinox's error_if, a solver that does not converge) is
+# logged by JAX's callback module with its traceback ("jax.pure_callback failed") before
+# the error reaches the caller. %grad --check probes points near the user's and refuses a
+# step where the function raises; those refusals are its own, so their log lines are held
+# back while it probes. The logger is JAX's module logger by name; a JAX that logs elsewhere
+# only makes the notes visible again.
+CALLBACK_LOGGER = "jax._src.callback"
+_CALLBACK_FAILED = "failed"
+
+
+class _CallbackFailures:
+    """A ``logging.Filter`` dropping JAX's "callback failed" records."""
+
+    def filter(self, record: Any) -> bool:
+        return _CALLBACK_FAILED not in str(getattr(record, "msg", ""))
+
+
+def callbacks_failing_quietly() -> Any:
+    """A context manager: JAX's "jax.pure_callback failed" log records dropped inside."""
+    import contextlib
+    import logging
+
+    @contextlib.contextmanager
+    def quiet() -> Any:
+        logger = logging.getLogger(CALLBACK_LOGGER)
+        held = _CallbackFailures()
+        logger.addFilter(held)
+        try:
+            yield
+        finally:
+            logger.removeFilter(held)
+
+    return quiet()

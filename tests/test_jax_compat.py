@@ -355,3 +355,30 @@ def test_scan_counts_fallback():
     assert _jax_compat.scan_counts({"num_consts": 2, "num_carry": 1}) == (2, 1)
     with pytest.raises(NotImplementedError):
         _jax_compat.scan_counts({"ft_in": None})
+
+
+def test_a_failing_callbacks_log_line_is_held_back_only_inside_the_check(caplog):
+    import logging
+
+    import numpy as np
+
+    from jaxlab._jax_compat import CALLBACK_LOGGER, callbacks_failing_quietly
+
+    def refuse(x):
+        raise ValueError("did not converge")
+
+    @jax.jit
+    def solve(x):
+        return jax.pure_callback(refuse, jax.ShapeDtypeStruct((), np.float32), x)
+
+    def failures():
+        caplog.clear()
+        with pytest.raises(Exception, match="did not converge"):
+            solve(np.float32(1.0)).block_until_ready()
+        return [r for r in caplog.records if r.name == CALLBACK_LOGGER]
+
+    with caplog.at_level(logging.ERROR, logger=CALLBACK_LOGGER):
+        assert failures()  # JAX logs it under this name (else the check's notes would show)
+        with callbacks_failing_quietly():
+            assert failures() == []
+        assert failures()  # the user's own callbacks' failures are logged as before
