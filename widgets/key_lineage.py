@@ -42,7 +42,7 @@ from ._base import JaxlabWidget
 from ._throttle import Throttle
 
 SHOWN_REUSES = 20  # the newest reuses listed above the tree (all are counted)
-TWIN_ROWS = 300  # rows of the saved twin (the live view draws up to max_items)
+TWIN_ROWS = 100  # rows of the saved twin (the live view draws up to max_items)
 
 
 class KeyLineage(JaxlabWidget, static="key_lineage"):
