@@ -164,6 +164,13 @@ def asset(name: str) -> str:
     return (STATIC / name).read_text(encoding="utf-8")
 
 
+def module_source(static: str) -> str:
+    """A widget's ES module as the page gets it: what every view shares (``_view.js``:
+    the guard that hides the twin once drawn, ``Refused``, ``h``) before the widget's own
+    ``<static>.js``. ES modules saved in a notebook cannot import one another."""
+    return asset("_view.js") + "\n" + asset(f"{static}.js")
+
+
 class JaxlabWidget(anywidget.AnyWidget):
     """Base class: ``static="name"`` loads ``name.js`` and ``name.css``; displays keep a
     static twin of the widget's latest state for renderers without a kernel."""
@@ -174,7 +181,7 @@ class JaxlabWidget(anywidget.AnyWidget):
         if static is not None:
             cls._twin_class = f"jaxlab-twin-{static.replace('_', '-')}"
             # Read as text, not passed as a path: anywidget would start a file watcher.
-            cls._esm = asset(f"{static}.js")
+            cls._esm = module_source(static)
             # Styles for the view only: a model restored from saved state injects them
             # even when no view is drawn, so they never hide a twin.
             cls._css = asset(f"{static}.css")

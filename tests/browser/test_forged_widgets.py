@@ -42,7 +42,6 @@ from forged_states import (
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-STATIC = ROOT / "widgets" / "static"
 RENDER_S = 60  # seconds a page has to render every case of one class (a hang never ends)
 
 # Runs in the page: import a module from its source, then render each case into a fresh
@@ -104,7 +103,9 @@ def _render(page: Any, module: str, cases: list[tuple[str, Any, Any]]) -> list[d
     errors: list[str] = []
     page.on("console", lambda m: started.append(m.text) if m.text.startswith("case ") else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    source = (STATIC / f"{module}.js").read_text()
+    from jaxlab.widgets._base import module_source
+
+    source = module_source(module)  # as the page gets it: the shared _view.js first
     wire = [[name, to_json(state), change] for name, state, change in cases]
     page.evaluate(RENDER_CASES, [source, wire, TWIN])
     try:

@@ -4,14 +4,12 @@ forged saved state and patches never hang or break the page."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
-STATIC = Path(__file__).resolve().parents[2] / "widgets" / "static"
 
 CELLS = [
     "%load_ext jaxlab\n%keys on\nimport jax, warnings\nwarnings.simplefilter('ignore')",
@@ -190,7 +188,9 @@ def test_every_forged_state_and_patch_leaves_the_page_responsive(page: Any) -> N
     errors: list[str] = []
     page.on("console", lambda m: started.append(m.text) if m.text.startswith("case ") else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    source = (STATIC / "key_lineage.js").read_text()
+    from jaxlab.widgets._base import module_source
+
+    source = module_source("key_lineage")  # as the page gets it: the shared _view.js first
     page.evaluate(RENDER_CASES, [source, [[n, _json(s), _json(p)] for n, s, p in cases]])
     try:
         page.wait_for_function("() => window.__done === true", timeout=120_000)

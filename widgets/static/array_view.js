@@ -30,35 +30,8 @@ const MOST_VALUES = 1 << 18; // values in one sample
 const MOST_AXES = 64; // NumPy's limit
 const MOST_TEXT = 100000; // characters of one text
 
-/** Saved state this view cannot read: the view says so and its twin shows. */
-class Refused extends Error {}
 
-// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
-// hiding its twin inside its own element, so the rule goes when the view goes.
-const TWIN_ID = /^[0-9a-f]{8,64}$/;
 
-/** Run ``paint`` guarded: drawn, the twin is hidden; failed, the view says why and the twin
- * shows. Returns whether it drew. */
-function guarded(model, el, paint) {
-  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
-  try {
-    paint();
-    const id = model.get("_twin_id");
-    if (typeof id === "string" && TWIN_ID.test(id)) {
-      hide = hide || document.createElement("style");
-      hide.className = "jaxlab-hide-twin";
-      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
-      el.append(hide);
-    }
-    return true;
-  } catch (err) {
-    const why = err instanceof Refused ? err.message : `${err && err.name}: ${err && err.message}`;
-    console.warn("jaxlab: an ArrayView could not draw its saved state:", err);
-    const note = h("div", "jaxlab-error", `This view could not draw its saved state: ${why.slice(0, 300)}. The saved copy below shows it.`);
-    el.replaceChildren(note);
-    return false;
-  }
-}
 
 /** Text of a saved value: a string (cut to MOST_TEXT), a finite number; else "". */
 function text(v) {
@@ -90,13 +63,6 @@ function isObject(v) {
   return v !== null && typeof v === "object" && !Array.isArray(v) && !ArrayBuffer.isView(v) && !(v instanceof ArrayBuffer);
 }
 
-/** @returns {HTMLElement} */
-function h(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text; // never innerHTML: keys are user text
-  return node;
-}
 
 function bytesText(n) {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -424,7 +390,7 @@ function render({ model, el }) {
     if (part === "all" || part === "tree") drawTree(tree, model, collapsed, redraw);
     if (part === "all" || part === "pane") drawPane(pane, model);
     if (part === "all") foot.textContent = text(model.get("footer"));
-  });
+  }, "ArrayView");
   const redraw = () => draw("all");
   const events = [
     ["change:rows", redraw],

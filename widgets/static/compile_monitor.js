@@ -27,33 +27,8 @@ const MOST_FUNCTIONS = 10000;
 const MOST_ITEMS = 1000; // compiles, shapes or signature entries of one function
 const MOST_TEXT = 100000; // characters of one text
 
-/** Saved state this view cannot read: the view says so and its twin shows. */
-class Refused extends Error {}
 
-// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
-// hiding its twin inside its own element, so the rule goes when the view goes.
-const TWIN_ID = /^[0-9a-f]{8,64}$/;
 
-/** Run ``paint`` guarded: drawn, the twin is hidden; failed, the view says why and the twin
- * shows. */
-function guarded(model, el, paint) {
-  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
-  try {
-    paint();
-    const id = model.get("_twin_id");
-    if (typeof id === "string" && TWIN_ID.test(id)) {
-      hide = hide || document.createElement("style");
-      hide.className = "jaxlab-hide-twin";
-      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
-      el.append(hide);
-    }
-  } catch (err) {
-    const why = err instanceof Refused ? err.message : `${err && err.name}: ${err && err.message}`;
-    console.warn("jaxlab: a CompileMonitor could not draw its saved state:", err);
-    const note = h("div", "jaxlab-error", `This view could not draw its saved state: ${why.slice(0, 300)}. The saved copy below shows it.`);
-    el.replaceChildren(note);
-  }
-}
 
 /** Text of a saved value: a string (cut to MOST_TEXT), a finite number; else "". */
 function text(v) {
@@ -132,18 +107,6 @@ function count(n, noun) {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
-/**
- * @param {string} tag
- * @param {string} [cls]
- * @param {string} [text]
- * @returns {HTMLElement}
- */
-function h(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text; // never innerHTML: names are user text
-  return node;
-}
 
 function total(c) {
   return c.trace_s + c.lower_s + c.compile_s;
@@ -324,7 +287,7 @@ export default {
   render({ model, el }) {
     // Each redraw guarded: state that cannot be read replaces the view with a note (the
     // twin shows); the next readable state draws the view again.
-    const redraw = () => guarded(model, el, () => draw(model, el));
+    const redraw = () => guarded(model, el, () => draw(model, el), "CompileMonitor");
     redraw();
     const events = ["change:functions", "change:session", "change:mine_only"];
     for (const e of events) model.on(e, redraw);

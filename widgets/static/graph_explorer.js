@@ -29,33 +29,8 @@ const MOST_ALL_POINTS = 1000000; // points of every edge of a view
 const MOST_ITEMS = 10000; // matches, legend entries, notes, a node's types
 const MOST_TEXT = 100000; // characters of one text
 
-/** Saved state this view cannot read: the view says so and its twin shows. */
-class Refused extends Error {}
 
-// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
-// hiding its twin inside its own element, so the rule goes when the view goes.
-const TWIN_ID = /^[0-9a-f]{8,64}$/;
 
-/** Run ``paint`` guarded: drawn, the twin is hidden; failed, the view says why and the twin
- * shows. */
-function guarded(model, el, paint) {
-  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
-  try {
-    paint();
-    const id = model.get("_twin_id");
-    if (typeof id === "string" && TWIN_ID.test(id)) {
-      hide = hide || document.createElement("style");
-      hide.className = "jaxlab-hide-twin";
-      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
-      el.append(hide);
-    }
-  } catch (err) {
-    const why = err instanceof Refused ? err.message : `${err && err.name}: ${err && err.message}`;
-    console.warn("jaxlab: a GraphExplorer could not draw its saved state:", err);
-    const note = h("div", "jaxlab-error", `This view could not draw its saved state: ${why.slice(0, 300)}. The saved copy below shows it.`);
-    el.replaceChildren(note);
-  }
-}
 
 /** Text of a saved value: a string (cut to MOST_TEXT), a finite number; else "". */
 function text(v) {
@@ -189,13 +164,6 @@ function s(tag, attrs, text) {
   return node;
 }
 
-/** @returns {HTMLElement} */
-function h(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** Text cut to what fits a box ``width`` px wide at ``px`` per character (the rest is
  * in the tooltip), so nothing crosses a border. */
@@ -614,8 +582,8 @@ export default {
     const state = { query: "", at: 0, selected: null, at_view: null, moved: false, follow: false };
     // Each redraw guarded: state that cannot be read replaces the view with a note (the
     // twin shows); the next readable state draws the view again.
-    const redraw = () => guarded(model, el, () => { state.paintFound = null; draw(model, el, state); });
-    const refound = () => guarded(model, el, () => state.paintFound && state.paintFound());
+    const redraw = () => guarded(model, el, () => { state.paintFound = null; draw(model, el, state); }, "GraphExplorer");
+    const refound = () => guarded(model, el, () => state.paintFound && state.paintFound(), "GraphExplorer");
     redraw();
     model.on("change:view", redraw);
     model.on("change:error", redraw);

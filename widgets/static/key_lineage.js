@@ -19,18 +19,6 @@ const MAX_DEPTH = 64; // nesting drawn at most; deeper rows hang from the 64th l
 const MAX_LIST = 200; // reuses, cells and detail rows read at most
 const KINDS = new Set(["key", "consume", "group"]);
 
-/**
- * @param {string} tag
- * @param {string} [cls]
- * @param {string} [text]
- * @returns {HTMLElement}
- */
-function h(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text; // never innerHTML: code is user text
-  return node;
-}
 
 /** A string of at most MAX_TEXT characters ("" for anything else). */
 function str(value, limit = MAX_TEXT) {
@@ -271,29 +259,7 @@ function draw(model, el, view) {
   el.append(root);
 }
 
-// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
-// hiding its twin inside its own element, so the rule goes when the view goes.
-const TWIN_ID = /^[0-9a-f]{8,64}$/;
 
-/** Run `paint`; drawn, the twin is hidden; failed, the view says so (the twin shows)
- * instead of throwing out of the view. */
-function guarded(model, el, paint) {
-  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
-  try {
-    paint();
-    const id = model.get("_twin_id");
-    if (typeof id === "string" && TWIN_ID.test(id)) {
-      hide = hide || document.createElement("style");
-      hide.className = "jaxlab-hide-twin";
-      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
-      el.append(hide);
-    }
-  } catch (error) {
-    console.warn("jaxlab: a KeyLineage could not draw its state:", error);
-    const why = `${error && error.name}: ${error && error.message}`.slice(0, 300);
-    el.replaceChildren(h("div", "jaxlab-error", `This view could not draw its saved state: ${why}. The saved copy below shows it.`));
-  }
-}
 
 /** Send `message` to the kernel; a view without one (a saved notebook) stays as it is. */
 function ask(model, message) {
@@ -308,10 +274,15 @@ export default {
   render({ model, el }) {
     const view = { cell: "", closed: new Set(), selected: null, data: readState(null) };
     const redraw = () =>
-      guarded(model, el, () => {
-        view.data = readState(model.get("state"));
-        draw(model, el, view);
-      });
+      guarded(
+        model,
+        el,
+        () => {
+          view.data = readState(model.get("state"));
+          draw(model, el, view);
+        },
+        "KeyLineage",
+      );
     const onMessage = (message) => {
       // A patch is read like saved state (total, bounded); one that does not follow the
       // state held here asks the kernel for the whole state.

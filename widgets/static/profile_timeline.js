@@ -41,33 +41,8 @@ const MOST_TEXT = 100000; // characters of one text
 const MOST_TICKS = 50;
 const COLUMNS = new Set(["name", "module", "runs", "total", "share of the cell"]);
 
-/** Saved state this view cannot read: the view says so and its twin shows. */
-class Refused extends Error {}
 
-// The static twin (widgets/_base.py) shows unless this view drew: a drawn view holds a rule
-// hiding its twin inside its own element, so the rule goes when the view goes.
-const TWIN_ID = /^[0-9a-f]{8,64}$/;
 
-/** Run ``paint`` guarded: drawn, the twin is hidden; failed, the view says why and the twin
- * shows. */
-function guarded(model, el, paint) {
-  let hide = el.querySelector(":scope > style.jaxlab-hide-twin");
-  try {
-    paint();
-    const id = model.get("_twin_id");
-    if (typeof id === "string" && TWIN_ID.test(id)) {
-      hide = hide || document.createElement("style");
-      hide.className = "jaxlab-hide-twin";
-      hide.textContent = `.jaxlab-twin[data-jaxlab-twin="${id}"] { display: none; }`;
-      el.append(hide);
-    }
-  } catch (err) {
-    const why = err instanceof Refused ? err.message : `${err && err.name}: ${err && err.message}`;
-    console.warn("jaxlab: a ProfileTimeline could not draw its saved state:", err);
-    const note = h("div", "jaxlab-error", `This view could not draw its saved state: ${why.slice(0, 300)}. The saved copy below shows it.`);
-    el.replaceChildren(note);
-  }
-}
 
 /** Text of a saved value: a string (cut to MOST_TEXT), a finite number; else "". */
 function text(v) {
@@ -156,13 +131,6 @@ function axisTicks(start, end) {
   return { unit, factor, ticks };
 }
 
-/** @param {string} tag @param {string} [cls] @param {string} [text] @returns {HTMLElement} */
-function h(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text; // never innerHTML: names are user text
-  return node;
-}
 
 function svg(tag, attrs) {
   const node = document.createElementNS(SVG, tag);
@@ -331,7 +299,7 @@ export default {
   render({ model, el }) {
     // Each redraw guarded: state that cannot be read replaces the view with a note (the
     // twin shows); the next readable state draws the view again.
-    const redraw = () => guarded(model, el, () => render(model, el));
+    const redraw = () => guarded(model, el, () => render(model, el), "ProfileTimeline");
     redraw();
     model.on("change:spans", redraw);
     return () => {
