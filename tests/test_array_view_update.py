@@ -22,3 +22,31 @@ def test_an_update_that_cannot_be_drawn_keeps_the_last_drawing_and_says_why():
         assert view.record.root.find("state['w']").array.stats.max == 7.0
     finally:
         view.widget.close()
+
+
+def test_a_redraw_rebuilds_the_twin_once_not_once_per_trait(monkeypatch):
+    from jaxlab.widgets import CompileMonitor
+    from jaxlab.widgets._base import JaxlabWidget
+
+    built = []
+    real = JaxlabWidget.static_bundle
+    monkeypatch.setattr(
+        JaxlabWidget, "static_bundle", lambda self, **kw: built.append(1) or real(self, **kw)
+    )
+    monkeypatch.setattr("IPython.display.update_display", lambda *a, **k: None)
+    view = jaxlab.show(jnp.zeros(3), name="x")
+    monitor = CompileMonitor()
+    try:
+        for widget in (view.widget, monitor):
+            widget._twin_ids = ["shown"]  # as a displayed widget has
+        built.clear()
+        view.update(jnp.ones(3))
+        view.flush()  # five traits change (rows, footer, selected, drawing, updates)
+        assert len(built) == 1
+        built.clear()
+        jaxlab.compile_log().record("f", compile_s=0.01, signature=("f32[3]",))
+        monitor.refresh()  # two traits change (functions, session)
+        assert len(built) == 1
+    finally:
+        view.widget.close()
+        monitor.close()

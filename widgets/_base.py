@@ -41,12 +41,13 @@ widgets or comms.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -287,10 +288,32 @@ class JaxlabWidget(anywidget.AnyWidget):
         for display_id in self._twin_ids:
             update_display(bundle, raw=True, display_id=display_id)
 
+    # Inside twin_once() a synced change only marks the twin stale; it is rebuilt once at
+    # the end (a redraw setting five traits rebuilt its twin five times).
+    _twin_held = False
+    _twin_stale = False
+
+    @contextlib.contextmanager
+    def twin_once(self) -> Iterator[None]:
+        """Changes made inside bring the displayed twins up to date once, at the end."""
+        if self._twin_held:
+            yield
+            return
+        self._twin_held, self._twin_stale = True, False
+        try:
+            yield
+        finally:
+            self._twin_held = False
+            if self._twin_stale:
+                self.update_static()
+
     def _synced_change(self, change: dict[str, Any]) -> None:
         name = change.get("name", "")
         if self._twin_ids and not name.startswith("_") and name in self.keys:
-            self.update_static()
+            if self._twin_held:
+                self._twin_stale = True
+            else:
+                self.update_static()
 
     def _ipython_display_(self, **kwargs: Any) -> None:
         """Display the live view, then its static twin (with a display id to update)."""

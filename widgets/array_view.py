@@ -87,8 +87,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
                 raise
             _log.warning("ArrayView %r could not draw the latest value", self.name, exc_info=True)
             self.last_error = f"the latest value is not drawn ({e}); the view shows the last one"
-            self.footer = self.last_error
-            self.update_static()
+            self.footer = self.last_error  # a synced change: the twin says it too
         else:
             self.last_error = ""
 
@@ -101,13 +100,12 @@ class ArrayView(JaxlabWidget, static="array_view"):
             selected = first.path if first is not None else ""
         else:
             selected = self.selected
-        with self.hold_sync():
+        with self.twin_once(), self.hold_sync():  # `updates` always changes: one twin
             self.rows = rows
             self.footer = "; ".join(record.notes)
             self.selected = selected
             self.drawing = self._drawing(selected)
             self.updates += 1
-        self.update_static()
 
     def _slice(self) -> tuple[int, ...] | None:
         return tuple(self.slice_at) if self.slice_at else None
@@ -167,10 +165,6 @@ class ArrayView(JaxlabWidget, static="array_view"):
             if self.name + jax.tree_util.keystr(key_path) == path:
                 return leaf
         return self._value
-
-    def _synced_change(self, change: dict[str, Any]) -> None:
-        # the twin is rewritten once per redraw (_redraw), not once per trait
-        return
 
     def close(self) -> None:
         self._redraws.close()

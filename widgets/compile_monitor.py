@@ -142,7 +142,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
     def refresh(self) -> None:
         """Send the log's current state to the browser now."""
         functions, session = self.state()
-        with self.hold_sync():
+        with self.twin_once(), self.hold_sync():
             self.functions = functions
             self.session = session
 
