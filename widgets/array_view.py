@@ -22,8 +22,15 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from jaxlab.arrays.draw import sample_caption
-from jaxlab.arrays.html import flags
+from jaxlab.arrays.draw import (
+    ValueRange,
+    drawn_range,
+    not_finite_legend,
+    sample_caption,
+    sample_range_words,
+    sample_values,
+)
+from jaxlab.arrays.html import first_flagged, flags, tree_html
 from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
 from jaxlab.arrays.tree import show_record
 from jaxlab.timing.collector import collector_paused
@@ -50,9 +57,20 @@ class ArrayView(JaxlabWidget, static="array_view"):
     selected = traitlets.Unicode("").tag(sync=True, front_end=True)
     slice_at = traitlets.List(traitlets.Int()).tag(sync=True, front_end=True)
 
-    def __init__(self, value: Any = None, name: str = "", rate: float = 4.0, **kwargs: Any):
+    def __init__(
+        self,
+        value: Any = None,
+        name: str = "",
+        rate: float = 4.0,
+        value_range: ValueRange | str | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(name=name, **kwargs)
         self._value = value
+        # the colours' range: None re-fits it to each frame's array; (lo, hi) fixes it;
+        # "first" fixes each leaf's at its first frame's (``_first``), so a fade shows
+        self._range_rule = checked_range(value_range)
+        self._first: dict[str, ValueRange] = {}
         self._record: ShowRecord | None = None
         self.last_error = ""  # why the latest value was not drawn, if it was not
         self._redraws = LatestRedraw(self._redraw, interval=1.0 / rate)
@@ -96,7 +114,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
         self._record = record
         rows = tree_rows(record.root)
         if not self.selected or record.root.find(self.selected) is None:
-            first = record.root.first_array()
+            first = first_flagged(record.root) or record.root.first_array()
             selected = first.path if first is not None else ""
         else:
             selected = self.selected
@@ -147,6 +165,10 @@ class ArrayView(JaxlabWidget, static="array_view"):
                 for f in fields(info.sample)
                 for v in (getattr(info.sample, f.name),)
             }
+        lo_hi, fixed = self._range(path, info)
+        words = ""
+        if info.sample is not None and lo_hi is not None and info.kind != "complex":
+            words = sample_range_words(sample_values(info.sample), lo_hi)
         return {
             "path": path,
             "shape": list(info.shape),
@@ -155,7 +177,30 @@ class ArrayView(JaxlabWidget, static="array_view"):
             "sample": sample,
             "caption": sample_caption(info) if info.sample is not None else info.note,
             "shards": _shards_payload(info.layout),
+            # the colours' range (the whole array's, or fixed), what the sample spans when
+            # that differs, and where its NaN/Inf are
+            "range": list(lo_hi) if lo_hi is not None else None,
+            "range_fixed": fixed,
+            "sample_range": words,
+            "legend": not_finite_legend(info),
         }
+
+    def _range(self, path: str, info: Any) -> tuple[ValueRange | None, bool]:
+        """``(lo, hi)`` of the leaf's colours and whether it is fixed (by the rule)."""
+        rule = self._range_rule
+        if isinstance(rule, tuple):
+            return rule, True
+        if info.sample is None or info.kind in ("boolean", "complex"):
+            return None, False
+        now = drawn_range(info, sample_values(info.sample))
+        if rule != "first" or now is None:
+            return now, False
+        return self._first.setdefault(path, now), True
+
+    def range_of(self, path: str) -> ValueRange | None:
+        """The fixed range of the leaf at ``path`` (None: fitted to its array)."""
+        rule = self._range_rule
+        return rule if isinstance(rule, tuple) else self._first.get(path)
 
     def _leaf(self, path: str) -> Any:
         """The array at ``path`` in the current value (its drawing asked again)."""
@@ -171,10 +216,32 @@ class ArrayView(JaxlabWidget, static="array_view"):
         super().close()
 
     def _static_html(self) -> str:
-        return self.record.html()
+        from jaxlab.timing.collector import collector_paused
+
+        with collector_paused():
+            return tree_html(self.record, self.range_of if self._range_rule else None)
 
     def _static_text(self) -> str:
         return self.record.text()
+
+
+def checked_range(value_range: Any) -> ValueRange | str | None:
+    """``None``, ``"first"`` or ``(lo, hi)`` with finite ``lo < hi``; anything else is a
+    ``ValueError`` naming what was given and what is taken."""
+    if value_range is None or value_range == "first":
+        return value_range
+    try:
+        if isinstance(value_range, str):
+            raise ValueError(value_range)
+        lo, hi = (float(v) for v in value_range)
+    except (TypeError, ValueError):
+        lo = hi = float("nan")
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(
+            f"range={value_range!r}: give (lo, hi), two finite numbers with lo < hi, "
+            f'or "first" (fixed at the first frame\'s range)'
+        )
+    return (lo, hi)
 
 
 def rows_json(rows: list[dict[str, Any]]) -> memoryview:

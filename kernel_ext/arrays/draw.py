@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import uuid
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,10 @@ LINE_W, LINE_H = 480, 110
 MAP_SIDE = 240  # pixels of a heat map's longer side
 _TEXT = "var(--jp-ui-font-color1, currentColor)"
 _LINE = "var(--jp-brand-color1, #1976d2)"
-_MARK = "var(--jp-error-color1, #d32f2f)"
+MARK_SIDE = 8  # pixels: the least side of a NaN/Inf marker, visible on a projector
+MARKS_DRAWN = 200  # NaN/Inf markers drawn on one picture; the legend counts them all
+LEGEND_INDICES = 3  # indices the legend names per word ("NaN at [3, 7], [4, 1] and 2 more")
+ValueRange = tuple[float, float]
 
 
 def sample_values(sample: Sample) -> np.ndarray:
@@ -36,8 +40,9 @@ def sample_values(sample: Sample) -> np.ndarray:
     return a
 
 
-def draw_info(info: ArrayInfo) -> str:
-    """The drawing of one array leaf, or ``''`` when it has no sample."""
+def draw_info(info: ArrayInfo, value_range: ValueRange | None = None) -> str:
+    """The drawing of one array leaf, or ``''`` when it has no sample. ``value_range``
+    fixes the colours' (and a line's) range; else the whole array's min and max."""
     sample = info.sample
     if sample is None:
         return ""
@@ -53,13 +58,96 @@ def draw_info(info: ArrayInfo) -> str:
         parts = [("", a, sample.kind)]
     out = []
     for title, values, kind in parts:
-        body = line_svg(values, kind) if values.ndim == 1 else heat_map_html(values, kind)
+        lo_hi = None if kind == "phase" else drawn_range(info, values, value_range)
+        if values.ndim == 1:
+            body = line_svg(values, kind, lo_hi)
+        else:
+            body = heat_map_html(values, kind, lo_hi, sample_range_words(values, lo_hi))
         head = f"<div><b>{html.escape(title)}</b></div>" if title else ""
         out.append(f"<div>{head}{body}</div>")
+    legend = not_finite_legend(info)
+    legend_html = f'<div class="jaxlab-array-legend">{html.escape(legend)}</div>' if legend else ""
     return (
-        f'<div class="jaxlab-array-draw">{"".join(out)}'
+        f'<div class="jaxlab-array-draw">{"".join(out)}{legend_html}'
         f'<div style="opacity:0.75">{caption}</div></div>'
     )
+
+
+def drawn_range(
+    info: ArrayInfo, values: np.ndarray, value_range: ValueRange | None = None
+) -> ValueRange | None:
+    """The colours' range: ``value_range`` when given, else the whole array's min and max
+    (its figures, reduced on its devices), so a subsampled map's bar says the array's
+    extremes; None (the sample's own range) where the figures have none."""
+    if value_range is not None:
+        return _proper(*value_range)
+    st = info.stats
+    if info.kind in ("boolean",) or st is None or st.min is None or st.max is None:
+        return None
+    if not (math.isfinite(st.min) and math.isfinite(st.max)):
+        return None
+    return _proper(st.min, st.max)
+
+
+def _proper(lo: float, hi: float) -> ValueRange:
+    lo, hi = float(lo), float(hi)
+    return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
+
+
+def sample_range_words(values: np.ndarray, lo_hi: ValueRange | None) -> str:
+    """``'drawn values 0.01 to 0.4725'`` where the drawn sample's range differs from the
+    bar's (a subsampled array, a fixed range); else ``''``."""
+    f = np.asarray(values, dtype=np.float64)
+    f = f[np.isfinite(f)]
+    if lo_hi is None or f.size == 0:
+        return ""
+    lo, hi = float(f.min()), float(f.max())
+    if _cell(lo) == _cell(lo_hi[0]) and _cell(hi) == _cell(lo_hi[1]):
+        return ""
+    return f"drawn values {_cell(lo)} to {_cell(hi)}"
+
+
+def not_finite_at(info: ArrayInfo) -> dict[str, list[tuple[int, ...]]]:
+    """The array indices of the sample's NaN and Inf values (``{"NaN": [(3, 7), ...]}``),
+    in the whole array's coordinates (strides and slice undone), first ones first."""
+    s = info.sample
+    if s is None or s.kind not in ("float", "complex"):
+        return {}
+    a = sample_values(s)
+    if a.ndim == 0:
+        return {}
+    out: dict[str, list[tuple[int, ...]]] = {}
+    for word, hit in (("NaN", np.isnan(a)), ("Inf", np.isinf(a))):
+        where = np.argwhere(hit)
+        if len(where):
+            steps = np.asarray(s.steps[-a.ndim :] or (1,) * a.ndim)
+            out[word] = [
+                tuple(s.slice_at) + tuple(int(i) for i in row * steps)
+                for row in where[:MARKS_DRAWN]
+            ]
+    return out
+
+
+def not_finite_legend(info: ArrayInfo) -> str:
+    """``'NaN at [3, 7] and 4 more; Inf at [0, 2]'``: the first indices of each, counted
+    over the whole array (its figures) where the sample holds only some."""
+    at = not_finite_at(info)
+    st = info.stats
+    parts = []
+    for word in ("NaN", "Inf"):
+        total = (st.nan if word == "NaN" else st.inf) if st is not None else 0
+        found = at.get(word, [])
+        total = max(total, len(found))
+        if not total:
+            continue
+        if not found:
+            parts.append(f"{word} x{total}, none in the drawn values")
+            continue
+        shown = found[:LEGEND_INDICES]
+        words = ", ".join("[" + ", ".join(str(i) for i in idx) + "]" for idx in shown)
+        more = total - len(shown)
+        parts.append(f"{word} at {words}" + (f" and {more} more" if more else ""))
+    return "; ".join(parts)
 
 
 def sample_caption(info: ArrayInfo) -> str:
@@ -101,11 +189,12 @@ def _finite_range(a: np.ndarray) -> tuple[float, float]:
     return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
 
-def line_svg(a: np.ndarray, kind: str) -> str:
-    """1-D values as a line (integers and booleans as steps); a red tick where a value is
-    NaN or Inf, the line broken there."""
+def line_svg(a: np.ndarray, kind: str, lo_hi: ValueRange | None = None) -> str:
+    """1-D values as a line (integers and booleans as steps); a marker where a value is
+    NaN or Inf (a magenta square outlined in black, ``MARK_SIDE`` px), the line broken
+    there."""
     a = a.astype(np.float64)
-    lo, hi = _finite_range(a)
+    lo, hi = lo_hi or _finite_range(a)
     n = len(a)
     xs = np.linspace(4, LINE_W - 4, n) if n > 1 else np.array([LINE_W / 2])
     ys = LINE_H - 14 - (a - lo) / (hi - lo) * (LINE_H - 28)
@@ -128,9 +217,7 @@ def line_svg(a: np.ndarray, kind: str) -> str:
         for r in lines
     )
     marks = "".join(
-        f'<line x1="{xs[i]:.1f}" x2="{xs[i]:.1f}" y1="{LINE_H - 12}" y2="{LINE_H - 4}" '
-        f'stroke="{_MARK}"/>'
-        for i in np.flatnonzero(~np.isfinite(a))[:200]
+        _marker(xs[i], LINE_H - 9, MARK_SIDE) for i in np.flatnonzero(~np.isfinite(a))[:MARKS_DRAWN]
     )
     labels = (
         f'<text x="2" y="12" font-size="12" fill="{_TEXT}">{_cell(hi)}</text>'
@@ -143,8 +230,23 @@ def line_svg(a: np.ndarray, kind: str) -> str:
     )
 
 
-def heat_map_html(a: np.ndarray, kind: str) -> str:
-    """A 2-D field as an image, pixels unsmoothed, with its colour bar beside it."""
+def _marker(cx: float, cy: float, side: float) -> str:
+    """A NaN/Inf marker: a magenta square with a black and a white outline, seen on any
+    colour of the map and in either theme."""
+    x, y = cx - side / 2, cy - side / 2
+    return (
+        f'<rect class="jaxlab-not-finite" x="{x:.1f}" y="{y:.1f}" width="{side:.1f}" '
+        f'height="{side:.1f}" fill="rgb(255,0,255)" stroke="#000" stroke-width="2"/>'
+        f'<rect x="{x - 1.5:.1f}" y="{y - 1.5:.1f}" width="{side + 3:.1f}" '
+        f'height="{side + 3:.1f}" fill="none" stroke="#fff" stroke-width="1"/>'
+    )
+
+
+def heat_map_html(
+    a: np.ndarray, kind: str, lo_hi: ValueRange | None = None, sample_words: str = ""
+) -> str:
+    """A 2-D field as an image, pixels unsmoothed, with its colour bar beside it; each NaN
+    or Inf cell under a marker of at least ``MARK_SIDE`` px (an SVG over the image)."""
     a = a.astype(np.float64)
     if kind == "boolean":
         rgb = BOOLEAN[(a > 0).astype(int)].astype(np.uint8)
@@ -153,7 +255,7 @@ def heat_map_html(a: np.ndarray, kind: str) -> str:
         lo, hi, stops = -math.pi, math.pi, TWILIGHT
         rgb = colours((a - lo) / (hi - lo), stops)
     else:
-        lo, hi = _finite_range(a)
+        lo, hi = lo_hi or _finite_range(a)
         stops = VIRIDIS
         rgb = colours((a - lo) / (hi - lo), stops)
     rows, cols = a.shape
@@ -161,13 +263,26 @@ def heat_map_html(a: np.ndarray, kind: str) -> str:
     w, h = max(1, round(cols * scale)), max(1, round(rows * scale))
     img = (
         f'<img class="jaxlab-array-map" src="{png_uri(rgb)}" width="{w}" height="{h}" '
-        f'style="image-rendering:pixelated" alt="heat map">'
+        f'style="image-rendering:pixelated;display:block" alt="heat map">'
     )
-    bar = colour_bar_svg(lo, hi, stops, h, kind)
+    bad = np.argwhere(~np.isfinite(a))[:MARKS_DRAWN]
+    if len(bad):
+        side = max(float(MARK_SIDE), scale)
+        marks = "".join(_marker((c + 0.5) * scale, (r + 0.5) * scale, side) for r, c in bad)
+        img = (
+            f'<div style="position:relative;width:{w}px;height:{h}px">{img}'
+            f'<svg width="{w}" height="{h}" style="position:absolute;left:0;top:0;'
+            f'overflow:visible" xmlns="http://www.w3.org/2000/svg">{marks}</svg></div>'
+        )
+    bar = colour_bar_svg(lo, hi, stops, h, kind, sample_words)
     return f'<div style="display:flex;gap:6px;align-items:stretch">{img}{bar}</div>'
 
 
-def colour_bar_svg(lo: float, hi: float, stops: np.ndarray, height: int, kind: str) -> str:
+def colour_bar_svg(
+    lo: float, hi: float, stops: np.ndarray, height: int, kind: str, sample_words: str = ""
+) -> str:
+    """The bar: its gradient's id is new per drawing (``jaxlab-cbar-<hex>``): one id on a
+    page is one gradient, and a hidden twin's would blank every bar after it."""
     n = len(stops)
     grad = "".join(
         f'<stop offset="{i / (n - 1):.3f}" stop-color="rgb({int(r)},{int(g)},{int(b)})"/>'
@@ -175,13 +290,21 @@ def colour_bar_svg(lo: float, hi: float, stops: np.ndarray, height: int, kind: s
     )
     top, bottom = ("True", "False") if kind == "boolean" else (_cell(hi), _cell(lo))
     height = max(height, 40)
+    gid = f"jaxlab-cbar-{uuid.uuid4().hex[:12]}"
+    note = (
+        f'<text x="16" y="{height // 2 + 4}" font-size="11" fill="{_TEXT}" opacity="0.8">'
+        f"{html.escape(sample_words)}</text>"
+        if sample_words
+        else ""
+    )
+    width = 84 if not sample_words else 84 + 6 * len(sample_words)
     return (
-        f'<svg class="jaxlab-colour-bar" width="84" height="{height}" '
+        f'<svg class="jaxlab-colour-bar" width="{width}" height="{height}" '
         f'xmlns="http://www.w3.org/2000/svg"><defs>'
-        f'<linearGradient id="jaxlab-cbar-{kind}" x1="0" y1="0" x2="0" y2="1">'
+        f'<linearGradient id="{gid}" x1="0" y1="0" x2="0" y2="1">'
         f"{grad}</linearGradient></defs>"
-        f'<rect x="0" y="0" width="12" height="{height}" fill="url(#jaxlab-cbar-{kind})"/>'
+        f'<rect x="0" y="0" width="12" height="{height}" fill="url(#{gid})"/>'
         f'<text x="16" y="12" font-size="12" fill="{_TEXT}">{html.escape(top)}</text>'
         f'<text x="16" y="{height - 2}" font-size="12" fill="{_TEXT}">{html.escape(bottom)}</text>'
-        f"</svg>"
+        f"{note}</svg>"
     )

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import functools
 import html
+from collections.abc import Callable
 
-from .draw import draw_info
+from .draw import ValueRange, draw_info
 from .record import ArrayInfo, ShowRecord, TreeNode
 from .shards_html import layout_html, layout_text
 from .words import count_words, dtype_words, format_bytes, shape_words
@@ -21,6 +22,7 @@ _STYLE = (
     ".jaxlab-show details{margin-left:1em}.jaxlab-show summary{cursor:pointer}"
     ".jaxlab-show .flag{color:var(--jp-error-color1,#d32f2f);font-weight:bold}"
     ".jaxlab-show .dim{opacity:0.7}"
+    ".jaxlab-array-legend{color:var(--jp-error-color1,#d32f2f);font-weight:bold}"
     ".jaxlab-array-table td{padding:0 6px;text-align:right;"
     "border:1px solid var(--jp-border-color2,#ddd)}</style>"
 )
@@ -79,12 +81,24 @@ def _summary(node: TreeNode) -> str:
     return f'<b>{key}</b>{label} <span class="dim">{e(size)}</span>{flag_html}'
 
 
-def _node_html(node: TreeNode, depth: int, budget: list[int]) -> str:
+RangeOf = Callable[[str], "ValueRange | None"]  # a leaf's path -> its fixed colour range
+
+
+def first_flagged(root: TreeNode) -> TreeNode | None:
+    """The first array leaf holding a NaN or Inf, depth first (the one a view opens on)."""
+    if not (root.nan or root.inf):
+        return None
+    return next((n for n in root.nodes() if n.array is not None and (n.nan or n.inf)), None)
+
+
+def _node_html(node: TreeNode, depth: int, budget: list[int], range_of: RangeOf | None) -> str:
     budget[0] -= 1
+    flagged = bool(node.nan or node.inf)  # a NaN's path is drawn open, however deep
     if node.array is not None:
-        drawing = draw_info(node.array) + layout_html(node.array.layout)
+        fixed = range_of(node.path) if range_of is not None else None
+        drawing = draw_info(node.array, fixed) + layout_html(node.array.layout)
         if drawing:
-            is_open = " open" if depth <= OPEN_DEPTH else ""
+            is_open = " open" if depth <= OPEN_DEPTH or flagged else ""
             return f"<details{is_open}><summary>{_summary(node)}</summary>{drawing}</details>"
         return f'<div style="margin-left:1em">{_summary(node)}</div>'
     if node.is_leaf and not node.hidden:
@@ -93,18 +107,19 @@ def _node_html(node: TreeNode, depth: int, budget: list[int]) -> str:
     for child in node.children:
         if budget[0] <= 0:
             break
-        kids.append(_node_html(child, depth + 1, budget))
+        kids.append(_node_html(child, depth + 1, budget, range_of))
     more = len(node.children) - len(kids) + node.hidden
     if more:
         kids.append(f'<div class="dim" style="margin-left:1em">… {more} more</div>')
-    is_open = " open" if depth < OPEN_DEPTH else ""
+    is_open = " open" if depth < OPEN_DEPTH or flagged else ""
     return f"<details{is_open}><summary>{_summary(node)}</summary>{''.join(kids)}</details>"
 
 
-def tree_html(record: ShowRecord) -> str:
+def tree_html(record: ShowRecord, range_of: RangeOf | None = None) -> str:
+    """The tree as HTML; ``range_of(path)`` fixes a leaf's colour range (a live view's)."""
     e = html.escape
     root = record.root
-    body = _node_html(root, 0, [MAX_HTML_NODES])
+    body = _node_html(root, 0, [MAX_HTML_NODES], range_of)
     foot = [f"{record.leaves} array leaves" if record.leaves != 1 else ""]
     if record.copied_bytes:
         foot.append(f"{record.copied_bytes:,} bytes copied to the host for this view")

@@ -43,16 +43,26 @@ class ShowHandle:
 
 
 def show(
-    x: Any, name: str = "", slice_at: tuple[int, ...] | None = None, rate: float = 4.0
+    x: Any,
+    name: str = "",
+    slice_at: tuple[int, ...] | None = None,
+    rate: float = 4.0,
+    range: tuple[float, float] | str | None = None,  # the word users write
 ) -> ShowHandle:
     """Display ``x`` (an array or any pytree) as a live view and return its handle.
 
     ``rate`` bounds redraws per second while ``update`` is called in a loop; ``slice_at``
     picks the leading indices of a 3-D+ array's drawn slice (negative from the end).
+    ``range=(lo, hi)`` fixes the colours' range; ``range="first"`` fixes it at the first
+    frame's (so a fade shows); by default each frame's array's min and max. A bad range
+    is a ``ValueError`` saying what is taken.
     A value that cannot be walked raises ``UnshowablePytree`` and a slice that does not fit
     ``BadSlice`` (both ``ValueError``), naming the part and the reason; nothing is shown.
     """
-    return live_view(x, name, checked_slice(x, name, slice_at), rate)
+    from jaxlab.widgets.array_view import checked_range
+
+    fixed = checked_range(range)
+    return live_view(x, name, checked_slice(x, name, slice_at), rate, fixed)
 
 
 def checked_slice(x: Any, name: str, slice_at: tuple[int, ...] | None) -> tuple[int, ...] | None:
@@ -65,11 +75,20 @@ def checked_slice(x: Any, name: str, slice_at: tuple[int, ...] | None) -> tuple[
     return check_slice(arrays, tuple(slice_at)) if slice_at else None
 
 
-def live_view(x: Any, name: str, slice_at: tuple[int, ...] | None, rate: float) -> ShowHandle:
-    """The ArrayView of ``x``, displayed in IPython: ``x`` and ``slice_at`` already checked."""
+def live_view(
+    x: Any,
+    name: str,
+    slice_at: tuple[int, ...] | None,
+    rate: float,
+    value_range: tuple[float, float] | str | None = None,
+) -> ShowHandle:
+    """The ArrayView of ``x``, displayed in IPython: ``x``, ``slice_at`` and
+    ``value_range`` already checked."""
     from jaxlab.widgets.array_view import ArrayView
 
-    widget = ArrayView(x, name=name, rate=rate, slice_at=list(slice_at or ()))
+    widget = ArrayView(
+        x, name=name, rate=rate, slice_at=list(slice_at or ()), value_range=value_range
+    )
     if _in_ipython():
         from IPython.display import display
 

@@ -53,6 +53,24 @@ def _slice(text: str | None) -> tuple[int, ...] | None:
         ) from e
 
 
+def _range(text: str | None) -> tuple[float, float] | str | None:
+    """``--range lo,hi`` (``--range=-1,1`` for a negative ``lo``) or ``--range first``."""
+    if text is None or text.strip() == "first":
+        return None if text is None else "first"
+    from jaxlab.widgets.array_view import checked_range
+
+    try:
+        fixed = checked_range(tuple(float(p) for p in text.split(",")))
+    except ValueError:
+        fixed = None
+    if not isinstance(fixed, tuple):
+        raise UsageError(
+            f"%show: --range takes lo,hi with lo < hi, e.g. --range 0,1 or --range=-1,1, "
+            f"or --range first (fixed at the first frame's), not {text!r}"
+        )
+    return fixed
+
+
 @magics_class
 class ArrayMagics(Magics):
     @magic_arguments()
@@ -62,6 +80,12 @@ class ArrayMagics(Magics):
         metavar="I,J",
         help="Leading indices of the drawn 2-D slice of a 3-D+ array, negative from the end "
         "(default: the middle).",
+    )
+    @argument(
+        "--range",
+        metavar="LO,HI",
+        help="Fix the colours' range (--range=-1,1 for a negative LO), or 'first': fixed at "
+        "the live view's first frame (default: the array's min and max).",
     )
     @argument("-o", dest="output", action="store_true", help="Return the ShowRecord.")
     @line_magic
@@ -74,7 +98,7 @@ class ArrayMagics(Magics):
         """
         from ..arrays import formatter
 
-        options, expr = split_options(line, frozenset({"--slice"}))
+        options, expr = split_options(line, frozenset({"--slice", "--range"}))
         args = parse_options(self.show, options)
         if expr in ("on", "off"):
             (formatter.turn_on if expr == "on" else formatter.turn_off)(self.shell)
@@ -86,6 +110,7 @@ class ArrayMagics(Magics):
         if not expr:
             raise UsageError("%show: name what to show, e.g. %show params (or %show on|off)")
         slice_at = _slice(args.slice)
+        fixed = _range(args.range)
         value = self._evaluate(expr)
         from ..arrays.refusals import BadSlice, UnshowablePytree
         from ..arrays.show import checked_slice, live_view
@@ -98,9 +123,16 @@ class ArrayMagics(Magics):
         if args.output:
             return show_record(value, expr, slice_at=slice_at)
         if args.static or getattr(self.shell, "kernel", None) is None:
-            display(show_record(value, expr, slice_at=slice_at))
+            record = show_record(value, expr, slice_at=slice_at)
+            if isinstance(fixed, tuple):
+                from ..arrays.html import tree_html
+
+                html = tree_html(record, lambda _path: fixed)
+                display({"text/plain": record.text(), "text/html": html}, raw=True)
+            else:
+                display(record)
             return None
-        live_view(value, expr, slice_at, rate=4.0)
+        live_view(value, expr, slice_at, rate=4.0, value_range=fixed)
         return None
 
     @magic_arguments()
