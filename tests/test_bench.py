@@ -44,7 +44,10 @@ def test_bench_result_is_consistent_and_compiles_once():
     assert r.flops == pytest.approx(2 * 300**3, rel=0.02)  # XLA: 2·n³ for the matmul (+ tanh)
     assert r.bytes_accessed >= 2 * 300 * 300 * 4  # read a, write the result
     assert r.flops_s == pytest.approx(r.flops / r.ready_s)
-    assert r.flops_fraction == pytest.approx(min(1.0, r.flops_s / r.peak_flops_s))
+    if "flops" in r.above_peak:  # faster than the session's peak matmul: no share
+        assert r.flops_fraction is None and r.flops_s > r.peak_flops_s
+    else:
+        assert r.flops_fraction == pytest.approx(r.flops_s / r.peak_flops_s)
     json.dumps(r.to_dict())  # JSON-ready
 
 
@@ -244,29 +247,101 @@ def _shares(text):
     return [float(m) for m in re.findall(r"(\d+)% of this machine", text)]
 
 
-def test_a_planted_low_peak_is_measured_again_never_a_share_above_100(monkeypatch):
+def test_a_call_faster_than_the_peak_never_raises_it_and_is_said_to_run_from_cache(
+    monkeypatch,
+):
     from jaxlab.timing import peak
 
-    planted = peak.Peak("cpu", 1.0, 1.0, 1, 1, time.time(), peak.load_average())
-    monkeypatch.setitem(peak._PEAKS, jax.default_backend(), planted)
-    r = jaxlab.bench(matmul, jnp.ones((300, 300)), runs=2, repeats=1)
-    assert r.peak_flops_s > 1.0  # the share would pass 100%: the peak was measured again
-    assert 0 < r.flops_fraction <= 1.0 and 0 < r.bytes_fraction <= 1.0
-    assert all(s <= 100 for s in _shares(str(r)))
+    measured = []
 
-
-def test_a_peak_still_below_the_call_is_raised_to_its_rate(monkeypatch):
-    from jaxlab.timing import peak
-
-    def low(platform):
-        return peak.Peak(platform, 1.0, 1.0, 1, 1, time.time(), peak.load_average())
+    def low(platform):  # a planted peak every call beats
+        measured.append(platform)
+        return peak.Peak(platform, 1.0, 1.0, 1, 1, time.time(), 0.5, (0.9, 1.1), (0.9, 1.1))
 
     monkeypatch.setattr(peak, "measure_peak", low)
     monkeypatch.setattr(peak, "_PEAKS", {})
+    monkeypatch.setattr(peak, "load_average", lambda: 9.0)  # the load moved: still one peak
     r = jaxlab.bench(matmul, jnp.ones((300, 300)), runs=2, repeats=1)
-    assert r.flops_fraction == 1.0 and r.peak_flops_s == pytest.approx(r.flops_s)
-    assert r.peak_raised == "flops and bytes"
-    assert _shares(str(r)) == [100, 100] and "faster than the peak" in str(r)
+    again = jaxlab.bench(matmul, jnp.ones((300, 300)), runs=2, repeats=1)
+    assert measured == [jax.default_backend()]  # one peak per session
+    assert peak.machine_peak().flops_s == 1.0 and peak.machine_peak().bytes_s == 1.0
+    for result in (r, again):
+        assert result.peak_flops_s == 1.0 and result.peak_bytes_s == 1.0  # not raised
+        assert result.above_peak == "flops and bytes"
+        assert result.flops_fraction is None and result.bytes_fraction is None
+        text = str(result)
+        assert _shares(text) == []  # no share of memory bandwidth (nor of the peak matmul)
+        assert "faster than memory: it runs from cache" in text
+        assert "rounds 0.9–1.1 B/s" in text  # the peak with its spread
+
+
+def _peaked(**changes):
+    base = dict(
+        flops=5e6, bytes_accessed=1e6, peak_flops_s=1e10, peak_bytes_s=1e9,
+        peak_flops_spread="9–11 GFLOP/s", peak_bytes_spread="0.9–1.1 GB/s",
+        peak_note="measured at 10:52:45",
+    )  # fmt: skip
+    return _result(**(base | changes))
+
+
+def test_a_share_is_shown_below_the_peak_and_a_cache_note_above_it():
+    below = _peaked()  # 1e6 B in 5 ms: 200 MB/s of a 1 GB/s memory
+    assert below.bytes_fraction == pytest.approx(0.2) and _shares(str(below)) == [10, 20]
+    row = next(line for line in str(below).splitlines() if "memory traffic" in line)
+    assert "20% of this machine's 1 GB/s (rounds 0.9–1.1 GB/s, measured at 10:52:45)" in row
+    above = _peaked(above_peak="bytes", bytes_accessed=1e8)  # 20 GB/s: from cache
+    row = next(line for line in str(above).splitlines() if "memory traffic" in line)
+    assert above.bytes_fraction is None and "%" not in row
+    assert "faster than memory: it runs from cache" in row
+    assert _shares(str(above)) == [10]  # the compute share stays
+
+
+def test_the_stream_kernel_is_sized_past_the_last_level_cache(tmp_path):
+    from jaxlab.timing import peak
+
+    for cache in (None, 8 << 20, 300 << 20, 2 << 30):
+        elements = peak.stream_elements(cache)
+        assert elements * 4 >= peak.MIN_STREAM_BYTES
+        if cache:
+            assert elements * 4 >= 2 * cache  # twice the cache at least: cannot fit in it
+    for i, size in enumerate(("32K", "1024K", "307200K", "64K")):
+        (tmp_path / f"index{i}").mkdir()
+        (tmp_path / f"index{i}" / "size").write_text(size + "\n")
+    assert peak.last_level_cache_bytes(tmp_path) == 307200 << 10
+    assert peak.last_level_cache_bytes(tmp_path / "absent") is None
+    assert peak.parse_size("32M") == 32 << 20 and peak.parse_size("?") is None
+
+
+def test_the_first_call_row_only_when_the_call_compiled_in_this_bench():
+    f = jax.jit(lambda a: a * 3.0 + 1.0)
+    a = jnp.ones(7)
+    fresh = jaxlab.bench(f, a, runs=2, repeats=1)
+    assert fresh.compiled and "first call (compile + run)" in str(fresh)
+    again = jaxlab.bench(f, a, runs=2, repeats=1)  # compiled by the bench above
+    assert not again.compiled and "first call" not in str(again)
+    assert "first call" not in again._repr_mimebundle_()["text/html"]
+
+
+def test_ratios_read_as_people_read_them():
+    from jaxlab.timing.bench_view import times
+
+    assert [times(x) for x in (1.031, 1.5, 3.44, 42.4, 2925.23)] == [
+        "1.03×", "1.50×", "3.4×", "42×", "2,925×",
+    ]  # fmt: skip
+    slow = _result(compare=_result(name="g(x)", ready_s=5e-3 * 2925.23))
+    assert "2,925× slower than f(x)" in str(slow) and "2925.23" not in str(slow)
+    near = _result(compare=_result(name="g(x)", ready_s=5e-3 * 1.031))
+    assert "1.03× slower" in str(near)
+
+
+def test_two_timings_of_the_calls_return_that_contradict_are_not_shown_side_by_side():
+    text = str(_result(ready_s=2e-4, ready_min_s=2e-4, ready_max_s=2e-4, dispatch_s=139e-6,
+                       naive_s=10.8e-6, timeit_s=2e-4))  # fmt: skip
+    assert "until the call returns" not in text
+    row = next(line for line in text.splitlines() if "unblocked single call" in line)
+    assert "10.8 µs" in row and "returned after 139 µs" in row
+    agreeing = str(_result(dispatch_s=1e-5, naive_s=1.2e-5))
+    assert "until the call returns" in agreeing and "unblocked single call" in agreeing
 
 
 def test_a_large_output_is_held_at_most_twice(monkeypatch):
@@ -407,26 +482,6 @@ def test_an_equinox_model_called_op_by_op_counts_its_dispatches():
     assert r.flops is not None and r.flops >= 16 * 2 * (4 * 8 + 8 * 1)
 
 
-def test_a_peak_is_measured_again_when_the_load_changed_since_a_minute_ago(monkeypatch):
-    from jaxlab.timing import peak
-
-    measured = []
-
-    def fake(platform):
-        measured.append(platform)
-        return peak.Peak(platform, 1e12, 1e12, 1, 1, time.time(), 0.5)
-
-    monkeypatch.setattr(peak, "measure_peak", fake)
-    monkeypatch.setattr(peak, "load_average", lambda: 3.0)  # 2.5 above the planted peaks'
-    platform = jax.default_backend()
-    recent = peak.Peak(platform, 1e12, 1e12, 1, 1, time.time() - 5, 0.5)
-    monkeypatch.setattr(peak, "_PEAKS", {platform: recent})
-    assert peak.peak_for(1.0, 1.0).measured_at == recent.measured_at and not measured
-    old = peak.Peak(platform, 1e12, 1e12, 1, 1, time.time() - 120, 0.5)
-    monkeypatch.setattr(peak, "_PEAKS", {platform: old})
-    assert peak.peak_for(1.0, 1.0).measured_at > old.measured_at and measured == [platform]
-
-
 class _VirtualClock:
     """``time.perf_counter`` for a test: a call moves it by what the test says the call
     took (and each reading by a microsecond), so the rounds are the test's, not the
@@ -459,22 +514,3 @@ def test_rounds_at_two_levels_are_called_unsteady_and_steady_ones_are_not(monkey
     steady = jaxlab.bench(lambda: clock.spend(0.002), runs=20, repeats=6)
     assert steady.spread < 1.01
     assert not steady.unsteady and "unsteady" not in str(steady)
-
-
-def test_a_call_a_little_over_a_fresh_peak_raises_it_without_measuring_again(monkeypatch):
-    from jaxlab.timing import peak
-
-    measured = []
-
-    def count(platform):
-        measured.append(platform)
-        return peak.Peak(platform, 1e9, 1e9, 1, 1, time.time(), peak.load_average())
-
-    monkeypatch.setattr(peak, "measure_peak", count)
-    platform = jax.default_backend()
-    fresh = peak.Peak(platform, 1e9, 1e9, 1, 1, time.time(), peak.load_average())
-    monkeypatch.setattr(peak, "_PEAKS", {platform: fresh})
-    p = peak.peak_for(1.2e9, None)  # a kernel 1.2x the peak's: the peak raised, not remeasured
-    assert not measured and p.flops_s == 1.2e9 and p.raised_by == "flops"
-    p = peak.peak_for(2e9, None)  # twice the (raised) peak: it was measured busier: again
-    assert measured == [platform] and p.flops_s == 2e9

@@ -20,12 +20,14 @@ outputs are alive at a time, or up to ``PIPELINE_DEPTH`` small ones (``HELD_BYTE
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import statistics
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,7 @@ HELD_BYTES = 64 << 20  # ... as long as their outputs stay under this (and at le
 NAIVE_CALLS = 7  # %timeit -n1 -r7
 DISPATCH_CALLS = 20
 TIMELINE_CALLS = 4
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # JAX: XLA compiled a program
 
 
 class BenchError(ValueError):
@@ -71,6 +74,7 @@ class _Target:
     unblocked: list[float] = field(default_factory=list)
     timeit_loops: int = 1
     compile_s: float = 0.0
+    compiled: bool = False  # XLA compiled during the first call (not earlier in the session)
     output: str = ""
     arrays: int = 0
     out_bytes: int = 0
@@ -159,14 +163,36 @@ def _refuse_result(name: str, out: Any) -> None:
             )
 
 
-def _first_call(t: _Target) -> None:
-    t0 = time.perf_counter()
+@contextlib.contextmanager
+def _compiles_seen() -> Iterator[list[str]]:
+    """XLA compilations this thread reports while the block runs (JAX's monitoring event;
+    a function compiled cells earlier reports none)."""
+    import jax.monitoring as monitoring
+
+    seen: list[str] = []
+    me = threading.get_ident()
+
+    def listener(event: str, duration_secs: float, **kwargs: Any) -> None:
+        if event == BACKEND_COMPILE and threading.get_ident() == me:
+            seen.append(event)
+
+    monitoring.register_event_duration_secs_listener(listener)
     try:
-        out = t.call()
-        jax.block_until_ready(out)
-    except Exception as e:  # the user's own error (a bad static argument, a shape): theirs
-        raise CallFailed(e, t.name) from e
-    t.compile_s = time.perf_counter() - t0
+        yield seen
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
+
+
+def _first_call(t: _Target) -> None:
+    with _compiles_seen() as compiles:
+        t0 = time.perf_counter()
+        try:
+            out = t.call()
+            jax.block_until_ready(out)
+        except Exception as e:  # the user's own error (a bad static argument, a shape): theirs
+            raise CallFailed(e, t.name) from e
+        t.compile_s = time.perf_counter() - t0
+    t.compiled = bool(compiles)
     _refuse_result(t.name, out)
     arrays = [x for x in jax.tree_util.tree_leaves(out) if isinstance(x, jax.Array)]
     t.arrays, t.out_bytes = len(arrays), sum(x.nbytes for x in arrays)
@@ -299,11 +325,17 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
         unblocked = statistics.median(t.unblocked)
     cost = call_cost(t.fun, t.args, t.kwargs) if asynchronous else CallCost()
     flops, moved = cost.flops, cost.bytes_accessed
-    peak = None
+    peak, above = None, ""
     if flops or moved:
-        from .peak import peak_for
+        from .peak import machine_peak
 
-        peak = peak_for(flops / ready if flops else None, moved / ready if moved else None)
+        peak = machine_peak()  # one per session: never changed by a call
+        faster = [
+            kind
+            for kind, done, best in (("flops", flops, peak.flops_s), ("bytes", moved, peak.bytes_s))
+            if done and done / ready > best
+        ]
+        above = " and ".join(faster)
     return BenchResult(
         name=t.name,
         platform=jax.default_backend(),
@@ -329,8 +361,11 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
         loops_note=cost.loops_note,
         peak_flops_s=peak.flops_s if peak is not None and flops else None,
         peak_bytes_s=peak.bytes_s if peak is not None and moved else None,
-        peak_note=peak.conditions if peak is not None else "",
-        peak_raised=peak.raised_by if peak is not None else "",
+        peak_note=peak.when if peak is not None else "",
+        peak_flops_spread=peak.spread("flops") if peak is not None and flops else "",
+        peak_bytes_spread=peak.spread("bytes") if peak is not None and moved else "",
+        above_peak=above,
+        compiled=t.compiled,
         timeline=_timeline(t) if explain and asynchronous else (),
     )
 

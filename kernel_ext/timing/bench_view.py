@@ -14,6 +14,7 @@ from ..compile.log_view import seconds
 from .result import BenchResult, CallSpan
 
 _WIDTH = 420  # px of the timeline drawing
+DISAGREE = 2.0  # two timings of the call's return this far apart contradict each other
 
 # A reopened notebook shows ipywidgets' "model not found" note where the progress bar of a
 # long %bench was (its widget closed with the measurement); the output just before the
@@ -33,13 +34,40 @@ def rate(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-def _share(fraction: float | None, peak: float | None, unit: str, r: BenchResult, kind: str) -> str:
-    if fraction is None or not peak:
+def times(ratio: float) -> str:
+    """A ratio as people read it: ``"1.03×"``, ``"3.4×"``, ``"42×"``, ``"2,925×"``."""
+    if ratio < 2:
+        return f"{ratio:.2f}×"
+    if ratio < 10:
+        return f"{ratio:.1f}×"
+    return f"{ratio:,.0f}×"
+
+
+def _share(r: BenchResult, kind: str) -> str:
+    """The call's share of the session's peak, or why there is none: a call faster than
+    memory streams runs from cache, and is not a share of memory bandwidth."""
+    flops = kind == "flops"
+    peak = r.peak_flops_s if flops else r.peak_bytes_s
+    fraction = r.flops_fraction if flops else r.bytes_fraction
+    if not peak:
         return ""
-    when = f" ({r.peak_note})" if r.peak_note else ""
-    if kind in r.peak_raised:
-        when = f" (this call's own rate: faster than the peak {r.peak_note})"
-    return f"{100 * fraction:.0f}% of this machine's {rate(peak, unit)}{when}"
+    unit = "FLOP/s" if flops else "B/s"
+    spread = r.peak_flops_spread if flops else r.peak_bytes_spread
+    measured = ", ".join(x for x in (f"rounds {spread}" if spread else "", r.peak_note) if x)
+    measured = f" ({measured})" if measured else ""
+    if kind in r.above_peak:
+        if flops:
+            return (
+                f"faster than this machine's peak matmul, {rate(peak, unit)}{measured}: "
+                "no share shown"
+            )
+        return (
+            f"faster than memory: it runs from cache (memory streams {rate(peak, unit)}"
+            f"{measured}); not a share of memory bandwidth"
+        )
+    if fraction is None:
+        return ""
+    return f"{100 * fraction:.0f}% of this machine's {rate(peak, unit)}{measured}"
 
 
 def _unblocked_note(r: BenchResult) -> str:
@@ -50,7 +78,7 @@ def _unblocked_note(r: BenchResult) -> str:
             "agrees within noise (measured interleaved): queued calls waited on each other "
             "here; it does not hold with few loops or on a GPU"
         )
-    return f"{r.ready_s / r.timeit_s:,.1f}× too fast: the calls did not wait for their work"
+    return f"{times(r.ready_s / r.timeit_s)} too fast: the calls did not wait for their work"
 
 
 def _returned_note(r: BenchResult) -> str:
@@ -74,8 +102,10 @@ def _count(n: int, word: str) -> str:
 
 def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
     """(figure, value, what it means) for each line of the view."""
-    first = "first call (compile + run)" if r.jitted else "first call (compiles each op + run)"
-    rows = [(first, seconds(r.compile_s), "measured once")]
+    rows = []
+    if r.compiled:  # a function compiled before this measurement has no first-call cost
+        first = "first call (compile + run)" if r.jitted else "first call (compiles each op + run)"
+        rows.append((first, seconds(r.compile_s), "measured once"))
     spread = f"{seconds(r.ready_min_s)} – {seconds(r.ready_max_s)}"
     rows.append(
         (
@@ -119,23 +149,37 @@ def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
                 "not measured: a call this slow keeps the device busy by itself",
             )
         )
-    rows.append(("until the call returns", seconds(r.dispatch_s), _returned_note(r)))
     if r.naive_ratio >= 1.5:
-        naive = f"what `%time` or `%timeit -n1` claims: {r.naive_ratio:,.0f}× too fast"
+        naive = f"what `%time` or `%timeit -n1` claims: {times(r.naive_ratio)} too fast"
     else:
         naive = "close to the real figure: the call's return is most of its cost"
+    if _returns_disagree(r):
+        # Both time the call until it returns; side by side they contradict each other. The
+        # unblocked one is what %time shows; the other is said as the reason they differ.
+        naive += (
+            f" (with the device idle before it, the call returned after "
+            f"{seconds(r.dispatch_s)}: it ran its work before returning; queued behind "
+            "other calls it returns sooner)"
+        )
+    else:
+        rows.append(("until the call returns", seconds(r.dispatch_s), _returned_note(r)))
     rows.append(("unblocked single call", seconds(r.naive_s), naive))
     loops = f"{r.timeit_loops:,} loops, " if not r.derived else ""
     rows.append((f"%timeit ({loops}unblocked)", seconds(r.timeit_s), _unblocked_note(r)))
     if r.flops_s is not None:
-        share = _share(r.flops_fraction, r.peak_flops_s, "FLOP/s", r, "flops")
-        rows.append(("compute", rate(r.flops_s, "FLOP/s"), share))
+        rows.append(("compute", rate(r.flops_s, "FLOP/s"), _share(r, "flops")))
     if r.bytes_s is not None:
-        share = _share(r.bytes_fraction, r.peak_bytes_s, "B/s", r, "bytes")
-        rows.append(("memory traffic", rate(r.bytes_s, "B/s"), share))
+        rows.append(("memory traffic", rate(r.bytes_s, "B/s"), _share(r, "bytes")))
     if r.loops_note and (r.flops_s is not None or r.bytes_s is not None):
         rows.append(("loops", "", r.loops_note))
     return rows
+
+
+def _returns_disagree(r: BenchResult) -> bool:
+    """The call's return measured two ways (the device idle before it; back to back) differs
+    more than noise: they cannot both be shown as the time until the call returns."""
+    low, high = sorted((r.dispatch_s, r.naive_s))
+    return low > 0 and high > DISAGREE * max(1.0, r.spread) * low
 
 
 def _title(r: BenchResult) -> str:
@@ -150,7 +194,7 @@ def _compare_line(r: BenchResult) -> str:
     word = "slower" if r.ratio >= 1 else "faster"
     factor = r.ratio if r.ratio >= 1 else 1 / r.ratio
     return (
-        f"{other.name}: {seconds(other.ready_s)} per call (each awaited), {factor:.2f}× {word} "
+        f"{other.name}: {seconds(other.ready_s)} per call (each awaited), {times(factor)} {word} "
         f"than {r.name} (measured interleaved, {r.repeats} rounds each)"
     )
 

@@ -1,20 +1,21 @@
 """This machine's peak: FLOP/s of a large matmul and bytes/s of a streaming kernel, measured
-with the conditions they were measured under.
+once per session, with its spread and the conditions it was measured under.
 
-A peak measured once under a passing load is wrong for the whole session (four kernels on
-a shared two-core machine measured 15.6 to 208 GFLOP/s), so each kernel is sized to the
-machine (grown until one call lasts ``KERNEL_S``), run ``TRIES`` times, and the median
-kept, with when it was measured and the load average then::
+The bandwidth kernel must stream from memory, never from cache: its array is sized from the
+machine's last-level cache (``stream_elements``: at least ``STREAM_CACHES`` times it, and at
+least ``MIN_STREAM_BYTES``), and it writes into its own input (donated), so no call pays
+for fresh pages (a kernel writing a new 600 MB output each call measured 3.7-6.8 GB/s here,
+the same kernel in place 25 GB/s). Each kernel runs ``TRIES`` times after a warm-up; the
+median is the peak, the slowest and fastest rounds its spread::
 
-    p = machine_peak()                  # measured on first use, then cached
-    p.flops_s, p.bytes_s                # e.g. 9.1e10, 1.2e10 on a two-core CPU
+    p = machine_peak()                  # measured on first use, then kept for the session
+    p.flops_s, p.bytes_s                # e.g. 9.1e10, 2.5e10 on a two-core CPU
+    p.bytes_range                       # (2.4e10, 2.6e10): the slowest and fastest rounds
     p.measured_at, p.load               # "10:52:45", 1.07
     p = machine_peak(refresh=True)      # %bench --peak
 
-``peak_for`` is the peak a figure is divided by: a share that would pass 150% (the peak was
-measured while the machine was busier) or a load average that changed since a measurement
-a minute old makes it measure again; a call faster than the peak (by less, or still after
-the new measurement) raises the peak to its own rate, so no share is ever above 100%.
+A measured call never changes the peak: a call faster than the peak's stream runs from
+cache (``BenchResult.above_peak``), and its share is not shown as memory bandwidth.
 """
 
 from __future__ import annotations
@@ -22,24 +23,20 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
 from ..session.work import jaxlab_work
 
-KERNEL_S = 0.05  # a peak kernel grows until one call lasts this long ...
+KERNEL_S = 0.05  # the matmul grows until one call lasts this long ...
 _MAX_MATMUL_N = {"cpu": 4096}  # ... or reaches this size (default 16,384: 1 GiB)
-_MAX_STREAM = {"cpu": 1 << 25}  # elements (128 MiB of float32; default 1 << 28)
-TRIES = 5  # calls per kernel; the median is kept
-LOAD_CHANGE = 1.0  # a load average this much higher or lower makes the peak stale ...
-STALE_AFTER_S = 60.0  # ... once the measurement is this old
-# A call this many times over the peak says the peak was measured while the machine was
-# busier: measure again. Closer, it is the call's kernel beating the peak's (a 4455² matmul
-# ran 186 GFLOP/s against the 4096² peak kernel's 170 here): measuring again would find the
-# same and cost 1.4-1.9 s, a fifth of %bench of a 1 s call; the call raises the peak.
-DOUBT = 1.5
+TRIES = 5  # timed calls per kernel (after one warm-up); the median is kept
+STREAM_CACHES = 2  # the stream's array is at least this many last-level caches ...
+MIN_STREAM_BYTES = 256 << 20  # ... and at least this many bytes
+_CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
 @dataclass(frozen=True)
@@ -47,20 +44,44 @@ class Peak:
     """The FLOP/s and bytes/s measured on the default device, and under what conditions."""
 
     platform: str
-    flops_s: float
+    flops_s: float  # the median round
     bytes_s: float
     matmul_n: int
-    stream_bytes: int
+    stream_bytes: int  # bytes moved by one call of the stream (read once, written once)
     measured_at: float = 0.0  # time.time() when measured
     load: float | None = None  # the one-minute load average then (None: not known)
-    raised_by: str = ""  # "flops"/"bytes": a call measured faster raised it to its own rate
+    flops_range: tuple[float, float] = (0.0, 0.0)  # the slowest and fastest rounds
+    bytes_range: tuple[float, float] = (0.0, 0.0)
+    cache_bytes: int | None = None  # the last-level cache the stream was sized from
 
     @property
-    def conditions(self) -> str:
+    def when(self) -> str:
         """``"measured at 10:52:45, load average 1.07"``."""
         when = time.strftime("%H:%M:%S", time.localtime(self.measured_at))
         load = f", load average {self.load:.2f}" if self.load is not None else ""
         return f"measured at {when}{load}"
+
+    @property
+    def conditions(self) -> str:
+        """``when`` and both kernels' spread: ``"measured at 10:52:45, load average 1.07;
+        rounds 80.1–95.3 GFLOP/s, 24.5–26 GB/s"``."""
+        spreads = [s for s in (self.spread("flops"), self.spread("bytes")) if s]
+        rounds = f"; rounds {', '.join(spreads)}" if spreads else ""
+        return f"{self.when}{rounds}"
+
+    def spread(self, kind: str) -> str:
+        """The slowest and fastest rounds of one kernel (``"flops"``/``"bytes"``), e.g.
+        ``"24.5–26 GB/s"``; '' when not known."""
+        from .bench_view import rate
+
+        low, high = self.flops_range if kind == "flops" else self.bytes_range
+        if not high:
+            return ""
+        unit = "FLOP/s" if kind == "flops" else "B/s"
+        slow, fast = rate(low, unit), rate(high, unit)
+        if slow.split()[1] == fast.split()[1]:  # one prefix: "24.5–26 GB/s"
+            return f"{slow.split()[0]}–{fast}"
+        return f"{slow}–{fast}"
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -73,64 +94,100 @@ def load_average() -> float | None:
         return None
 
 
-def _seconds(fun: object, *args: jax.Array) -> float:
-    """The median of ``TRIES`` calls, each blocked."""
-    times = []
-    for _ in range(TRIES):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fun(*args))  # type: ignore[operator]
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def parse_size(text: str) -> int | None:
+    """``"307200K"`` -> 314572800 (the kernel's cache ``size`` files); None if unreadable."""
+    text = text.strip().upper()
+    factor = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMG" else text
+    return int(digits) * factor if digits.isdigit() else None
 
 
-def _once(fun: object, *args: jax.Array) -> float:
+def last_level_cache_bytes(cache_dir: Path = _CACHE_DIR) -> int | None:
+    """The largest cache the system lists for CPU 0 (its last level), None if not listed."""
+    sizes = []
+    for index in cache_dir.glob("index*"):
+        try:
+            size = parse_size((index / "size").read_text())
+        except OSError:
+            continue
+        if size:
+            sizes.append(size)
+    return max(sizes, default=None)
+
+
+def stream_elements(cache_bytes: int | None) -> int:
+    """Float32 elements of the stream's array: ``STREAM_CACHES`` last-level caches and at
+    least ``MIN_STREAM_BYTES`` (no cache known: that much), so it cannot be held in cache."""
+    size = max(MIN_STREAM_BYTES, STREAM_CACHES * (cache_bytes or 0))
+    return -(-size // 4)
+
+
+def _timed(fun: object, *args: jax.Array) -> float:
     t0 = time.perf_counter()
     jax.block_until_ready(fun(*args))  # type: ignore[operator]
     return time.perf_counter() - t0
 
 
-def _matmul_flops_s(platform: str) -> tuple[float, int]:
+def _matmul_flops(platform: str) -> tuple[list[float], int]:
     largest = _MAX_MATMUL_N.get(platform, 16384)
     n = 256
     while True:
         a = jnp.ones((n, n), jnp.float32)
         matmul = jax.jit(jnp.matmul).lower(a, a).compile()
-        _once(matmul, a, a)  # the first run pages memory in
-        if _once(matmul, a, a) >= KERNEL_S or 2 * n > largest:
-            return 2.0 * n**3 / _seconds(matmul, a, a), n
+        _timed(matmul, a, a)  # the first run pages memory in
+        if _timed(matmul, a, a) >= KERNEL_S or 2 * n > largest:
+            work = 2.0 * n**3
+            return [work / _timed(matmul, a, a) for _ in range(TRIES)], n
         n *= 2
 
 
-def _stream_bytes_s(platform: str) -> tuple[float, int]:
-    largest = _MAX_STREAM.get(platform, 1 << 28)
-    # from 64 MiB moved: past a CPU's caches, which would stream a small array faster than
-    # memory can (a loaded machine reaches KERNEL_S at small sizes: 11 GB/s from cache
-    # against 0.8 GB/s from memory, measured here)
-    size = 1 << 23
-    while True:
-        x = jnp.ones((size,), jnp.float32)
-        stream = jax.jit(lambda v: v * 2.0 + 1.0).lower(x).compile()
-        _once(stream, x)
-        moved = 2 * 4 * size  # read once, written once
-        if _once(stream, x) >= KERNEL_S or 2 * size > largest:
-            return moved / _seconds(stream, x), moved
-        size *= 2
+def _stream_bytes(cache_bytes: int | None) -> tuple[list[float], int]:
+    size = stream_elements(cache_bytes)
+    x = jnp.ones((size,), jnp.float32)
+    # written into its own input: no fresh pages per call; 0.5·v + 1 stays finite
+    stream = jax.jit(lambda v: v * 0.5 + 1.0, donate_argnums=0).lower(x).compile()
+    moved = 2 * 4 * size  # read once, written once
+    rates = []
+    for i in range(TRIES + 1):
+        t0 = time.perf_counter()
+        x = jax.block_until_ready(stream(x))
+        if i:  # the first call is the warm-up
+            rates.append(moved / (time.perf_counter() - t0))
+    del x
+    return rates, moved
+
+
+def _spread(rates: list[float]) -> tuple[float, float]:
+    return min(rates), max(rates)
 
 
 def measure_peak(platform: str) -> Peak:
     """Measure both kernels on the default device now."""
     load = load_average()
+    cache = last_level_cache_bytes()
     with jaxlab_work():
-        flops_s, n = _matmul_flops_s(platform)
-        bytes_s, moved = _stream_bytes_s(platform)
-    return Peak(platform, flops_s, bytes_s, n, moved, time.time(), load)
+        flops, n = _matmul_flops(platform)
+        moves, moved = _stream_bytes(cache)
+    return Peak(
+        platform,
+        statistics.median(flops),
+        statistics.median(moves),
+        n,
+        moved,
+        time.time(),
+        load,
+        _spread(flops),
+        _spread(moves),
+        cache,
+    )
 
 
 _PEAKS: dict[str, Peak] = {}
 
 
 def machine_peak(refresh: bool = False) -> Peak:
-    """The default backend's peak: measured on first use (or ``refresh``), then kept."""
+    """The default backend's peak: measured on first use (or ``refresh``), then kept for the
+    session (measured calls never change it)."""
     platform = jax.default_backend()
     if refresh or platform not in _PEAKS:
         _PEAKS[platform] = measure_peak(platform)
@@ -140,30 +197,3 @@ def machine_peak(refresh: bool = False) -> Peak:
 def forget_peak() -> None:
     """Drop the kept peaks (the next use measures again)."""
     _PEAKS.clear()
-
-
-def _stale(peak: Peak) -> bool:
-    """The load average moved by LOAD_CHANGE since a measurement at least STALE_AFTER_S old
-    (a shared machine's load moves all the time: not a new measurement per %bench)."""
-    now = load_average()
-    if now is None or peak.load is None or time.time() - peak.measured_at < STALE_AFTER_S:
-        return False
-    return abs(now - peak.load) >= LOAD_CHANGE
-
-
-def peak_for(flops_s: float | None, bytes_s: float | None) -> Peak:
-    """The peak to divide these rates by: measured again when the load changed or a rate
-    passes it by half again (DOUBT); raised to a rate still above it (never a share > 1)."""
-    peak = machine_peak()
-    doubt = (flops_s or 0) > DOUBT * peak.flops_s or (bytes_s or 0) > DOUBT * peak.bytes_s
-    if doubt or _stale(peak):
-        peak = machine_peak(refresh=True)
-    raised: list[str] = []
-    if flops_s and flops_s > peak.flops_s:
-        peak, raised = replace(peak, flops_s=flops_s), [*raised, "flops"]
-    if bytes_s and bytes_s > peak.bytes_s:
-        peak, raised = replace(peak, bytes_s=bytes_s), [*raised, "bytes"]
-    peak = replace(peak, raised_by=" and ".join(raised))  # this call's doing, not an earlier's
-    if raised:
-        _PEAKS[peak.platform] = peak
-    return peak

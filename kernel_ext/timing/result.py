@@ -8,7 +8,8 @@ A record (frozen, JSON-ready through ``to_dict``) that renders without a kernel:
     r.dispatch_s       # per call, until the call returned (the work may still be queued)
     r.naive_s          # what `%timeit -n1 f(x)` would claim; r.naive_ratio: how far off
     r.compile_s        # the first call: compile plus one run
-    r.flops_fraction   # achieved FLOP/s over this machine's measured peak (never above 1)
+    r.flops_fraction   # achieved FLOP/s over this machine's measured peak (None above it)
+    r.above_peak       # "bytes": faster than memory streams, so it ran from cache
 """
 
 from __future__ import annotations
@@ -70,7 +71,10 @@ class BenchResult:
     peak_flops_s: float | None = None  # this machine's measured peak (jaxlab.timing.peak)
     peak_bytes_s: float | None = None
     peak_note: str = ""  # when and under what load the peak was measured
-    peak_raised: str = ""  # "flops"/"bytes": this call ran faster; the peak was raised to it
+    peak_flops_spread: str = ""  # the peak's slowest and fastest rounds, "80–95 GFLOP/s"
+    peak_bytes_spread: str = ""
+    above_peak: str = ""  # "flops"/"bytes"/"flops and bytes": faster than the peak (cache)
+    compiled: bool = True  # the first call compiled (in this measurement): its row is shown
     timeline: tuple[CallSpan, ...] = ()  # --explain: a few calls' dispatch and ready times
     compare: BenchResult | None = None  # --compare: the other call, measured interleaved
 
@@ -109,13 +113,15 @@ class BenchResult:
 
     @property
     def flops_fraction(self) -> float | None:
-        if self.flops_s is None or not self.peak_flops_s:
+        """Achieved FLOP/s over the peak; None above it (no share of what it did not use)."""
+        if self.flops_s is None or not self.peak_flops_s or "flops" in self.above_peak:
             return None
         return min(1.0, self.flops_s / self.peak_flops_s)
 
     @property
     def bytes_fraction(self) -> float | None:
-        if self.bytes_s is None or not self.peak_bytes_s:
+        """Achieved bytes/s over memory's; None for a call faster than memory (from cache)."""
+        if self.bytes_s is None or not self.peak_bytes_s or "bytes" in self.above_peak:
             return None
         return min(1.0, self.bytes_s / self.peak_bytes_s)
 
