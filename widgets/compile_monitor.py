@@ -79,6 +79,8 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         self._logged = False  # the first failure is logged, the rest only counted
         self._retry: threading.Timer | None = None
         self._retry_lock = threading.Lock()
+        # (log count, dropped, max_functions) -> the functions and counts made for them
+        self._made: tuple[Any, list[dict[str, Any]], dict[str, Any]] | None = None
         # a loop that compiles often sends at most four updates a second
         self._throttle = Throttle(self._push)
         self.refresh()
@@ -101,7 +103,27 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
 
     def state(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """What the view draws: one entry per function (the user's first, then newest
-        first; compilations newest first), and the session totals."""
+        first; compilations newest first), and the session totals. The functions are
+        made again only when the log recorded a compilation since (after most cells only
+        the cell times change)."""
+        key = (self._log.count, self._log.dropped, self.max_functions)
+        if self._made is None or self._made[0] != key:
+            self._made = (key, *self._functions_state())
+        _, functions, counts = self._made
+        session = {
+            "count": self._log.count,
+            "dropped": self._log.dropped,
+            "compile_s": self._log.compile_s,
+            "other_s": self._log.other_s,
+            "cell_s": self._log.cell_s,
+            "jaxlab_work_s": self._log.jaxlab_work_s,
+            "phase_s": list(self._log.phase_s),
+            "jaxlab_count": self._log.jaxlab_count,
+            **counts,
+        }
+        return functions, session
+
+    def _functions_state(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         rows = self._log.functions()
         functions = [
             {
@@ -121,23 +143,15 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         eager = self._log.eager_operations()
         texts = [c["explanation"] for f in functions for c in f["compiles"]]
         texts += [t for f in functions for c in f["compiles"] for t in c["signature"]]
-        session = {
-            "count": self._log.count,
-            "dropped": self._log.dropped,
-            "compile_s": self._log.compile_s,
-            "other_s": self._log.other_s,
-            "cell_s": self._log.cell_s,
-            "jaxlab_work_s": self._log.jaxlab_work_s,
+        counts = {
             "functions": sum(not r.eager for r in rows),
             "mine": sum(r.user_code for r in rows),
-            "phase_s": list(self._log.phase_s),
-            "jaxlab_count": self._log.jaxlab_count,
             "eager_count": eager.count,
             "eager_text": eager_summary_text(eager) if eager.count else "",
             "eager_hint": EAGER_HINT,
             "weak_note": weak_note(texts) or "",
         }
-        return functions, session
+        return functions, counts
 
     def refresh(self) -> None:
         """Send the log's current state to the browser now."""
