@@ -88,3 +88,72 @@ def test_show_draws_tree_and_heat_map_with_hover_and_saved_twins_keep_the_last_s
     assert LAST in twins.nth(2).inner_text()
     assert notebook.locator(".jaxlab-av").count() == 0  # no live view without a kernel
     assert page.requests.outside() == []
+
+
+MARKS_NAME = "array_view_marks.ipynb"
+MARKS_CELLS = [
+    "%load_ext jaxlab\n"
+    "import jax.numpy as jnp, jaxlab\n"
+    "w = jnp.ones((30, 30))\n"
+    "params = {'layers': [{'W': w}, {'W': w.at[3, 7].set(jnp.nan)}]}",
+    "%show params",
+    "fade = jnp.outer(jnp.linspace(0, 1, 30), jnp.ones(30))\n"
+    "view = jaxlab.show(fade, name='fade', range='first')\n"
+    "view.update(fade * 0.1)\n"
+    "view.flush()",
+]
+
+# WCAG contrast of an element's text against its own background (the row's), each state's.
+CONTRAST = """(els) => els.map((el) => {
+  const rgb = (css) => css.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => {
+    const [r, g, b] = c.map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const row = el.closest('.jaxlab-av-row');
+  const a = lum(rgb(getComputedStyle(el).color));
+  const b = lum(rgb(getComputedStyle(row).backgroundColor));
+  return [(Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), el.className + ': ' + el.textContent];
+})"""
+
+
+def test_a_nan_leaf_opens_marked_and_named_and_the_selected_row_reads_in_the_dark_theme(
+    open_notebook: Any, page: Any
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    notebook = open_notebook(MARKS_NAME, MARKS_CELLS)
+    notebook.run_all()
+    views = notebook.locator(".jaxlab-av")
+    views.nth(1).wait_for()
+    params, fade = views.nth(0), views.nth(1)
+    # opened on the leaf with the NaN, its cell under a marker of at least 6 px, named
+    assert params.locator(".jaxlab-av-path").inner_text() == "params['layers'][1]['W']"
+    assert params.locator(".jaxlab-av-legend").inner_text() == "NaN at [3, 7]"
+    mark = params.locator(".jaxlab-av-mark").bounding_box()
+    assert mark is not None and mark["width"] >= 6 and mark["height"] >= 6
+    # the live view's range fixed at its first frame: the faded frame drawn against 0..1
+    fade.locator(".jaxlab-av-head").filter(has_text="update").wait_for()
+    assert fade.locator(".jaxlab-av-bar-top").inner_text() == "1"
+    assert "colours fixed at 0 to 1" in fade.locator(".jaxlab-av-range").inner_text()
+
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+        "{theme: 'JupyterLab Dark'})"
+    )
+    try:
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+        page.wait_for_timeout(500)  # the theme's stylesheet applied
+        selected = params.locator(".jaxlab-av-selected")
+        parts = selected.locator("*").filter(has_text=re.compile(r"\S"))
+        ratios = parts.evaluate_all(CONTRAST) + selected.evaluate_all(CONTRAST)
+        assert len(ratios) >= 3
+        for ratio, what in ratios:
+            assert ratio >= 4.5, (ratio, what)
+    finally:
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+            "{theme: 'JupyterLab Light'})"
+        )

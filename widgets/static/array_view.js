@@ -4,7 +4,10 @@
 //         (as one buffer of their JSON text)
 //   drawing: {path, shape, line, kind, caption, sample: {values, kind, steps, slice_at, bytes},
 //             (a float sample's values come as one float64 buffer, its shape in dims)
-//             shards: {words, mesh, devices: [{device, process, index, bytes, here, copies}]} | null}
+//             shards: {words, mesh, devices: [{device, process, index, bytes, here, copies}]} | null,
+//             range: [lo, hi] | null (the colours' range: the whole array's, or fixed),
+//             range_fixed, sample_range (what the sample spans, when that differs),
+//             legend ("NaN at [3, 7] and 4 more")}
 //   footer, updates
 //   selected, slice_at (written here): the leaf to draw and a 3-D+ array's leading indices
 //   _twin_id: names this widget's static twin (widgets/_base.py)
@@ -162,6 +165,13 @@ function drawingOf(v) {
   if (!v.path) return {};
   const d = { path: text(v.path), line: text(v.line), kind: text(v.kind), caption: text(v.caption) };
   d.shape = wholes(v.shape, "the drawn array's shape", 0, Number.MAX_SAFE_INTEGER);
+  d.range = null;
+  if (Array.isArray(v.range) && v.range.length === 2 && v.range.every(Number.isFinite) && v.range[0] < v.range[1]) {
+    d.range = [v.range[0], v.range[1]];
+  }
+  d.rangeFixed = v.range_fixed === true;
+  d.sampleRange = text(v.sample_range);
+  d.legend = text(v.legend);
   d.sample = null;
   if (v.sample !== null && v.sample !== undefined) {
     const s = v.sample;
@@ -218,10 +228,22 @@ function fmt(v) {
   return Number.isInteger(v) ? String(v) : v.toPrecision(4);
 }
 
-function heatMap(box, values, stops, steps, tip) {
+// A NaN/Inf marker: a magenta square outlined black and white, at least MARK_SIDE px,
+// seen on any colour of the map, in either theme, on a projector.
+const MARK_SIDE = 8;
+const MARKS_DRAWN = 200;
+
+function marker(x, y, side) {
+  const m = h("div", "jaxlab-av-mark");
+  m.style.left = `${x - side / 2}px`; m.style.top = `${y - side / 2}px`;
+  m.style.width = `${side}px`; m.style.height = `${side}px`;
+  return m;
+}
+
+function heatMap(box, values, stops, steps, tip, given) {
   const rows = values.length, cols = values[0].length;
   const flat = values.flat();
-  const [lo, hi] = stops === TWILIGHT ? [-Math.PI, Math.PI] : range(flat);
+  const [lo, hi] = stops === TWILIGHT ? [-Math.PI, Math.PI] : given ?? range(flat);
   const canvas = h("canvas", "jaxlab-av-map");
   canvas.width = cols; canvas.height = rows;
   const scale = 240 / Math.max(rows, cols);
@@ -241,6 +263,16 @@ function heatMap(box, values, stops, steps, tip) {
     if (r < 0 || c < 0 || r >= rows || c >= cols) return;
     tip.textContent = `[${r * steps[0]}, ${c * steps[1]}] = ${fmt(values[r][c])}`;
   });
+  const frame = h("div", "jaxlab-av-mapframe");
+  frame.append(canvas);
+  const side = Math.max(MARK_SIDE, scale);
+  let marks = 0;
+  for (let i = 0; i < flat.length && marks < MARKS_DRAWN; i++) {
+    if (Number.isFinite(flat[i])) continue;
+    const r = Math.floor(i / cols), c = i % cols;
+    frame.append(marker((c + 0.5) * scale, (r + 0.5) * scale, side));
+    marks++;
+  }
   const bar = h("div", "jaxlab-av-bar");
   const grad = stops.slice().reverse().map((s) => `rgb(${s.join(",")})`).join(",");
   bar.append(h("div", "jaxlab-av-bar-top", stops === BOOLEAN ? "True" : fmt(hi)));
@@ -248,16 +280,16 @@ function heatMap(box, values, stops, steps, tip) {
   strip.style.background = `linear-gradient(${grad})`;
   bar.append(strip, h("div", "jaxlab-av-bar-bottom", stops === BOOLEAN ? "False" : fmt(lo)));
   const row = h("div", "jaxlab-av-maprow");
-  row.append(canvas, bar);
+  row.append(frame, bar);
   box.append(row);
 }
 
-function line(box, values, step, tip) {
+function line(box, values, step, tip, given) {
   const W = 480, H = 110;
   const canvas = h("canvas", "jaxlab-av-line");
   canvas.width = W; canvas.height = H;
   const ctx = canvas.getContext("2d");
-  const [lo, hi] = range(values);
+  const [lo, hi] = given ?? range(values);
   const style = getComputedStyle(box);
   ctx.strokeStyle = style.getPropertyValue("--jp-brand-color1").trim() || "#1976d2";
   const x = (i) => 4 + (values.length > 1 ? (i / (values.length - 1)) * (W - 8) : W / 2);
@@ -270,6 +302,14 @@ function line(box, values, step, tip) {
     pen = true;
   });
   ctx.stroke();
+  let marks = 0;
+  values.forEach((v, i) => {
+    if (Number.isFinite(v) || marks++ >= MARKS_DRAWN) return;
+    const s = MARK_SIDE, cx = x(i) - s / 2, cy = H - 9 - s / 2;
+    ctx.fillStyle = "rgb(255,0,255)"; ctx.fillRect(cx, cy, s, s);
+    ctx.strokeStyle = "#000"; ctx.lineWidth = 2; ctx.strokeRect(cx, cy, s, s);
+    ctx.strokeStyle = "#fff"; ctx.lineWidth = 1; ctx.strokeRect(cx - 1.5, cy - 1.5, s + 3, s + 3);
+  });
   ctx.fillStyle = style.getPropertyValue("--jp-ui-font-color1").trim() || "#222";
   ctx.font = "12px sans-serif";
   ctx.fillText(fmt(hi), 2, 12);
@@ -317,9 +357,15 @@ function drawPane(box, model) {
   } else {
     for (const [title, values, stops] of s.parts) {
       if (title) box.append(h("div", "jaxlab-av-title", title));
-      if (s.axes === 2) heatMap(box, values, stops, s.steps, tip);
-      else line(box, values, s.steps[0], tip);
+      const given = stops === VIRIDIS && title !== "magnitude" ? d.range : null;
+      if (s.axes === 2) heatMap(box, values, stops, s.steps, tip, given);
+      else line(box, values, s.steps[0], tip, given);
     }
+    if (d.range && (d.rangeFixed || d.sampleRange)) {
+      const fixed = d.rangeFixed ? `colours fixed at ${fmt(d.range[0])} to ${fmt(d.range[1])}` : "";
+      box.append(h("div", "jaxlab-av-dim jaxlab-av-range", [fixed, d.sampleRange].filter(Boolean).join("; ")));
+    }
+    if (d.legend) box.append(h("div", "jaxlab-av-legend", d.legend));
     box.append(tip);
   }
   if (d.caption) box.append(h("div", "jaxlab-av-dim", d.caption));
