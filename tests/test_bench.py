@@ -294,6 +294,12 @@ def test_a_share_is_shown_below_the_peak_and_a_cache_note_above_it():
     assert above.bytes_fraction is None and "%" not in row
     assert "faster than memory: it runs from cache" in row
     assert _shares(str(above)) == [10]  # the compute share stays
+    cached = _peaked(data_bytes=256, cache_bytes=300 << 20)  # a scan over an 8x8 matrix
+    row = next(line for line in str(cached).splitlines() if "memory traffic" in line)
+    assert cached.bytes_fraction is None and "%" not in row
+    assert "its arrays (256 B) fit in this machine's 300 MiB cache: it runs from cache" in row
+    streamed = _peaked(data_bytes=600 << 20, cache_bytes=300 << 20)
+    assert streamed.bytes_fraction == pytest.approx(0.2)
 
 
 def test_the_stream_kernel_is_sized_past_the_last_level_cache(tmp_path):

@@ -308,6 +308,10 @@ def _timeline(t: _Target) -> tuple[CallSpan, ...]:
     )
 
 
+def _array_bytes(tree: Any) -> int:
+    return sum(x.nbytes for x in jax.tree_util.tree_leaves(tree) if isinstance(x, jax.Array))
+
+
 def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
     ready = statistics.median(t.rounds)
     asynchronous = t.arrays > 0
@@ -366,6 +370,8 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
         peak_bytes_spread=peak.spread("bytes") if peak is not None and moved else "",
         above_peak=above,
         compiled=t.compiled,
+        data_bytes=_array_bytes((t.args, t.kwargs)) + t.out_bytes,
+        cache_bytes=peak.cache_bytes if peak is not None else None,
         timeline=_timeline(t) if explain and asynchronous else (),
     )
 

@@ -43,6 +43,14 @@ def times(ratio: float) -> str:
     return f"{ratio:,.0f}×"
 
 
+def _bytes(n: int) -> str:
+    """``256 -> "256 B"``, ``314572800 -> "300 MiB"``."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.3g} {unit}"
+    return f"{n} B"
+
+
 def _share(r: BenchResult, kind: str) -> str:
     """The call's share of the session's peak, or why there is none: a call faster than
     memory streams runs from cache, and is not a share of memory bandwidth."""
@@ -62,8 +70,14 @@ def _share(r: BenchResult, kind: str) -> str:
                 "no share shown"
             )
         return (
-            f"faster than memory: it runs from cache (memory streams {rate(peak, unit)}"
-            f"{measured}); not a share of memory bandwidth"
+            "faster than memory: it runs from cache, not a share of memory bandwidth; "
+            f"memory streams {rate(peak, unit)}{measured}"
+        )
+    if not flops and r.in_cache:
+        return (
+            f"its arrays ({_bytes(r.data_bytes)}) fit in this machine's "
+            f"{_bytes(r.cache_bytes or 0)} cache: it runs from cache, not a share of memory "
+            f"bandwidth; memory streams {rate(peak, unit)}{measured}"
         )
     if fraction is None:
         return ""

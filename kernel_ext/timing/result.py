@@ -75,6 +75,8 @@ class BenchResult:
     peak_bytes_spread: str = ""
     above_peak: str = ""  # "flops"/"bytes"/"flops and bytes": faster than the peak (cache)
     compiled: bool = True  # the first call compiled (in this measurement): its row is shown
+    data_bytes: int = 0  # the call's array arguments and outputs
+    cache_bytes: int | None = None  # this machine's last-level cache (None: not known)
     timeline: tuple[CallSpan, ...] = ()  # --explain: a few calls' dispatch and ready times
     compare: BenchResult | None = None  # --compare: the other call, measured interleaved
 
@@ -119,9 +121,18 @@ class BenchResult:
         return min(1.0, self.flops_s / self.peak_flops_s)
 
     @property
+    def in_cache(self) -> bool:
+        """Whether the call's arrays fit in the last-level cache: call after call, its
+        traffic is served from cache, not memory."""
+        return bool(self.cache_bytes and 0 < self.data_bytes <= self.cache_bytes)
+
+    @property
     def bytes_fraction(self) -> float | None:
-        """Achieved bytes/s over memory's; None for a call faster than memory (from cache)."""
+        """Achieved bytes/s over memory's; None for a call that runs from cache (faster than
+        memory, or its arrays fit in the cache)."""
         if self.bytes_s is None or not self.peak_bytes_s or "bytes" in self.above_peak:
+            return None
+        if self.in_cache:
             return None
         return min(1.0, self.bytes_s / self.peak_bytes_s)
 
