@@ -49,6 +49,8 @@ def test_show_slice_option_draws_the_chosen_slice(ip):
         ("x[", "is not an expression"),
         ("", "name what to show"),
         ("--slice a,b x", "--slice takes indices"),
+        ("--range 3,1 x", "--range takes lo,hi"),
+        ("--range=a x", "--range takes lo,hi"),
         ("x['missing']", "KeyError"),
     ],
 )
@@ -69,6 +71,29 @@ def test_show_in_a_live_kernel_displays_the_widget_and_its_twin(live_ip, monkeyp
     assert widget.name == "field" and widget.rows[0]["flags"] == "NaN x1"
     assert widget.drawing["shape"] == [50, 60]
     widget.close()
+
+
+def test_show_range_option_fixes_the_live_and_the_static_colours(live_ip, monkeypatch):
+    import re
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append((obj, kw)))
+    live_ip.run_cell("import jax.numpy as jnp\nfield = jnp.ones((50, 60)).at[3, 4].set(2.0)")
+    live_ip.run_line_magic("show", "--range=-1,3 field")
+    live_ip.run_line_magic("show", "--range first field")
+    fixed, first = (o for o, _ in shown if isinstance(o, ArrayView))
+    assert fixed.drawing["range"] == [-1.0, 3.0] and fixed.drawing["range_fixed"] is True
+    assert first.drawing["range"] == [1.0, 2.0] and first.drawing["range_fixed"] is True
+    fixed.close()
+    first.close()
+
+    static = []
+    monkeypatch.setattr("jaxlab.magics.arrays.display", lambda obj, **kw: static.append(obj))
+    monkeypatch.setattr(live_ip, "kernel", None)
+    live_ip.run_line_magic("show", "--range 0,4 field")
+    bar = re.search(r'<svg class="jaxlab-colour-bar".*?</svg>', static[0]["text/html"])
+    assert bar is not None
+    assert re.findall(r"<text[^>]*>([^<]*)</text>", bar.group(0))[:2] == ["4", "0"]
 
 
 def test_handle_update_redraws_in_place():
