@@ -91,11 +91,18 @@ def test_traits_sync_and_assets(log):
 def test_updates_follow_the_log_throttled(log):
     monitor = CompileMonitor(log)
     try:
-        log.add_cell_time(1.0, 0.0)  # after a cell: always sent at once
-        assert monitor.session["other_s"] == pytest.approx(1.0)
         clock = [1000.0]  # a throttle this test ticks itself, on its own clock
         monitor._throttle.cancel()
         throttle = monitor._throttle = Throttle(monitor._push, 0.25, lambda: clock[0], NoTicker())
+        log.record("f2", compile_s=0.5)
+        log.add_cell_time(1.0, 0.0)  # after a cell that compiled: sent at once
+        assert monitor.session["other_s"] == pytest.approx(1.0)
+        assert "f2" in {r["name"] for r in monitor.functions}
+        log.add_cell_time(1.0, 0.0)  # after one that only took time: through the throttle
+        assert monitor.session["other_s"] == pytest.approx(1.0) and throttle.pending
+        clock[0] += 0.3
+        assert throttle.tick() and monitor.session["other_s"] == pytest.approx(2.0)
+        clock[0] += 0.3
         log.record("g", compile_s=0.5)  # a compile: marked, pushed by the ticker ...
         assert "g" not in {r["name"] for r in monitor.functions} and throttle.pending
         assert throttle.tick() and "g" in {r["name"] for r in monitor.functions}

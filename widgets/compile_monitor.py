@@ -197,9 +197,12 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
                 self._retry = None
 
     def _changed(self, kind: str) -> None:
-        # Called by the log after each compilation (during a cell) and after each cell; the
-        # end of a cell is shown at once.
-        self._throttle.changed(now=kind != "event")
+        # Called by the log after each compilation (during a cell) and after each cell. The
+        # end of a cell that compiled is shown at once; one that only added its time goes
+        # through the throttle (within 0.25 s), so a burst of quick cells is not a redraw
+        # and a twin each.
+        compiled = self._made is None or self._made[0][0] != self._log.count
+        self._throttle.changed(now=kind == "clear" or (kind == "cell" and compiled))
 
     def detach(self) -> None:
         """Stop following the log; the view keeps the state it shows (``%unload_ext``)."""
