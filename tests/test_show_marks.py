@@ -139,3 +139,19 @@ def test_the_tree_view_opens_on_the_first_flagged_leaf():
     assert view.drawing["legend"] == "NaN at [1, 2]"
     clean = ArrayView({"layers": [{"W": w}]}, name="params")
     assert clean.selected == "params['layers'][0]['W']"
+
+
+def test_a_nan_the_strided_sample_steps_over_is_found_on_the_device_and_marked():
+    # tutorial 09's case: a NaN at [7, 42] of a 512 x 512 weight drawn every 4th value
+    import jax.numpy as jnp
+
+    w = jnp.ones((512, 512)).at[7, 42].set(jnp.nan).at[300, 1].set(jnp.inf)
+    info = _leaf(w, "W")
+    assert info.sample is not None and info.sample.steps == (4, 4)
+    assert np.isfinite(np.asarray(info.sample.values, dtype=float)).all()  # stepped over
+    out = draw_info(info)
+    assert "NaN at [7, 42]; Inf at [300, 1]" in out
+    assert len(_markers(out)) == 2
+    view = ArrayView({"W": w}, name="p")
+    assert view.drawing["legend"] == "NaN at [7, 42]; Inf at [300, 1]"
+    assert view.drawing["marks"] == [[1, 10], [75, 0]]  # the cells holding them

@@ -25,6 +25,7 @@ import traitlets
 from jaxlab.arrays.draw import (
     ValueRange,
     drawn_range,
+    marked_cells,
     not_finite_legend,
     sample_caption,
     sample_range_words,
@@ -183,6 +184,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
             "range_fixed": fixed,
             "sample_range": words,
             "legend": not_finite_legend(info),
+            "marks": [list(c) for c in marked_cells(info)],  # sample cells under a marker
         }
 
     def _range(self, path: str, info: Any) -> tuple[ValueRange | None, bool]:

@@ -57,12 +57,14 @@ def draw_info(info: ArrayInfo, value_range: ValueRange | None = None) -> str:
     else:
         parts = [("", a, sample.kind)]
     out = []
+    marks = marked_cells(info)
     for title, values, kind in parts:
         lo_hi = None if kind == "phase" else drawn_range(info, values, value_range)
         if values.ndim == 1:
-            body = line_svg(values, kind, lo_hi)
+            body = line_svg(values, kind, lo_hi, marks)
         else:
-            body = heat_map_html(values, kind, lo_hi, sample_range_words(values, lo_hi))
+            words = sample_range_words(values, lo_hi)
+            body = heat_map_html(values, kind, lo_hi, words, marks)
         head = f"<div><b>{html.escape(title)}</b></div>" if title else ""
         out.append(f"<div>{head}{body}</div>")
     legend = not_finite_legend(info)
@@ -108,15 +110,20 @@ def sample_range_words(values: np.ndarray, lo_hi: ValueRange | None) -> str:
 
 
 def not_finite_at(info: ArrayInfo) -> dict[str, list[tuple[int, ...]]]:
-    """The array indices of the sample's NaN and Inf values (``{"NaN": [(3, 7), ...]}``),
-    in the whole array's coordinates (strides and slice undone), first ones first."""
+    """The array indices of its first NaN and Inf values (``{"NaN": [(3, 7), ...]}``):
+    those found on its device where its figures count one (``Sample.not_finite``), else
+    the sample's, in the whole array's coordinates (strides and slice undone)."""
     s = info.sample
     if s is None or s.kind not in ("float", "complex"):
         return {}
+    out: dict[str, list[tuple[int, ...]]] = {}
+    if s.not_finite:
+        for word, index in s.not_finite:
+            out.setdefault(word, []).append(tuple(index))
+        return out
     a = sample_values(s)
     if a.ndim == 0:
         return {}
-    out: dict[str, list[tuple[int, ...]]] = {}
     for word, hit in (("NaN", np.isnan(a)), ("Inf", np.isinf(a))):
         where = np.argwhere(hit)
         if len(where):
@@ -126,6 +133,26 @@ def not_finite_at(info: ArrayInfo) -> dict[str, list[tuple[int, ...]]]:
                 for row in where[:MARKS_DRAWN]
             ]
     return out
+
+
+def marked_cells(info: ArrayInfo) -> list[tuple[int, ...]]:
+    """The drawn cells (sample coordinates) to mark: every NaN/Inf value of the sample and
+    the cell holding each NaN/Inf found on the device in the drawn slice, which a strided
+    sample may have stepped over (a NaN at [7, 42] drawn every 4th value: cell [1, 10])."""
+    s = info.sample
+    if s is None or s.kind not in ("float", "complex"):
+        return []
+    a = sample_values(s)
+    if a.ndim == 0:
+        return []
+    cells = {tuple(int(i) for i in r) for r in np.argwhere(~np.isfinite(a))[:MARKS_DRAWN]}
+    lead = len(s.slice_at)
+    for _, index in s.not_finite:
+        if tuple(index[:lead]) == tuple(s.slice_at) and len(index) == lead + a.ndim:
+            cell = tuple(i // k for i, k in zip(index[lead:], s.steps, strict=True))
+            if all(c < n for c, n in zip(cell, a.shape, strict=True)):
+                cells.add(cell)
+    return sorted(cells)[:MARKS_DRAWN]
 
 
 def not_finite_legend(info: ArrayInfo) -> str:
@@ -189,7 +216,12 @@ def _finite_range(a: np.ndarray) -> tuple[float, float]:
     return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
 
-def line_svg(a: np.ndarray, kind: str, lo_hi: ValueRange | None = None) -> str:
+def line_svg(
+    a: np.ndarray,
+    kind: str,
+    lo_hi: ValueRange | None = None,
+    marks: list[tuple[int, ...]] | None = None,
+) -> str:
     """1-D values as a line (integers and booleans as steps); a marker where a value is
     NaN or Inf (a magenta square outlined in black, ``MARK_SIDE`` px), the line broken
     there."""
@@ -216,9 +248,8 @@ def line_svg(a: np.ndarray, kind: str, lo_hi: ValueRange | None = None) -> str:
         f'<polyline points="{" ".join(r)}" fill="none" stroke="{_LINE}" stroke-width="1.2"/>'
         for r in lines
     )
-    marks = "".join(
-        _marker(xs[i], LINE_H - 9, MARK_SIDE) for i in np.flatnonzero(~np.isfinite(a))[:MARKS_DRAWN]
-    )
+    at = marks if marks is not None else [(int(i),) for i in np.flatnonzero(~np.isfinite(a))]
+    marked = "".join(_marker(xs[i], LINE_H - 9, MARK_SIDE) for (i,) in at[:MARKS_DRAWN])
     labels = (
         f'<text x="2" y="12" font-size="12" fill="{_TEXT}">{_cell(hi)}</text>'
         f'<text x="2" y="{LINE_H - 2}" font-size="12" fill="{_TEXT}">{_cell(lo)}</text>'
@@ -226,7 +257,7 @@ def line_svg(a: np.ndarray, kind: str, lo_hi: ValueRange | None = None) -> str:
     return (
         f'<svg class="jaxlab-array-line" width="{LINE_W}" height="{LINE_H}" '
         f'viewBox="0 0 {LINE_W} {LINE_H}" xmlns="http://www.w3.org/2000/svg">'
-        f"{paths}{marks}{labels}</svg>"
+        f"{paths}{marked}{labels}</svg>"
     )
 
 
@@ -243,7 +274,11 @@ def _marker(cx: float, cy: float, side: float) -> str:
 
 
 def heat_map_html(
-    a: np.ndarray, kind: str, lo_hi: ValueRange | None = None, sample_words: str = ""
+    a: np.ndarray,
+    kind: str,
+    lo_hi: ValueRange | None = None,
+    sample_words: str = "",
+    marks: list[tuple[int, ...]] | None = None,
 ) -> str:
     """A 2-D field as an image, pixels unsmoothed, with its colour bar beside it; each NaN
     or Inf cell under a marker of at least ``MARK_SIDE`` px (an SVG over the image)."""
@@ -265,14 +300,15 @@ def heat_map_html(
         f'<img class="jaxlab-array-map" src="{png_uri(rgb)}" width="{w}" height="{h}" '
         f'style="image-rendering:pixelated;display:block" alt="heat map">'
     )
-    bad = np.argwhere(~np.isfinite(a))[:MARKS_DRAWN]
+    bad = marks if marks is not None else [tuple(r) for r in np.argwhere(~np.isfinite(a))]
+    bad = bad[:MARKS_DRAWN]
     if len(bad):
         side = max(float(MARK_SIDE), scale)
-        marks = "".join(_marker((c + 0.5) * scale, (r + 0.5) * scale, side) for r, c in bad)
+        drawn = "".join(_marker((c + 0.5) * scale, (r + 0.5) * scale, side) for r, c in bad)
         img = (
             f'<div style="position:relative;width:{w}px;height:{h}px">{img}'
             f'<svg width="{w}" height="{h}" style="position:absolute;left:0;top:0;'
-            f'overflow:visible" xmlns="http://www.w3.org/2000/svg">{marks}</svg></div>'
+            f'overflow:visible" xmlns="http://www.w3.org/2000/svg">{drawn}</svg></div>'
         )
     bar = colour_bar_svg(lo, hi, stops, h, kind, sample_words)
     return f'<div style="display:flex;gap:6px;align-items:stretch">{img}{bar}</div>'

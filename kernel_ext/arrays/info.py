@@ -175,7 +175,8 @@ def _info(
     try:
         stats = figures if figures is not None else _stats(x, copy)
         source = copy if copy is not None else x
-        sample = take_sample(source, kind, slice_at) if wants_sample else None
+        flagged = bool(stats.nan or stats.inf)  # its first NaN/Inf found to be marked
+        sample = take_sample(source, kind, slice_at, flagged) if wants_sample else None
     except RuntimeError as e:  # a device released under the array, a failed copy
         return ArrayInfo(**base, layout=layout, note=f"its values could not be read: {e}")
     if sample is not None and copy is not None:  # drawn from the figures' copy

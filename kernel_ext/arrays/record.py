@@ -67,6 +67,9 @@ class Sample:
     steps: tuple[int, ...]  # every step-th element along each drawn axis
     slice_at: tuple[int, ...]  # fixed indices of the leading axes (3-D and more)
     bytes: int
+    # the whole array's first NaN and Inf, found where it lives (only for an array whose
+    # figures count one): ("NaN", (7, 42)), ..., so a strided sample still marks them
+    not_finite: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

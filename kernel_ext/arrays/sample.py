@@ -48,20 +48,47 @@ def plan_sample(
     return slice_at, steps
 
 
-def take_sample(x: Any, kind: str, slice_at: tuple[int, ...] | None = None) -> Sample | None:
-    """Copy the drawn part of ``x`` (a live ``jax.Array`` or NumPy array) to the host."""
+FIRST_NOT_FINITE = 200  # NaN (and Inf) indices found per array, to mark and name
+
+
+def take_sample(
+    x: Any, kind: str, slice_at: tuple[int, ...] | None = None, flagged: bool = False
+) -> Sample | None:
+    """Copy the drawn part of ``x`` (a live ``jax.Array`` or NumPy array) to the host;
+    ``flagged`` (its figures count a NaN or Inf): find the first ones too, on its device."""
     if kind in ("key", "other") or 0 in x.shape:
         return None
     at, steps = plan_sample(tuple(x.shape), slice_at)
     index = tuple(at) + tuple(slice(None, None, s) for s in steps)
     part = _on_host(x, index)
+    bad = first_not_finite(x) if flagged and kind in ("float", "complex") and x.ndim else ()
     return Sample(
         values=_jsonable(part, kind),
         kind=kind,
         steps=steps,
         slice_at=at,
         bytes=int(part.nbytes) if not isinstance(x, np.ndarray) else 0,
+        not_finite=bad,
     )
+
+
+def first_not_finite(x: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The first ``FIRST_NOT_FINITE`` NaN and Inf of ``x`` in row-major order, each word's
+    indices found where the array lives (``argwhere`` of a fixed size: one small copy)."""
+    out: list[tuple[str, tuple[int, ...]]] = []
+    if isinstance(x, np.ndarray):
+        for word, hit in (("NaN", np.isnan(x)), ("Inf", np.isinf(x))):
+            out += [(word, tuple(int(i) for i in r)) for r in np.argwhere(hit)[:FIRST_NOT_FINITE]]
+        return tuple(out)
+    import jax.numpy as jnp
+
+    from ..session.work import jaxlab_work
+
+    with jaxlab_work():
+        for word, test in (("NaN", jnp.isnan), ("Inf", jnp.isinf)):
+            rows = np.asarray(jnp.argwhere(test(x), size=FIRST_NOT_FINITE, fill_value=-1))
+            out += [(word, tuple(int(i) for i in r)) for r in rows if r[0] >= 0]
+    return tuple(out)
 
 
 def _on_host(x: Any, index: tuple[Any, ...]) -> np.ndarray:

@@ -172,6 +172,12 @@ function drawingOf(v) {
   d.rangeFixed = v.range_fixed === true;
   d.sampleRange = text(v.sample_range);
   d.legend = text(v.legend);
+  // the sample's cells under a marker (its NaN/Inf, and those the device found that a
+  // strided sample stepped over); null: the page finds the sample's own
+  d.marks = null;
+  if (Array.isArray(v.marks)) {
+    d.marks = list(v.marks, "the drawing's marks", MARKS_DRAWN).map((c) => wholes(c, "a marked cell", 0, MOST_VALUES, 2));
+  }
   d.sample = null;
   if (v.sample !== null && v.sample !== undefined) {
     const s = v.sample;
@@ -240,7 +246,7 @@ function marker(x, y, side) {
   return m;
 }
 
-function heatMap(box, values, stops, steps, tip, given) {
+function heatMap(box, values, stops, steps, tip, given, marks) {
   const rows = values.length, cols = values[0].length;
   const flat = values.flat();
   const [lo, hi] = stops === TWILIGHT ? [-Math.PI, Math.PI] : given ?? range(flat);
@@ -266,13 +272,15 @@ function heatMap(box, values, stops, steps, tip, given) {
   const frame = h("div", "jaxlab-av-mapframe");
   frame.append(canvas);
   const side = Math.max(MARK_SIDE, scale);
-  let marks = 0;
-  for (let i = 0; i < flat.length && marks < MARKS_DRAWN; i++) {
-    if (Number.isFinite(flat[i])) continue;
-    const r = Math.floor(i / cols), c = i % cols;
-    frame.append(marker((c + 0.5) * scale, (r + 0.5) * scale, side));
-    marks++;
+  const cells = [];
+  if (marks) {
+    for (const [r, c] of marks) if (r < rows && c < cols) cells.push([r, c]);
+  } else {
+    for (let i = 0; i < flat.length && cells.length < MARKS_DRAWN; i++) {
+      if (!Number.isFinite(flat[i])) cells.push([Math.floor(i / cols), i % cols]);
+    }
   }
+  for (const [r, c] of cells) frame.append(marker((c + 0.5) * scale, (r + 0.5) * scale, side));
   const bar = h("div", "jaxlab-av-bar");
   const grad = stops.slice().reverse().map((s) => `rgb(${s.join(",")})`).join(",");
   bar.append(h("div", "jaxlab-av-bar-top", stops === BOOLEAN ? "True" : fmt(hi)));
@@ -284,7 +292,7 @@ function heatMap(box, values, stops, steps, tip, given) {
   box.append(row);
 }
 
-function line(box, values, step, tip, given) {
+function line(box, values, step, tip, given, marks) {
   const W = 480, H = 110;
   const canvas = h("canvas", "jaxlab-av-line");
   canvas.width = W; canvas.height = H;
@@ -302,9 +310,9 @@ function line(box, values, step, tip, given) {
     pen = true;
   });
   ctx.stroke();
-  let marks = 0;
-  values.forEach((v, i) => {
-    if (Number.isFinite(v) || marks++ >= MARKS_DRAWN) return;
+  const at = marks ? marks.map(([i]) => i).filter((i) => i < values.length)
+    : values.flatMap((v, i) => (Number.isFinite(v) ? [] : [i])).slice(0, MARKS_DRAWN);
+  at.forEach((i) => {
     const s = MARK_SIDE, cx = x(i) - s / 2, cy = H - 9 - s / 2;
     ctx.fillStyle = "rgb(255,0,255)"; ctx.fillRect(cx, cy, s, s);
     ctx.strokeStyle = "#000"; ctx.lineWidth = 2; ctx.strokeRect(cx, cy, s, s);
@@ -358,8 +366,8 @@ function drawPane(box, model) {
     for (const [title, values, stops] of s.parts) {
       if (title) box.append(h("div", "jaxlab-av-title", title));
       const given = stops === VIRIDIS && title !== "magnitude" ? d.range : null;
-      if (s.axes === 2) heatMap(box, values, stops, s.steps, tip, given);
-      else line(box, values, s.steps[0], tip, given);
+      if (s.axes === 2) heatMap(box, values, stops, s.steps, tip, given, d.marks);
+      else line(box, values, s.steps[0], tip, given, d.marks);
     }
     if (d.range && (d.rangeFixed || d.sampleRange)) {
       const fixed = d.rangeFixed ? `colours fixed at ${fmt(d.range[0])} to ${fmt(d.range[1])}` : "";
