@@ -94,8 +94,8 @@ MARKS_NAME = "array_view_marks.ipynb"
 MARKS_CELLS = [
     "%load_ext jaxlab\n"
     "import jax.numpy as jnp, jaxlab\n"
-    "w = jnp.ones((30, 30))\n"
-    "params = {'layers': [{'W': w}, {'W': w.at[3, 7].set(jnp.nan)}]}",
+    "w = jnp.ones((512, 512))  # drawn every 4th value: the NaN's cell is stepped over\n"
+    "params = {'layers': [{'W': w}, {'W': w.at[7, 42].set(jnp.nan)}]}",
     "%show params",
     "fade = jnp.outer(jnp.linspace(0, 1, 30), jnp.ones(30))\n"
     "view = jaxlab.show(fade, name='fade', range='first')\n"
@@ -103,7 +103,7 @@ MARKS_CELLS = [
     "view.flush()",
 ]
 
-# WCAG contrast of an element's text against its own background (the row's), each state's.
+# WCAG contrast of an element's text against the background it is drawn on.
 CONTRAST = """(els) => els.map((el) => {
   const rgb = (css) => css.match(/[\\d.]+/g).slice(0, 3).map(Number);
   const lum = (c) => {
@@ -113,9 +113,13 @@ CONTRAST = """(els) => els.map((el) => {
     });
     return 0.2126 * r + 0.7152 * g + 0.0722 * b;
   };
-  const row = el.closest('.jaxlab-av-row');
+  let back = el;  // the nearest element that paints a background
+  const clear = (c) => c === 'transparent' || c.endsWith(', 0)');
+  while (back.parentElement && clear(getComputedStyle(back).backgroundColor)) {
+    back = back.parentElement;
+  }
   const a = lum(rgb(getComputedStyle(el).color));
-  const b = lum(rgb(getComputedStyle(row).backgroundColor));
+  const b = lum(rgb(getComputedStyle(back).backgroundColor));
   return [(Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), el.className + ': ' + el.textContent];
 })"""
 
@@ -131,7 +135,7 @@ def test_a_nan_leaf_opens_marked_and_named_and_the_selected_row_reads_in_the_dar
     params, fade = views.nth(0), views.nth(1)
     # opened on the leaf with the NaN, its cell under a marker of at least 6 px, named
     assert params.locator(".jaxlab-av-path").inner_text() == "params['layers'][1]['W']"
-    assert params.locator(".jaxlab-av-legend").inner_text() == "NaN at [3, 7]"
+    assert params.locator(".jaxlab-av-legend").inner_text() == "NaN at [7, 42]"
     mark = params.locator(".jaxlab-av-mark").bounding_box()
     assert mark is not None and mark["width"] >= 6 and mark["height"] >= 6
     # the live view's range fixed at its first frame: the faded frame drawn against 0..1
@@ -149,6 +153,7 @@ def test_a_nan_leaf_opens_marked_and_named_and_the_selected_row_reads_in_the_dar
         selected = params.locator(".jaxlab-av-selected")
         parts = selected.locator("*").filter(has_text=re.compile(r"\S"))
         ratios = parts.evaluate_all(CONTRAST) + selected.evaluate_all(CONTRAST)
+        ratios += params.locator(".jaxlab-av-legend").evaluate_all(CONTRAST)
         assert len(ratios) >= 3
         for ratio, what in ratios:
             assert ratio >= 4.5, (ratio, what)
