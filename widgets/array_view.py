@@ -167,9 +167,10 @@ class ArrayView(JaxlabWidget, static="array_view"):
                 for v in (getattr(info.sample, f.name),)
             }
         lo_hi, fixed = self._range(path, info)
+        values = sample_values(info.sample) if info.sample is not None else None  # once
         words = ""
-        if info.sample is not None and lo_hi is not None and info.kind != "complex":
-            words = sample_range_words(sample_values(info.sample), lo_hi)
+        if values is not None and lo_hi is not None and info.kind != "complex":
+            words = sample_range_words(values, lo_hi)
         return {
             "path": path,
             "shape": list(info.shape),
@@ -183,8 +184,8 @@ class ArrayView(JaxlabWidget, static="array_view"):
             "range": list(lo_hi) if lo_hi is not None else None,
             "range_fixed": fixed,
             "sample_range": words,
-            "legend": not_finite_legend(info),
-            "marks": [list(c) for c in marked_cells(info)],  # sample cells under a marker
+            "legend": not_finite_legend(info, values),
+            "marks": [list(c) for c in marked_cells(info, values)],  # sample cells under a marker
         }
 
     def _range(self, path: str, info: Any) -> tuple[ValueRange | None, bool]:
@@ -194,7 +195,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
             return rule, True
         if info.sample is None or info.kind in ("boolean", "complex"):
             return None, False
-        now = drawn_range(info, sample_values(info.sample))
+        now = drawn_range(info)
         if rule != "first" or now is None:
             return now, False
         return self._first.setdefault(path, now), True

@@ -57,9 +57,9 @@ def draw_info(info: ArrayInfo, value_range: ValueRange | None = None) -> str:
     else:
         parts = [("", a, sample.kind)]
     out = []
-    marks = marked_cells(info)
+    marks = marked_cells(info, a)
     for title, values, kind in parts:
-        lo_hi = None if kind == "phase" else drawn_range(info, values, value_range)
+        lo_hi = None if kind == "phase" else drawn_range(info, value_range)
         if values.ndim == 1:
             body = line_svg(values, kind, lo_hi, marks)
         else:
@@ -67,7 +67,7 @@ def draw_info(info: ArrayInfo, value_range: ValueRange | None = None) -> str:
             body = heat_map_html(values, kind, lo_hi, words, marks)
         head = f"<div><b>{html.escape(title)}</b></div>" if title else ""
         out.append(f"<div>{head}{body}</div>")
-    legend = not_finite_legend(info)
+    legend = not_finite_legend(info, a)
     legend_html = f'<div class="jaxlab-array-legend">{html.escape(legend)}</div>' if legend else ""
     return (
         f'<div class="jaxlab-array-draw">{"".join(out)}{legend_html}'
@@ -75,9 +75,7 @@ def draw_info(info: ArrayInfo, value_range: ValueRange | None = None) -> str:
     )
 
 
-def drawn_range(
-    info: ArrayInfo, values: np.ndarray, value_range: ValueRange | None = None
-) -> ValueRange | None:
+def drawn_range(info: ArrayInfo, value_range: ValueRange | None = None) -> ValueRange | None:
     """The colours' range: ``value_range`` when given, else the whole array's min and max
     (its figures, reduced on its devices), so a subsampled map's bar says the array's
     extremes; None (the sample's own range) where the figures have none."""
@@ -109,7 +107,9 @@ def sample_range_words(values: np.ndarray, lo_hi: ValueRange | None) -> str:
     return f"drawn values {_cell(lo)} to {_cell(hi)}"
 
 
-def not_finite_at(info: ArrayInfo) -> dict[str, list[tuple[int, ...]]]:
+def not_finite_at(
+    info: ArrayInfo, values: np.ndarray | None = None
+) -> dict[str, list[tuple[int, ...]]]:
     """The array indices of its first NaN and Inf values (``{"NaN": [(3, 7), ...]}``):
     those found on its device where its figures count one (``Sample.not_finite``), else
     the sample's, in the whole array's coordinates (strides and slice undone)."""
@@ -121,7 +121,7 @@ def not_finite_at(info: ArrayInfo) -> dict[str, list[tuple[int, ...]]]:
         for word, index in s.not_finite:
             out.setdefault(word, []).append(tuple(index))
         return out
-    a = sample_values(s)
+    a = sample_values(s) if values is None else values
     if a.ndim == 0:
         return {}
     for word, hit in (("NaN", np.isnan(a)), ("Inf", np.isinf(a))):
@@ -135,14 +135,14 @@ def not_finite_at(info: ArrayInfo) -> dict[str, list[tuple[int, ...]]]:
     return out
 
 
-def marked_cells(info: ArrayInfo) -> list[tuple[int, ...]]:
+def marked_cells(info: ArrayInfo, values: np.ndarray | None = None) -> list[tuple[int, ...]]:
     """The drawn cells (sample coordinates) to mark: every NaN/Inf value of the sample and
     the cell holding each NaN/Inf found on the device in the drawn slice, which a strided
     sample may have stepped over (a NaN at [7, 42] drawn every 4th value: cell [1, 10])."""
     s = info.sample
     if s is None or s.kind not in ("float", "complex"):
         return []
-    a = sample_values(s)
+    a = sample_values(s) if values is None else values
     if a.ndim == 0:
         return []
     cells = {tuple(int(i) for i in r) for r in np.argwhere(~np.isfinite(a))[:MARKS_DRAWN]}
@@ -155,10 +155,10 @@ def marked_cells(info: ArrayInfo) -> list[tuple[int, ...]]:
     return sorted(cells)[:MARKS_DRAWN]
 
 
-def not_finite_legend(info: ArrayInfo) -> str:
+def not_finite_legend(info: ArrayInfo, values: np.ndarray | None = None) -> str:
     """``'NaN at [3, 7] and 4 more; Inf at [0, 2]'``: the first indices of each, counted
     over the whole array (its figures) where the sample holds only some."""
-    at = not_finite_at(info)
+    at = not_finite_at(info, values)
     st = info.stats
     parts = []
     for word in ("NaN", "Inf"):
