@@ -167,9 +167,14 @@ class ArrayView(JaxlabWidget, static="array_view"):
                 for v in (getattr(info.sample, f.name),)
             }
         lo_hi, fixed = self._range(path, info)
-        values = sample_values(info.sample) if info.sample is not None else None  # once
+        # the sample read back to numbers once, and only where it says more than the
+        # figures: a NaN/Inf to find, or a part (strided, sliced) or fixed range to compare
+        smp, st = info.sample, info.stats
+        flagged = st is None or bool(st.nan or st.inf)
+        partial = smp is not None and (fixed or smp.slice_at or any(k > 1 for k in smp.steps))
+        values = sample_values(smp) if smp is not None and (flagged or partial) else None
         words = ""
-        if values is not None and lo_hi is not None and info.kind != "complex":
+        if values is not None and partial and lo_hi is not None and info.kind != "complex":
             words = sample_range_words(values, lo_hi)
         return {
             "path": path,
@@ -184,8 +189,8 @@ class ArrayView(JaxlabWidget, static="array_view"):
             "range": list(lo_hi) if lo_hi is not None else None,
             "range_fixed": fixed,
             "sample_range": words,
-            "legend": not_finite_legend(info, values),
-            "marks": [list(c) for c in marked_cells(info, values)],  # sample cells under a marker
+            "legend": not_finite_legend(info, values) if flagged else "",
+            "marks": [list(c) for c in marked_cells(info, values)] if flagged else [],
         }
 
     def _range(self, path: str, info: Any) -> tuple[ValueRange | None, bool]:
