@@ -25,11 +25,12 @@ is 10,000 cells (about 18 minutes on a shared 2-core machine with ``--parallel``
 
     .venv/bin/python benchmarks/long_session_live.py --cells 2000
 
-Measured at 10,000 cells (2 shared cores, load 10-15, ``--parallel``): a cell's process
-CPU 8.00 ms plain, 8.77 tracked, 9.37 with the KeyLineage live (1.07x), 12.13 with every
-widget live (1.38x: the CompileMonitor rewrites its whole state and its 30 KB twin after
-every cell, since its totals change with each); RSS growth +8.6 MB plain, +25.9 MB live
-(+17.3), no ``gc.collect``; 3.6 KB a cell sent for the KeyLineage.
+Measured at 10,000 cells (2 shared cores, other tests running, ``--parallel``): a cell's
+process CPU 9.18 ms plain, 9.92 tracked, 10.49 with the KeyLineage live (1.06x), 11.10
+with every widget live (1.12x; 1.38x before a redraw rebuilt its twin once and the
+CompileMonitor stopped redrawing its table after cells that compiled nothing); RSS growth
++8.0 MB plain, +26.7 MB live (+18.8), no ``gc.collect``; 3.6 KB a cell sent for the
+KeyLineage, 12.2 KB with every widget.
 """
 
 from __future__ import annotations
