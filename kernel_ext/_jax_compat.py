@@ -7,7 +7,9 @@ exercises every entry on the installed JAX.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 # --------------------------------------------------------------------------- compile log
@@ -376,26 +378,17 @@ CALLBACK_LOGGER = "jax._src.callback"
 _CALLBACK_FAILED = "failed"
 
 
-class _CallbackFailures:
-    """A ``logging.Filter`` dropping JAX's "callback failed" records."""
-
-    def filter(self, record: Any) -> bool:
-        return _CALLBACK_FAILED not in str(getattr(record, "msg", ""))
+def _not_a_callback_failure(record: Any) -> bool:
+    """A ``logging`` filter: False for JAX's "callback failed" records."""
+    return _CALLBACK_FAILED not in str(getattr(record, "msg", ""))
 
 
-def callbacks_failing_quietly() -> Any:
-    """A context manager: JAX's "jax.pure_callback failed" log records dropped inside."""
-    import contextlib
-    import logging
-
-    @contextlib.contextmanager
-    def quiet() -> Any:
-        logger = logging.getLogger(CALLBACK_LOGGER)
-        held = _CallbackFailures()
-        logger.addFilter(held)
-        try:
-            yield
-        finally:
-            logger.removeFilter(held)
-
-    return quiet()
+@contextlib.contextmanager
+def callbacks_failing_quietly() -> Iterator[None]:
+    """JAX's "jax.pure_callback failed" log records dropped inside the block."""
+    logger = logging.getLogger(CALLBACK_LOGGER)
+    logger.addFilter(_not_a_callback_failure)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_not_a_callback_failure)
