@@ -58,4 +58,26 @@ def test_identity_is_the_line_in_the_cell_and_the_code():
     b = code_identity(other, "In[3], line 2")
     assert names.name("<lambda>", b, "In[3], line 2") == "<lambda> (In[3], line 2)"
     assert names.name("step", b, "In[3], line 2") == "step"  # a named function keeps its name
+    c = code_identity(lambda v: v - 1, "In[3], line 2")  # a third written on the same line
+    assert names.name("<lambda>", c, "In[3], line 2") == "<lambda> (In[3], line 2, 2)"
     assert float(jax.jit(one)(jnp.float32(2))) == 4.0
+
+
+def test_two_lambdas_on_one_line_are_two_functions_with_keys_on(ip):
+    # %keys on jits a wrapper of its own around each function (one code object for all):
+    # the log looks through it to the user's lambda
+    ip.run_line_magic("keys", "on")
+    try:
+        log = jaxlab.compile_log()
+        before = log.count
+        ip.run_cell(
+            "import jax, jax.numpy as jnp\n"
+            "f1 = jax.jit(lambda w: w * 5); f2 = jax.jit(lambda b: b @ b)\n"
+            "f1(1.0); f2(jnp.eye(3))",
+            store_history=True,
+        )
+        mine = [e for e in log.events[before - log.count :] if e.user_code and not e.eager]
+        assert len(mine) == 2 and [e.recompile for e in mine] == [False, False]
+        assert mine[0].fun_name != mine[1].fun_name
+    finally:
+        ip.run_line_magic("keys", "off")

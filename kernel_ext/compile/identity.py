@@ -34,6 +34,13 @@ def anonymous(name: str) -> bool:
 def code_identity(fun: Any, defined_at: str) -> str:
     """What makes two anonymous functions the same one: the line they were written on (in
     a cell, without the cell's number: a re-run cell writes it again) and their code."""
+    # A wrapper that says what it wraps (functools.wraps, %keys on's traced function) is
+    # the wrapped function's: every tracked jax.jit shares the wrapper's own code.
+    for _ in range(8):
+        inner = getattr(fun, "__wrapped__", None)
+        if inner is None or inner is fun:
+            break
+        fun = inner
     code = getattr(fun, "__code__", None)
     if code is None:
         return ""
@@ -59,6 +66,10 @@ class AnonymousNames:
         if found is not None:
             return found
         found = base if base not in self._taken else f"{base} ({defined_at or identity})"
+        n = 1
+        while found in self._taken:  # another function written there (two on one line)
+            n += 1
+            found = f"{base} ({defined_at or identity}, {n})"
         if len(self._names) < MAX_NAMED:
             self._names[key] = found
         self._taken.add(found)
