@@ -9,6 +9,7 @@ in the wheel and loaded from nowhere else::
 
 from .array_view import ArrayView as ArrayView
 from .compile_monitor import CompileMonitor as CompileMonitor
+from .explorer import Explorer as Explorer
 from .graph_explorer import GraphExplorer as GraphExplorer
 from .key_lineage import KeyLineage as KeyLineage
 from .profile_timeline import ProfileTimeline as ProfileTimeline
