@@ -13,3 +13,4 @@ from .explorer import Explorer as Explorer
 from .graph_explorer import GraphExplorer as GraphExplorer
 from .key_lineage import KeyLineage as KeyLineage
 from .profile_timeline import ProfileTimeline as ProfileTimeline
+from .steps_player import StepsPlayer as StepsPlayer
