@@ -49,6 +49,7 @@ from .keys.flow import key_flow as key_flow
 from .keys.record import KeyLineage as KeyLineage
 from .keys.record import key_lineage as key_lineage
 from .keys.track import track_keys as track_keys
+from .steps import grad_steps as grad_steps
 from .timing.attribution import profile_attribution as profile_attribution
 from .timing.attribution import profile_graph as profile_graph
 from .timing.bench import bench as bench

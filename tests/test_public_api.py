@@ -29,6 +29,7 @@ PUBLIC_NAMES = {
     "grad_cell",
     "GradSplit",
     "grad_split",
+    "grad_steps",
     "Graph",
     "jaxpr_graph",
     "ProgramDiff",

@@ -1,0 +1,57 @@
+"""Where a step sits in the drawing: the node it lights (its own, or the closed box or
+collapsed node holding it), the boxes around it, its label and the user's line, all read
+off the Graph the step's program is drawn as.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import model as m
+
+__all__ = ["Layout"]
+
+
+class Layout:
+    """Node ids and labels of one drawing (a Graph) for the interpreter's node ids."""
+
+    def __init__(self, graph: m.Graph, ev: Any) -> None:
+        self.graph = graph
+        self.nodes = {n.id: n for n in graph.nodes}
+        self.clusters = {c.id: c for c in graph.clusters}
+
+    def node(self, node_id: str) -> str:
+        """The node this id lights: itself if drawn, else the nearest drawn box around it:
+        a collapsed box by its node id (its <title>), an open one by its element id."""
+        parts = node_id.split("/")
+        for k in range(len(parts), 0, -1):
+            here = "/".join(parts[:k])
+            if here in self.nodes:
+                return here
+            if here in self.clusters and k < len(parts):
+                return f"clusterbox_{here}"
+        return node_id
+
+    def box(self, node_id: str) -> list[str]:
+        """The boxes holding the equation, outermost first (``jit inner``, ``cond branch 1``)."""
+        parts = node_id.split("/")
+        found = []
+        for k in range(1, len(parts)):
+            here = "/".join(parts[:k])
+            if here in self.clusters:
+                found.append(self.clusters[here].label)
+            elif not parts[k - 1].isdigit() and k < len(parts) - 1 and parts[k].isdigit():
+                continue  # a cond's branch: named with its number below
+            elif here in self.nodes:
+                found.append(self.nodes[here].label)
+        return found
+
+    def label(self, step: Any) -> str:
+        n = self.nodes.get(step.node_id)
+        if n is not None and n.kind == m.EQUATION:
+            return n.label
+        return str(step.eqn.primitive.name)
+
+    def source(self, node_id: str) -> str:
+        n = self.nodes.get(node_id)
+        return (n.source or "") if n is not None else ""

@@ -1,0 +1,158 @@
+"""The records of a chain rule played step by step: :class:`Step` (one equation of the
+gradient program, or of ``jax.jvp``'s, with its numbers and the rule in maths) and
+:class:`GradSteps` (the walk, its adjoints or tangents, the drawing, the frame a player
+widget renders).
+
+At the bottom of ``steps/``: they import nothing of the package.
+
+>>> s = grad_steps(lambda x: jnp.sin(x) * x, 0.5)         # doctest: +SKIP
+>>> s.steps[-1].fanout                                     # doctest: +SKIP
+'x̄ = 0.4388 + 0.4794 = 0.9182'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BACKWARD", "FORWARD", "TANGENT", "GradSteps", "Step", "short"]
+
+FORWARD = "forward"  # a value computed (the primal program and the residuals it keeps)
+BACKWARD = "backward"  # a cotangent computed (the transposed program)
+TANGENT = "tangent"  # a tangent computed (forward mode, jax.jvp's program)
+
+
+def short(value: Any) -> str:
+    """A number as a step shows it: ``0.4207``, ``f32[3,4] μ 0.12 [-1.1, 0.93]``."""
+    if value is None:
+        return "?"
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        return type(value).__name__
+    if arr.dtype == object:
+        return type(value).__name__
+    if arr.dtype == np.bool_:
+        return str(bool(arr)) if arr.size == 1 else f"bool{list(arr.shape)}"
+    if not np.issubdtype(arr.dtype, np.number):
+        return f"{arr.dtype}{list(arr.shape)}"
+    if arr.size == 1:
+        x = arr.reshape(-1)[0]
+        if np.issubdtype(arr.dtype, np.integer):
+            return str(int(x))
+        return f"{float(np.real(x)):.4g}"
+    kind = {"f": "f", "i": "i", "u": "u", "c": "c"}.get(arr.dtype.kind, "")
+    typ = f"{kind}{arr.dtype.itemsize * 8}[{','.join(map(str, arr.shape))}]"
+    if arr.size == 0:
+        return typ
+    real = np.real(arr).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return f"{typ} μ {np.mean(real):.3g} [{np.min(real):.3g}, {np.max(real):.3g}]"
+
+
+@dataclass
+class Step:
+    """One step: one equation (or one closed box, one loop iteration's equation)."""
+
+    index: int
+    kind: str  # FORWARD, BACKWARD or TANGENT
+    equation: str  # as the graph labels it: "sin", "x @ w", "adjoints summed"
+    rule: str  # the maths with names: "x̄ = ȳ · cos(x)"
+    text: str  # the rule with the numbers: "x̄ = 0.5 · 0.8253 = 0.4127"
+    node: str  # the drawing's node (its <title>) or box (its element id) this step lights
+    box: list[str] = field(default_factory=list)  # enclosing boxes, outermost first
+    primitive: str = ""
+    values_in: list[Any] = field(default_factory=list)  # values read (not cotangents)
+    values_out: list[Any] = field(default_factory=list)  # values made (forward, tangent)
+    cotangent_in: list[Any] = field(default_factory=list)  # backward: cotangents arriving
+    cotangent_out: list[Any] = field(default_factory=list)  # backward: cotangents leaving
+    names_in: list[str] = field(default_factory=list)  # each operand's name, in order
+    names_out: list[str] = field(default_factory=list)
+    operands: list[Any] = field(default_factory=list)  # every operand's value, in order
+    fanout: str | None = None  # "x̄ = 0.27 + 0.13 = 0.40": a second contribution added
+    of: str = ""  # backward: the forward equation this transposes ("sin(x)")
+    iteration: int | None = None  # inside a scan: the iteration shown
+    substeps: list[Step] = field(default_factory=list)  # a closed box's own steps
+    source: str = ""  # the user's line ("cell.py:3 (f)")
+
+    def frame(self) -> dict[str, Any]:
+        """This step as the player reads it: numbers as short strings."""
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "equation": self.equation,
+            "rule": self.rule,
+            "text": self.text,
+            "fanout": self.fanout,
+            "node": self.node,
+            "box": list(self.box),
+            "of": self.of,
+            "source": self.source,
+            "iteration": self.iteration,
+            "values_in": [short(v) for v in self.values_in],
+            "values_out": [short(v) for v in self.values_out],
+            "cotangent_in": [short(v) for v in self.cotangent_in],
+            "cotangent_out": [short(v) for v in self.cotangent_out],
+            "substeps": [s.text for s in self.substeps],
+        }
+
+    def line(self) -> str:
+        """One readable line: ``12 backward  x̄ = 0.5 · 0.8253 = 0.4127``."""
+        where = f"  [{' › '.join(self.box)}]" if self.box else ""
+        it = f" (iteration {self.iteration})" if self.iteration is not None else ""
+        fan = f"   fan-out: {self.fanout}" if self.fanout else ""
+        return f"{self.index:>4} {self.kind:<8}  {self.text}{it}{where}{fan}"
+
+
+@dataclass
+class GradSteps:
+    """A chain rule walk: ``steps`` in JAX's order, and what it ends with."""
+
+    function: str
+    mode: str  # "reverse" or "forward"
+    steps: list[Step]
+    adjoints: dict[str, Any] = field(default_factory=dict)  # reverse: ∂f/∂arg by name
+    tangents: dict[str, Any] = field(default_factory=dict)  # forward: the outputs' tangents
+    passes_note: str = ""
+    notes: list[str] = field(default_factory=list)
+    svg: str = ""  # the program's drawing; each step's node findable in it
+    targets: dict[str, int] = field(default_factory=dict)  # "∂f/∂w" -> step producing it
+    n_equations: int = 0  # equations of the program stepped (nested ones included)
+    graph: Any = field(default=None, repr=False, compare=False)  # the Graph drawn
+
+    def frame(self, current: int = 0) -> dict[str, Any]:
+        """Everything the player needs, JSON-able (see notes/steps_contract.md)."""
+        return {
+            "function": self.function,
+            "mode": self.mode,
+            "svg": self.svg,
+            "steps": [s.frame() for s in self.steps],
+            "targets": dict(self.targets),
+            "current": int(current),
+            "passes_note": self.passes_note,
+            "notes": list(self.notes),
+        }
+
+    def text(self) -> str:
+        """The whole walk as text (a saved notebook reads it without a kernel)."""
+        head = f"{self.mode} mode of {self.function}: {len(self.steps)} steps"
+        lines = [head, self.passes_note] + [f"  note: {n}" for n in self.notes]
+        lines += [s.line() for s in self.steps]
+        ends = self.adjoints if self.mode == "reverse" else self.tangents
+        lines += [f"{name} = {short(v)}" for name, v in ends.items()]
+        return "\n".join(line for line in lines if line)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return f"<GradSteps {self.mode} mode of {self.function}: {len(self.steps)} steps>"
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def step(self, target: str) -> Step:
+        """The step a target names (``"∂f/∂w"``)."""
+        return self.steps[self.targets[target]]

@@ -1,0 +1,213 @@
+"""Reverse mode, one equation at a time: the steps of the gradient program
+(``%jaxpr --grad``'s: the forward equations, then the transposed ones, in JAX's order),
+each with its numbers from the interpreter's run of that program (graph/interpret) and
+its rule read with cotangent names (steps/naming).
+
+A forward step shows the value it computes (``y = sin(x) = 0.5646``); a backward step
+the cotangent arriving, the rule, the numbers and the cotangent leaving
+(``x̄ = ȳ · cos(x) = 0.5 · 0.8253 = 0.4127``); where a cotangent's second contribution
+is added (``add_any``, a value used twice), the step says so in ``fanout``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .naming import Names, bar, is_float_slot
+from .record import BACKWARD, FORWARD, Step, short
+from .rules import expression
+
+__all__ = ["Walk", "downstream"]
+
+
+def downstream(ev: Any, sources: Sequence[int]) -> set[int]:
+    """Slots computed (at any remove) from ``sources``, loops' links followed."""
+    found = set(sources)
+    size = -1
+    while size != len(found):
+        size = len(found)
+        for src, dst in ev.links:
+            if src in found:
+                found.add(dst)
+        for step in ev.steps:
+            if any(s is not None and s in found for s in step.inputs):
+                found.update(step.outputs)
+    return found
+
+
+def _value(ev: Any, slot: int | None, atom: Any) -> Any:
+    return atom.val if slot is None else ev.values[slot]
+
+
+def _shape(ev: Any, slot: int | None) -> tuple[int, ...]:
+    return tuple(getattr(ev.avals[slot], "shape", ())) if slot is not None else ()
+
+
+class Walk:
+    """The reverse walk over one evaluation of a gradient program.
+
+    ``seed``: the slot of ``∂f/∂f = 1``; ``output``: the forward slot it differentiates;
+    ``given``: names of inputs and constants by slot.
+    """
+
+    def __init__(self, ev: Any, seed: int | None, output: int | None, given: dict[int, str]):
+        self.ev = ev
+        self.names = Names(ev, given)
+        self.back = downstream(ev, [seed]) if seed is not None else set()
+        self.ct_of: dict[int, int] = {}  # cotangent slot -> the forward slot it is of
+        self.temp_of: dict[int, int] = {}  # a rule's temporary -> the forward step (index)
+        self.contributions: dict[int, list[int]] = {}  # forward slot -> cotangent slots
+        if seed is not None and output is not None:
+            self._cotangent(seed, output)
+        first = next(
+            (i for i, st in enumerate(ev.steps) if any(s in self.back for s in st.inputs)),
+            len(ev.steps),
+        )
+        self.first_backward = first
+        for k, st in enumerate(ev.steps):  # every name first: contributions are counted
+            if k < first:
+                self.names.name_forward(st)
+            else:
+                self._name_backward(k, st)
+        self._number_contributions()
+
+    # ------------------------------------------------------------------ names
+    def _cotangent(self, slot: int, of: int) -> None:
+        self.ct_of[slot] = of
+        self.contributions.setdefault(of, []).append(slot)
+        self.names.name[slot] = bar(self.names.of(of))
+
+    def _origin(self, slot: int) -> int | None:
+        """The forward step whose rule a cotangent (or a rule's temporary) feeds."""
+        if slot in self.temp_of:
+            return self.temp_of[slot]
+        fwd = self.ct_of.get(slot)
+        if fwd is None:
+            return None
+        return self.ev.producer[fwd]
+
+    def _name_backward(self, k: int, step: Any) -> None:
+        cts = [s for s in step.inputs if s is not None and s in self.back]
+        reads = {s for s in step.inputs if s is not None and s not in self.back}
+        outs = [s for s in step.outputs if s not in self.names.name]
+        if not outs:
+            return
+        if step.eqn.primitive.name == "add_any":
+            ofs = {self.ct_of[c] for c in cts if c in self.ct_of}
+            temps = {self.temp_of[c] for c in cts if c in self.temp_of}
+            if len(ofs) == 1 and len(outs) == 1:
+                self._cotangent(outs[0], ofs.pop())
+                return
+            if len(temps) == 1 and not ofs and len(outs) == 1:
+                self.temp_of[outs[0]] = temps.pop()
+                self.names.name[outs[0]] = self.names.temporary()
+                return
+        origins = [o for o in (self._origin(c) for c in cts) if o is not None]
+        origin = origins[0] if origins else None
+        for out in outs:
+            target = self._target(origin, reads, out) if origin is not None else None
+            if target is not None:
+                self._cotangent(out, target)
+            else:
+                if origin is not None:
+                    self.temp_of[out] = origin
+                self.names.name[out] = self.names.temporary()
+
+    def _target(self, origin: int, reads: set[int], out: int) -> int | None:
+        """Which operand of the forward step ``origin`` the cotangent ``out`` is of."""
+        ev = self.ev
+        fwd = ev.steps[origin]
+        floats = [s for s in dict.fromkeys(fwd.inputs) if is_float_slot(ev, s)]
+        same = [s for s in floats if s is not None and _shape(ev, s) == _shape(ev, out)]
+        unread = [s for s in same if s not in reads]
+        for pick in (unread, same if not unread else []):
+            if len(pick) == 1:
+                return pick[0]
+        return None
+
+    def _number_contributions(self) -> None:
+        """A value used twice gets two cotangent contributions: ``x̄₁``, ``x̄₂``, summed
+        into ``x̄`` (the sums between, ``x̄₁₊₂``)."""
+        sums = {s for st in self.ev.steps if st.eqn.primitive.name == "add_any" for s in st.outputs}
+        for fwd, slots in self.contributions.items():
+            parts = [s for s in slots if s not in sums]
+            if len(parts) < 2:
+                continue
+            base = bar(self.names.of(fwd))
+            for k, s in enumerate(parts):
+                self.names.name[s] = base + _sub(k + 1)
+            done: list[int] = []
+            for s in slots:
+                if s in sums:
+                    self.names.name[s] = (
+                        base
+                        if s == slots[-1]
+                        else base + "₊".join(_sub(k + 1) for k in range(len(done)))
+                    )
+                else:
+                    done.append(s)
+
+    # ------------------------------------------------------------------ steps
+    def step(self, k: int, label: str, node: str, box: list[str]) -> Step:
+        """The record of evaluation step ``k``."""
+        ev, st = self.ev, self.ev.steps[k]
+        backward = k >= self.first_backward
+        eqn = st.eqn
+        prim = eqn.primitive.name
+        in_names = self.names.operands(st)
+        out_names = [self.names.of(s) for s in st.outputs]
+        values = [_value(ev, s, a) for s, a in zip(st.inputs, eqn.invars, strict=True)]
+        outs = [ev.values[s] for s in st.outputs]
+        avals = [getattr(a, "aval", None) for a in eqn.invars]
+        params = dict(eqn.params)
+        formula = expression(prim, params, in_names, avals)
+        lhs = ", ".join(out_names)
+        numbers = expression(prim, params, [short(v) for v in values], avals)
+        result = ", ".join(short(v) for v in outs)
+        shown = [lhs] if lhs == formula else [lhs, formula]
+        rule = " = ".join(shown)
+        if formula != numbers and len(numbers) <= 120:
+            shown.append(numbers)
+        text = " = ".join([*shown, result])
+        record = Step(
+            index=0,
+            kind=BACKWARD if backward else FORWARD,
+            equation=label,
+            rule=rule,
+            text=text,
+            node=node,
+            box=box,
+            primitive=prim,
+            names_in=in_names,
+            names_out=out_names,
+            operands=values,
+        )
+        if backward:
+            is_ct = [s is not None and s in self.back for s in st.inputs]
+            record.cotangent_in = [v for v, c in zip(values, is_ct, strict=True) if c]
+            record.values_in = [v for v, c in zip(values, is_ct, strict=True) if not c]
+            record.cotangent_out = outs
+            origin = next((self._origin(s) for s in st.inputs if s in self.back), None)
+            if origin is not None:
+                fwd = ev.steps[origin]
+                f_names = self.names.operands(fwd)
+                f_avals = [getattr(a, "aval", None) for a in fwd.eqn.invars]
+                f_out = ", ".join(self.names.of(s) for s in fwd.outputs)
+                f_expr = expression(fwd.eqn.primitive.name, dict(fwd.eqn.params), f_names, f_avals)
+                record.of = f"{f_out} = {f_expr}"
+            if prim == "add_any" and len(values) == 2:
+                used = self.ct_of.get(st.outputs[0])
+                why = f": {self.names.of(used)} is used twice" if used is not None else ""
+                record.fanout = (
+                    f"{lhs} = {short(values[0])} + {short(values[1])} = {result}"
+                    f" ({in_names[0]} and {in_names[1]} added{why})"
+                )
+        else:
+            record.values_in = values
+            record.values_out = outs
+        return record
+
+
+def _sub(k: int) -> str:
+    return "".join("₀₁₂₃₄₅₆₇₈₉"[int(d)] for d in str(k))
