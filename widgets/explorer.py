@@ -51,6 +51,7 @@ class Explorer(JaxlabWidget, static="explorer"):
         self._twins = Throttle(self.update_static, interval=TWIN_INTERVAL)
         self._lock = threading.Lock()  # one frame set at a time (fit steps run elsewhere)
         self.frame = exploration.frame()
+        self._subscribed = True
         self._unsubscribe = exploration.subscribe(self._publish)
         self.on_msg(self._message)
 
@@ -62,7 +63,8 @@ class Explorer(JaxlabWidget, static="explorer"):
     def _publish(self, frame: dict[str, Any]) -> None:
         """The core changed (a move, sweep or fit step, on whatever thread): draw it."""
         with self._lock:
-            self.frame = frame
+            if self._subscribed:
+                self.frame = frame
 
     def _synced_change(self, change: dict[str, Any]) -> None:
         # a frame per move: the twin follows at most every TWIN_INTERVAL seconds
@@ -88,10 +90,10 @@ class Explorer(JaxlabWidget, static="explorer"):
 
     def close(self) -> None:
         self._twins.cancel()
-        unsubscribe = self._unsubscribe
-        if callable(unsubscribe):
-            unsubscribe()
-        elif hasattr(self._core, "unsubscribe"):
+        subscribed, self._subscribed = self._subscribed, False
+        if subscribed and callable(self._unsubscribe):
+            self._unsubscribe()
+        elif subscribed and hasattr(self._core, "unsubscribe"):
             self._core.unsubscribe(self._publish)
         super().close()
 
