@@ -42,10 +42,9 @@ ANONYMOUS: dict[str, set[str]] = {
     # the same, and 0.1 * p_half's cotangent (an unnamed cotangent of the product)
     "leapfrog --grad": {"mul 0.05, ·", "mul 0.1, ·", "mul 0.5, ·"},
     "cond": {"gt ·, 0.0"},  # x.sum() > 0: the sum is never bound
-    # the cond's forward result, which the gradient program never returns (its primal
-    # output is dropped), and the cotangent the seed feeds its backward branches; the
-    # cotangent of the unnamed sum v @ w
-    "cond --grad": {"gt ·, 0.0", "· f32[]", "· @ wᵀ"},
+    # the cotangent of the unnamed sum v @ w (the cond's result, which the gradient
+    # program drops, is cond_program, its cotangent ∂cond_program)
+    "cond --grad": {"gt ·, 0.0", "· @ wᵀ"},
     # the cotangent of x @ W inside jnp.tanh (PRE), one per layer
     "20 params --grad": {f"· @ params[{k}]ᵀ" for k in range(1, 20)} | {"·ᵀ @ x", *_CT_PRE},
     # (h @ W - y) ** 2 and its derivative 2 * (...): the difference is never bound; the
@@ -340,3 +339,40 @@ def test_a_grouped_pytree_operand_is_named_by_its_leaf_path():
     view = _opened(jaxlab.jaxpr_graph(many_params, params, x))
     matmuls = [n.label for n in view.nodes if n.primitive == "dot_general"]
     assert matmuls == ["x @ params[0]"] + [f"x @ params[{k}]" for k in range(1, 20)]
+
+
+def prog_assigned(x, w):
+    y = jax.lax.cond(x.sum() > 0, lambda v: jnp.tanh(v * w), lambda v: v * 2.0, x)
+    a, b = jax.lax.cond(y.sum() > 0, lambda v: (v * w, v.sum()), lambda v: (-v, v.mean()), y)
+    return (a**2).sum() + b * 3.0
+
+
+def _cond_ports(graph: m.Graph) -> dict[str, list[str]]:
+    """Each cond's ports (its branches' parameters and its results) by the cond's id."""
+    view = _opened(graph)
+    conds = {c.id for c in view.clusters if c.primitive == "cond"}
+    ports: dict[str, list[str]] = {}
+    for n in view.nodes:
+        owner = n.id.split("/")[0]
+        if n.kind == m.PORT and owner in conds and not n.id.endswith("index"):
+            ports.setdefault(owner, []).append(n.label)
+    return ports
+
+
+def test_a_cond_gradients_cotangent_ports_are_named():
+    """The backward cond's cotangents are ∂ of the forward cond's results: the value the
+    function returns (∂cond_program), or what the assignment receiving the cond names
+    (∂y, ∂a, ∂b); the forward cond's results are named the same way. They read
+    '· f32[]' before."""
+    x, w = jnp.ones((3, 4)) * 0.5, jnp.ones((4,)) * 0.3
+    forward, backward = _cond_ports(jaxlab.jaxpr_graph(cond_program, x, w, grad=True)).values()
+    assert forward[-1] == "cond_program" or forward[-2:] == ["cond_program", "w"]  # 0.10: w
+    assert backward == ["w", "∂cond_program", "w", "∂cond_program", "∂cond_program/∂x"]
+    ports = _cond_ports(jaxlab.jaxpr_graph(prog_assigned, x, w, grad=True))
+    first_fwd, second_fwd, second_bwd, first_bwd = ports.values()
+    assert "y" in first_fwd and ["a", "b"] == [p for p in second_fwd if p in ("a", "b")]
+    # each backward branch's last parameters are its cotangents
+    assert first_bwd.count("∂y") == 2 and "∂y" not in first_bwd[:1]
+    assert second_bwd.count("∂a") == 2 and second_bwd.count("∂b") == 2
+    for labels in (second_bwd, first_bwd):
+        assert not [p for p in labels if p.startswith("∂") and "f32" in p]

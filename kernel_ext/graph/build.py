@@ -105,20 +105,25 @@ def call_graph(
             kwarg_names=dict(kwarg_names) if kwarg_names is not None else None,
         )
     split = split_static(fun, args, kwargs)
+    own = argument_names(fun, split.args, split.kwargs)  # the function's own names
     fun, args, kwargs = split.fun, split.args, split.kwargs
     target = jax.grad(fun) if grad else fun
     closed = jax.make_jaxpr(target)(*args, **kwargs)
+    names = argument_names(fun, args, kwargs, arg_names, kwarg_names)
     graph = graph_from_jaxpr(
         closed,
         title=f"grad({name})" if grad else name,
         grad=grad,
         depth=depth,
         budget=budget,
-        input_names=argument_names(fun, args, kwargs, arg_names, kwarg_names),
+        input_names=names,
         explore=explore,
     )
     # Each step also applies to the explorer's views (explore.then).
     from .explore import then
+    from .value_names import with_parameters
+
+    graph = then(graph, lambda g: with_parameters(g, names, own, name))
 
     notes: tuple[str, ...] = (static_note(split.static_paths),) if split.changed else ()
     if split.outputs.paths:  # an updated model's activation, returned as eqx.filter_jit does

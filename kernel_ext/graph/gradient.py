@@ -36,6 +36,7 @@ from .arguments import argument_names, static_note
 from .explore import then
 from .from_jaxpr import graph_from_jaxpr
 from .plan import DEFAULT_BUDGET
+from .value_names import with_parameters
 
 
 def leaf_names(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
@@ -136,6 +137,7 @@ def gradient_graph(
     originals = jax.tree_util.tree_leaves((tuple(args), dict(kwargs)))
     flat, treedef = jax.tree_util.tree_flatten((split.args, split.kwargs))
     kept_names, diff = _keep(originals, names, diff_all, flat)
+    own = _keep(originals, leaf_names(fun, args, kwargs), diff_all, flat)[0]  # fun's names
     if not any(diff):
         raise NothingToDifferentiate(
             f"{name}: none of the arguments chosen holds a float to differentiate "
@@ -214,7 +216,7 @@ def gradient_graph(
             else n
             for n in graph.nodes
         )
-        graph = dataclasses.replace(graph, nodes=nodes)
+        graph = with_parameters(dataclasses.replace(graph, nodes=nodes), kept_names, own, name)
         if split.changed:
             note = static_note(split.static_paths)
             graph = dataclasses.replace(graph, notes=(*graph.notes, note))

@@ -280,3 +280,42 @@ def _assignments(source: str) -> dict[tuple[int, int], tuple[ast.expr, ast.expr]
         for node in ast.walk(tree)
         if isinstance(node, ast.Assign) and len(node.targets) == 1
     }
+
+
+def paired_cond(eqn: Any, earlier: Sequence[Any]) -> Any:
+    """The forward cond a backward pass's cond ``eqn`` transposes: the last of the
+    ``earlier`` equations that is a cond on the same branch index, or None."""
+    index = eqn.invars[0] if eqn.invars else None
+    if index is None or isinstance(index, jcore.Literal):
+        return None
+    for other in reversed(earlier):
+        if other is not eqn and other.primitive.name == "cond" and other.invars[:1] == [index]:
+            return other
+    return None
+
+
+def cond_cotangent_names(
+    eqn: Any, forward: Any, n_params: int, primal_name: Callable[[Any], str | None]
+) -> list[str | None]:
+    """Names of a backward cond's parameters that are cotangents: JAX passes the
+    residuals first and then one cotangent per primal result of the ``forward`` cond
+    (the results the backward cond does not read as residuals), so the last ones are
+    ``∂`` of those results' names (``∂y``; ``∂f`` for what the function returns). The
+    other parameters are None (named as their operands are)."""
+    reads = {id(v) for v in eqn.invars if not isinstance(v, jcore.Literal)}
+    primals = [v for v in forward.outvars if id(v) not in reads]
+    found: list[str | None] = [None] * n_params
+    if not primals or len(primals) > n_params:
+        return found
+    for j, v in enumerate(primals):
+        name = primal_name(v)
+        found[n_params - len(primals) + j] = f"∂{name}" if name else None
+    return found
+
+
+def cond_assigned(eqn: Any, primals: int) -> list[str] | None:
+    """What the assignment receiving a cond names its ``primals`` results: ``y =
+    lax.cond(...)``, ``a, b = lax.cond(...)``; None where it names another count."""
+    target = _target(eqn)
+    names = _names(target) if target is not None else None
+    return names if names is not None and len(names) == primals else None

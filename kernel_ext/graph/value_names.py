@@ -10,11 +10,14 @@ reaches says its type (``· f32[4]``), never its position (``in3``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import jax.extend.core as jcore
 
+from . import model as m
 from .labels import friendly_label, literal_text, type_text
 from .marks import scan_counts
 from .names import WHOLE, program_names, result_name
@@ -22,8 +25,11 @@ from .port_names import (
     STACKED,
     assigned_names,
     assigned_value,
+    cond_assigned,
+    cond_cotangent_names,
     def_scan_names,
     forward_scan,
+    paired_cond,
     row_name,
     transposed_scan_names,
 )
@@ -38,6 +44,8 @@ class Naming:
     # A scan equation (by id) -> its body's parameter names and its results' names.
     scan_names: dict[int, tuple[list[str | None], list[str | None]]]
     siblings: dict[str, tuple[Block, int]]  # item id -> its block, its index
+    title: str  # the program's function name (a gradient's: grad(f))
+    output_names: list[str] | None  # a gradient's outputs ∂f/∂x
 
     def _operand_name(self, v: Any) -> str | None:
         """What a reader calls an operand: an argument's name, a literal's value."""
@@ -86,6 +94,8 @@ class Naming:
                 own = transposed_scan_names(item.eqn, forward, ports, results, self._outer_name)
             else:
                 own = def_scan_names(sub.jaxpr, *counts)
+        if own is None and item is not None and item.primitive == "cond":
+            own = self._cond_cotangents(item, len(sub.feeds))
         found: list[str | None] = []
         for k, fed_by in enumerate(sub.feeds):
             name = own[k] if own is not None and k < len(own) and own[k] else None
@@ -223,8 +233,83 @@ class Naming:
         for k in range(n):
             if found[k] is None:
                 found[k] = self._passed_through(item, port_names, k)
+            if found[k] is None and self._returned_unread(item, k):
+                found[k] = self._function()
         assigned = self._assigned(item) if n == 1 else None
+        primal = self._primal_results(item)
+        if primal is not None:  # a gradient's forward cond: JAX's result paths say nothing
+            found = [primal.get(k) or self._passed_through(item, port_names, k) for k in range(n)]
         return [assigned] if assigned and not found[0] else found
+
+    def _primal_results(self, item: Item) -> dict[int, str] | None:
+        """A gradient's forward cond's results that are the cond's own (not residuals the
+        backward cond reads), named by the assignment receiving the cond (``y =
+        lax.cond(...)``) or as the value the function returns; None for any other cond."""
+        block, k = self.siblings.get(item.id, (None, 0))
+        if block is None or "transpose" in name_stack(item.eqn):
+            return None
+        later = [i.eqn for i in block.items[k + 1 :] if i.primitive == "cond"]
+        backward = next((e for e in later if paired_cond(e, [item.eqn]) is item.eqn), None)
+        if backward is None or self._function() is None:
+            return None
+        reads = {id(v) for v in backward.invars}
+        primals = [j for j, v in enumerate(item.eqn.outvars) if id(v) not in reads]
+        found: dict[int, str] = {}
+        for j, name in zip(primals, cond_assigned(item.eqn, len(primals)) or [], strict=False):
+            found[j] = name
+        for j in primals:
+            if j not in found and self._returned_unread(item, j):
+                found[j] = str(self._function())
+        return found
+
+    def _cond_cotangents(self, item: Item, n: int) -> list[str | None] | None:
+        """A backward pass's cond's parameters: its cotangents named ``∂`` of the forward
+        cond's results (``∂y``; ``∂f`` for the value the function returns), the rest None;
+        None for any other cond."""
+        if "transpose" not in name_stack(item.eqn):
+            return None
+        block, k = self.siblings.get(item.id, (None, 0))
+        if block is None:
+            return None
+        forward = paired_cond(item.eqn, [i.eqn for i in block.items[:k]])
+        if forward is None:
+            return None
+        at = next(j for j, i in enumerate(block.items) if i.eqn is forward)
+
+        def primal_name(v: Any) -> str | None:
+            if v in self.var_name:
+                return self.var_name[v]
+            j = forward.outvars.index(v)
+            return self._function() if self._returned_unread(block.items[at], j) else None
+
+        return cond_cotangent_names(item.eqn, forward, n, primal_name)
+
+    def _returned_unread(self, item: Item, k: int) -> bool:
+        """Whether a forward cond's result ``k`` in a gradient program is the value the
+        function returns: nothing reads it (jax.grad drops the primal result) and a
+        backward pass's cond transposes the cond."""
+        if "transpose" in name_stack(item.eqn) or self._function() is None:
+            return False
+        block, at = self.siblings.get(item.id, (None, 0))
+        if block is None:
+            return False
+        v = item.eqn.outvars[k]
+        later = [i.eqn for i in block.items[at + 1 :]]
+        if any(v is x for e in later for x in e.invars) or any(v is x for x in block.jaxpr.outvars):
+            return False
+        return any(e.primitive.name == "cond" and paired_cond(e, [item.eqn]) for e in later)
+
+    def _function(self) -> str | None:
+        """The function a gradient program differentiates (``f`` of ``grad(f)``, of its
+        outputs ``∂f/∂x``), or None in any other program."""
+        found = re.fullmatch(r"grad\((.+)\)", getattr(self, "title", "") or "")
+        if found:
+            return found.group(1).strip("<>") or "f"
+        for name in getattr(self, "output_names", None) or ():
+            found = re.match(r"∂(.+?)/∂", name or "")
+            if found:
+                return found.group(1)
+        return None
 
     def _passed_through(
         self, item: Item, port_names: dict[str, list[str | None]], k: int
@@ -251,3 +336,32 @@ _FORMULAS = frozenset({"one_minus_square", "integer_pow", "dot_general", "transp
 def unnamed(v: Any) -> str:
     """A port whose value the program never named: its type, not a position (``in3``)."""
     return f"· {type_text(v.aval)}"
+
+
+def with_parameters(
+    graph: m.Graph, names: Sequence[str], own: Sequence[str], function: str
+) -> m.Graph:
+    """``graph`` with each input the call line names otherwise than the function does
+    told, in its tooltip, by the function's own name for it: the input ``X`` of
+    ``loss(P, X)`` says ``parameter x of loss``; a group ``P (20 arrays)`` says
+    ``parameter params of loss``. ``names`` and ``own`` name the program's inputs in
+    order (the drawn names, the function's parameter paths); the input keeps its drawn
+    name, the one every view of the call gives it."""
+    if len(names) != len(own):
+        return graph
+    nodes = []
+    for n in graph.nodes:
+        k = int(n.id[2:]) if n.kind == m.INPUT and n.id[2:].isdigit() else -1
+        said = ""
+        if 0 <= k < len(own) and not n.source:
+            if n.label == names[k]:
+                said = own[k] if own[k] != names[k] else ""
+            elif _root(own[k]) != _root(names[k]) and n.label.startswith(_root(names[k]) + " ("):
+                said = _root(own[k])
+        nodes.append(replace(n, source=f"parameter {said} of {function}") if said else n)
+    return replace(graph, nodes=tuple(nodes))
+
+
+def _root(name: str) -> str:
+    """The argument a leaf's name belongs to: ``params[3]['W']`` -> ``params``."""
+    return re.split(r"[\[.]", name, maxsplit=1)[0]

@@ -34,9 +34,8 @@ the same work on the same shapes (a Python loop's identical layers).
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -439,9 +438,25 @@ def profile_attribution(
 ) -> Attribution:
     """``result``'s time (a ``ProfileResult``) on the program of ``fun(*args)``, compiled
     as the profiled call was (``jax.jit(fun)`` unless ``fun`` is jitted already)."""
+    return call_attribution(result, fun, args, kwargs)
+
+
+def call_attribution(
+    result: Any,
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    arg_names: Sequence[str | None] | None = None,
+    kwarg_names: Mapping[str, str | None] | None = None,
+) -> Attribution:
+    """:func:`profile_attribution`, the inputs named as the cell's call names its
+    arguments (``arg_names``, ``kwarg_names``: ``f(P, X)`` draws ``P['W']`` and ``X``, as
+    ``%jaxpr f(P, X)`` does), each with the function's own name in its tooltip."""
     import jax
 
     from ..graph.build import argument_names, graph_from_jaxpr
+    from ..graph.explore import then
+    from ..graph.value_names import with_parameters
     from ..session.work import jaxlab_work
 
     name = getattr(fun, "__name__", None) or type(fun).__name__
@@ -449,49 +464,14 @@ def profile_attribution(
     with jaxlab_work():
         traced = jitted.trace(*args, **kwargs)
         text = traced.lower().compile().as_text()
-    closed = traced.jaxpr
-    names = argument_names(fun, args, kwargs)
+    names = argument_names(fun, args, kwargs, arg_names, kwarg_names)
+    own = argument_names(fun, args, kwargs)
 
     def graph_of(c: Any) -> m.Graph:
-        return graph_from_jaxpr(c, title=name, input_names=names, explore=True)
+        drawn = graph_from_jaxpr(c, title=name, input_names=names, explore=True)
+        return then(drawn, lambda g: with_parameters(g, names, own, name))
 
-    return attribute(result, closed, text, function=name, graph_of=graph_of)
-
-
-def attribution_from_program(
-    result: Any, name: str, closed: Any, *, module: str | None = None
-) -> Attribution:
-    """As :func:`profile_attribution`, from a program the compile log kept (``closed``):
-    compiled again from the jaxpr, whose instructions XLA names as it named the
-    profiled module's (``module``, as the profile names it: a lambda's ``jit__lambda``)."""
-    import jax
-    import jax.extend.core as jcore
-
-    from ..graph.build import graph_from_jaxpr
-    from ..session.work import jaxlab_work
-
-    with jaxlab_work():
-        text = jax.jit(jcore.jaxpr_as_fun(closed)).trace(*closed.in_avals).lower().compile()
-        text = text.as_text()
-    module = module or "jit_" + re.sub(r"\W", "_", name)  # as the profiled module is named
-    text = re.sub(r"^HloModule \S+?,", f"HloModule {module},", text, count=1)
-
-    names = _traced_names(closed)
-
-    def graph_of(c: Any) -> m.Graph:
-        return graph_from_jaxpr(c, title=name, input_names=names, explore=True)
-
-    return attribute(result, closed, text, function=name, graph_of=graph_of)
-
-
-def _traced_names(closed: Any) -> list[str] | None:
-    """The inputs' names JAX recorded when it traced the program (``params['W']``, ``x``),
-    or None where it recorded none (then they are drawn as ``in0``, ``in1``, ...)."""
-    info = getattr(closed.jaxpr, "debug_info", None)
-    names = list(getattr(info, "arg_names", None) or ())
-    if len(names) != len(closed.jaxpr.invars) or not all(names):
-        return None
-    return [str(n) for n in names]
+    return attribute(result, traced.jaxpr, text, function=name, graph_of=graph_of)
 
 
 def profile_graph(result: Any, fun: Callable[..., Any], *args: Any, **kwargs: Any) -> m.Graph:

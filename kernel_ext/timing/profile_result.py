@@ -83,15 +83,13 @@ class ProfileResult:
         ``%jaxpr --cost`` too), else from the program the compile log kept of it (the
         extension loaded when it was compiled); else call
         ``jaxlab.profile_attribution(result, f, *args)``."""
-        from .attribution import AttributionError, attribution_from_program, profile_attribution
+        from .attribution import AttributionError, call_attribution
+        from .profiled_call import attribution_from_program, called_as, profiled_call
 
         if namespace is not None and cell:
-            from .profiled_call import profiled_call
-
             found = profiled_call(cell, namespace, fun_name)
             if found is not None:
-                fun, args, kwargs = found
-                return profile_attribution(self, fun, *args, **kwargs)
+                return call_attribution(self, *found)
         keeper = kept_programs()
         closed = keeper.last_program(fun_name) if keeper is not None else None
         if closed is None:
@@ -101,7 +99,10 @@ class ProfileResult:
                 f"of it with plain arguments; call jaxlab.profile_graph(result, {fun_name}, "
                 "*args) with its arguments"
             )
-        return attribution_from_program(self, fun_name, closed, module=self.module_of(fun_name))
+        called = called_as(cell, namespace, fun_name) if namespace is not None else {}
+        return attribution_from_program(
+            self, fun_name, closed, module=self.module_of(fun_name), called=called
+        )
 
     def graph(
         self, fun_name: str, *, namespace: Mapping[str, Any] | None = None, cell: str = ""
