@@ -235,3 +235,77 @@ def test_frames_rewrite_the_twin_through_the_throttle(view, monkeypatch):
     assert widget._twins.pending
     widget._twins.flush()
     assert rewrites == [49]  # the latest
+
+
+# ------------------------------------------------------------- with the real core
+
+
+def _period(g=9.81, length=1.0):
+    import jax.numpy as jnp
+
+    return 2 * jnp.pi * jnp.sqrt(length / g)
+
+
+def test_the_page_moves_the_real_core():
+    import jaxlab
+
+    core = jaxlab.explore(_period, g=(1.0, 20.0), length=1.0)
+    widget = Explorer(core)
+    try:
+        widget._handle_custom_msg({"type": "move", "name": "g", "value": 4.0, "seq": 12}, [])
+        assert core.values["g"] == 4.0
+        assert widget.frame["seq"] == 12
+        (panel,) = widget.frame["panels"]
+        # the page's number is the core's: 2π√(L/g) and dT/dg = -T/(2g), at g = 4
+        assert panel["value"] == pytest.approx(float(2 * 3.141592653589793 * 0.5), rel=1e-5)
+        assert panel["tangent"] == pytest.approx(-panel["value"] / 8.0, rel=1e-4)
+        widget._handle_custom_msg({"type": "sweep", "name": "length"}, [])
+        sweep = widget.frame["panels"][0]["sweep"]
+        assert sweep["param"] == "length" and len(sweep["xs"]) == 64
+        assert "4" in widget.static_bundle()["text/html"]
+        assert core.compiles_by.get("evaluate") == 1  # the page's moves compiled nothing new
+    finally:
+        widget.close()
+
+
+def test_a_hostile_leaf_path_of_the_real_core_is_escaped():
+    import jaxlab
+
+    def energy(params):
+        return sum(v**2 for v in params.values())
+
+    energy.__name__ = HOSTILE
+    core = jaxlab.explore(energy, {HOSTILE: 1.5, "b": 0.5}, leaves=True)
+    widget = Explorer(core)
+    try:
+        names = [c["name"] for c in widget.frame["controls"]]
+        assert any(HOSTILE in n for n in names), names
+        page = widget.static_bundle()["text/html"]
+        assert "<img src=x" not in page and html.escape(HOSTILE) in page
+        hostile = next(n for n in names if HOSTILE in n)
+        widget._handle_custom_msg({"type": "move", "name": hostile, "value": 2.0, "seq": 1}, [])
+        assert widget.frame["seq"] == 1
+    finally:
+        widget.close()
+
+
+def test_fit_runs_off_the_kernel_thread_and_moves_the_sliders():
+    import jax.numpy as jnp
+
+    import jaxlab
+
+    def line(a=1.0):
+        return a * jnp.linspace(0.0, 1.0, 20)
+
+    core = jaxlab.explore(line, a=(0.0, 5.0), target=3.0 * jnp.linspace(0.0, 1.0, 20))
+    widget = Explorer(core)
+    try:
+        assert widget.fittable
+        widget._handle_custom_msg({"type": "fit"}, [])
+        widget._fitting.join(timeout=120)
+        fit = widget.frame["fit"]
+        assert fit is not None and not fit["running"] and fit["step"] > 0
+        assert fit["loss"][-1] < fit["loss"][0]
+        assert abs(core.values["a"] - 3.0) < abs(1.0 - 3.0)  # moved toward the target
+    finally:
+        widget.close()

@@ -44,12 +44,16 @@ class Explorer(JaxlabWidget, static="explorer"):
 
     # the core's frame() as it is (see docs/design.md, explore/); the kernel's alone
     frame = traitlets.Dict().tag(sync=True)
+    # whether the exploration has a target to fit (the page then offers "fit")
+    fittable = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, exploration: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._core = exploration
         self._twins = Throttle(self.update_static, interval=TWIN_INTERVAL)
         self._lock = threading.Lock()  # one frame set at a time (fit steps run elsewhere)
+        self._fitting: threading.Thread | None = None
+        self.fittable = getattr(exploration, "target", None) is not None
         self.frame = exploration.frame()
         self._subscribed = True
         self._unsubscribe = exploration.subscribe(self._publish)
@@ -83,12 +87,31 @@ class Explorer(JaxlabWidget, static="explorer"):
             _log.warning("Explorer dropped a message from the page: %s", err)
             return
         name, args = call
+        if name == "fit":
+            self._start_fit()
+            return
         try:
             getattr(self._core, name)(*args)
         except Exception:
             _log.warning("Explorer: %s%r failed", name, args, exc_info=True)
 
+    def _start_fit(self) -> None:
+        """Run the core's fit on a thread of its own: the kernel's thread stays free for
+        the page's "stop" (and moves) while the sliders follow the fit."""
+        if self._fitting is not None and self._fitting.is_alive():
+            return
+        self._fitting = threading.Thread(target=self._fit, name="jaxlab-explore-fit", daemon=True)
+        self._fitting.start()
+
+    def _fit(self) -> None:
+        try:
+            self._core.fit()
+        except Exception:
+            _log.warning("Explorer: fit failed", exc_info=True)
+
     def close(self) -> None:
+        if self._fitting is not None and self._fitting.is_alive():
+            self._core.stop()
         self._twins.cancel()
         subscribed, self._subscribed = self._subscribed, False
         if subscribed and callable(self._unsubscribe):

@@ -70,7 +70,7 @@ function readFrame(raw) {
     return p;
   });
   const bar = list(raw.bar, "bar", MOST_CONTROLS).filter(isObject);
-  const fit = isObject(raw.fit) ? { running: raw.fit.running === true, loss: nums(raw.fit.loss, "the loss"), step: raw.fit.step } : null;
+  const fit = isObject(raw.fit) ? { running: raw.fit.running === true, loss: nums(raw.fit.loss, "the loss"), step: raw.fit.step, ended: text(raw.fit.ended) } : null;
   const error = isObject(raw.error) ? { message: text(raw.error.message), where: text(raw.error.where), param: text(raw.error.param) } : null;
   return {
     fn: text(raw.function), seq: Number.isInteger(raw.seq) ? raw.seq : 0, controls, panels, bar, fit, error,
@@ -364,8 +364,7 @@ function render({ model, el }) {
         line.append(sweep);
       }
       row.append(line);
-      const note = c.kind === "static" ? "static: changing it recompiles" : c.note;
-      if (note) row.append(h("div", "jaxlab-ex-note", note));
+      if (c.note) row.append(h("div", "jaxlab-ex-note", c.note));
       row.append(flag);
       controlsBox.append(row);
       rows.set(c.name, { input, readout, flag, row });
@@ -390,11 +389,15 @@ function render({ model, el }) {
 
   const drawFit = (f) => {
     fitBox.replaceChildren();
-    if (!f.fit) return;
-    const button = h("button", "jaxlab-ex-fitbutton", f.fit.running ? "stop" : "fit");
+    if (!f.fit && model.get("fittable") !== true) return;
+    const fit = f.fit || { running: false, loss: [], step: 0, ended: "" };
+    const button = h("button", "jaxlab-ex-fitbutton", fit.running ? "stop" : "fit");
+    button.title = fit.running ? "stop the fit, keeping the values reached" : "fit the sliders to the target from here";
     button.disabled = !live;
-    button.addEventListener("click", () => model.send({ type: f.fit.running ? "stop" : "fit" }));
-    fitBox.append(button, h("span", "jaxlab-ex-caption", ` step ${fmt(f.fit.step)}${f.fit.loss.length ? `, loss ${fmt(f.fit.loss[f.fit.loss.length - 1])}` : ""}`));
+    button.addEventListener("click", () => model.send({ type: fit.running ? "stop" : "fit" }));
+    const last = fit.loss.length ? `, loss ${fmt(fit.loss[fit.loss.length - 1])}` : "";
+    fitBox.append(button, h("span", "jaxlab-ex-caption", ` step ${fmt(fit.step)}${last}${fit.ended ? ` (${fit.ended})` : ""}`));
+    f = { ...f, fit };
     if (f.fit.loss.length > 1) fitBox.append(chart([{ xs: range(f.fit.loss.length), ys: f.fit.loss, cls: "jaxlab-ex-loss" }], { width: 300, height: 100, label: "loss" }));
   };
 
@@ -420,8 +423,10 @@ function render({ model, el }) {
   }, "Explorer");
   paint();
   model.on("change:frame", paint);
+  model.on("change:fittable", paint);
   return () => {
     model.off("change:frame", paint);
+    model.off("change:fittable", paint);
     el.querySelector(":scope > style.jaxlab-hide-twin")?.remove();
   };
 }
