@@ -229,10 +229,10 @@ function draw(model, el, frame) {
   }
 
   const bar = h("div", "jaxlab-sp-bar");
-  const first = button("⏮", "first step (Home)", "jaxlab-sp-first");
+  const first = button("|◀", "first step (Home)", "jaxlab-sp-first");
   const prev = button("◀", "previous step (←)", "jaxlab-sp-prev");
   const next = button("▶", "next step (→)", "jaxlab-sp-next");
-  const last = button("⏭", "last step (End)", "jaxlab-sp-last");
+  const last = button("▶|", "last step (End)", "jaxlab-sp-last");
   const play = button("play", "play / pause (space)", "jaxlab-sp-play");
   const speed = h("select", "jaxlab-sp-speed");
   speed.title = "speed";
