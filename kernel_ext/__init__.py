@@ -39,6 +39,7 @@ from .explain.explanation import Explanation as Explanation
 from .explain.explanation import explain as explain
 from .explain.nans import NanCheck as NanCheck
 from .explain.nans import debug_nans as debug_nans
+from .explore.exploration import explore as explore
 from .graph import Graph as Graph
 from .graph import jaxpr_graph as jaxpr_graph
 from .graph.diff import ProgramDiff as ProgramDiff

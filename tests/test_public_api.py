@@ -23,6 +23,7 @@ PUBLIC_NAMES = {
     "devices",
     "Explanation",
     "explain",
+    "explore",
     "NanCheck",
     "debug_nans",
     "CellGrad",
@@ -76,6 +77,7 @@ PUBLIC_MAGICS = {
     ("line", "keys"),
     ("line", "show"),
     ("line", "memory"),
+    ("line", "explore"),
 }
 
 # The top of kernel_ext/: the entry point and the shared modules (plus the warning
@@ -97,7 +99,7 @@ def test_public_functions_are_the_functions_not_the_modules_of_the_same_name():
     # or module; importing those must not replace the function on the package.
     importlib.import_module("jaxlab.explain.rules")
     importlib.import_module("jaxlab.compile.log")
-    for name in ("explain", "compile_log", "devices", "grad_split", "grad_cell"):
+    for name in ("explain", "explore", "compile_log", "devices", "grad_split", "grad_cell"):
         assert not isinstance(getattr(jaxlab, name), type(jaxlab)), name
 
 

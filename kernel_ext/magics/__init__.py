@@ -29,6 +29,7 @@ FAMILIES = (
     "timing",
     "keys",
     "arrays",
+    "explore",
     "_cell_widgets",
     "_interrupts",
 )
