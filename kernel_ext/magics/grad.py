@@ -10,6 +10,8 @@
     %grad f(x)                             # a non-scalar output gives its Jacobian
     %grad --hessian f(x)                   # the Hessian (--hvp v: Hessian-vector product)
     %grad --split f(x)                     # primal, linearized (JVP), transposed (VJP)
+    %grad --steps f(x, w)                  # the chain rule played one equation a step
+    %grad --steps --jvp f(x, w)            # ... in forward mode (tangents, jax.jvp)
     r = %grad -o loss(params, x)           # the GradReport, not displayed
 
     %%grad --wrt w,b                       # the cell's last expression, differentiated
@@ -41,7 +43,7 @@ from ._options import parse_options, split_options
 from ._progress import watching
 
 _VALUED = frozenset({"--wrt", "--argnums", "--mode", "--hvp"})
-_LINE_ONLY = ("argnums", "has_aux", "hessian", "hvp", "split")
+_LINE_ONLY = ("argnums", "has_aux", "hessian", "hvp", "split", "steps", "jvp")
 
 
 @magics_class
@@ -57,6 +59,8 @@ class GradMagics(Magics):
     @argument("--jacobian", action="store_true", help="%%grad: allow a non-scalar result.")
     @argument("--graph", action="store_true", help="Show the annotated gradient graph.")
     @argument("--split", action="store_true", help="Primal, linearized and transposed programs.")
+    @argument("--steps", action="store_true", help="Play the chain rule one equation a step.")
+    @argument("--jvp", action="store_true", help="With --steps: forward mode (tangents).")
     @argument(
         "--static",
         action="store_true",
@@ -127,6 +131,8 @@ def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
     call = parse_call(source, ns)
     hvp = _evaluate(args.hvp, ns, "--hvp") if args.hvp else None
     choose = {"wrt": args.wrt} if args.wrt else {"argnums": args.argnums or 0}
+    if args.steps or args.jvp:
+        return _steps(args, call, choose)
     if args.split:
         _refuse_with_split(args)
         return split_for_call(
@@ -172,6 +178,55 @@ def _refuse_with_split(args: Any) -> None:
                 f"%grad: --split and {option} do not go together ({why}); run "
                 f"`%grad {option} ...` and `%grad --split ...` as two lines"
             )
+
+
+# What --steps cannot do beside its walk, and why (each refused, never dropped).
+_NOT_WITH_STEPS = (
+    ("split", "--split", "the steps walk the gradient program themselves"),
+    ("hessian", "--hessian", "the steps play the first derivative"),
+    ("hvp", "--hvp", "the steps play the first derivative"),
+    ("check", "--check", "the check tests numbers, the steps show how they are made"),
+    ("graph", "--graph", "the steps draw the program they walk"),
+    ("mode", "--mode", "choose forward mode with --jvp"),
+    ("has_aux", "--has-aux", "the steps differentiate the whole output"),
+    ("static", "--static", "the steps have their own player"),
+)
+
+
+def _steps(args: Any, call: Call, choose: dict[str, Any]) -> Any:
+    """``%grad --steps [--jvp] f(x, w)``: the GradSteps of the call."""
+    from ..steps.entry import steps_for_call
+
+    if args.jvp and not args.steps:
+        raise UsageError(
+            "%grad: --jvp plays forward mode with --steps; write `%grad --steps --jvp ...`"
+        )
+    for name, option, why in _NOT_WITH_STEPS:
+        if getattr(args, name):
+            raise UsageError(f"%grad: --steps and {option} do not go together ({why})")
+    return steps_for_call(
+        call.fun,
+        call.args,
+        call.kwargs,
+        **choose,
+        mode="forward" if args.jvp else "reverse",
+        arg_names=call.arg_names,
+        kwarg_names=call.kwarg_names,
+    )
+
+
+def _player(result: Any) -> Any:
+    """The steps' player widget in a live notebook; the record (its drawing and text)
+    anywhere else."""
+    from .jaxpr import _live
+
+    if not _live():
+        return result
+    try:
+        from jaxlab.widgets import StepsPlayer
+    except ImportError:  # no widget front end installed: the record's own view
+        return result
+    return StepsPlayer(result)
 
 
 def _no_clash(call: Call) -> dict[str, Any]:

@@ -23,12 +23,14 @@ from ..graph import model as m
 from ..graph.evaluation import Policy
 from ..graph.gradient import gradient_graph
 from ..graph.interpret import evaluate
+from ..graph.port_names import position
 from ..graph.render import RenderError
 from ..program.call import ProgramError
 from ..program.static_leaves import split_static
 from ..session.work import jaxlab_work
+from .boxes import ITERATIONS, custom_rules, gather_custom, scan_runs
 from .layout import Layout
-from .record import GradSteps, Step
+from .record import GradSteps, Step, passes_note
 from .reverse import Walk
 
 __all__ = ["StepsError", "grad_steps"]
@@ -41,23 +43,19 @@ class StepsError(ProgramError):
     """The call cannot be stepped (bad mode, nothing to differentiate): the user's input."""
 
 
-def passes_note(n_inputs: int, n_outputs: int) -> str:
-    """The Jacobian's cost in passes, in the words a lecture uses."""
-    s = "" if n_inputs == 1 else "es"
-    t = "" if n_outputs == 1 else "es"
-    return (
-        f"{n_inputs} input{'s' if n_inputs != 1 else ''} → {n_inputs} forward pass{s}, "
-        f"{n_outputs} output{'s' if n_outputs != 1 else ''} → {n_outputs} reverse pass{t}"
-    )
-
-
 def _choice(
-    fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], argnums: Any
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    argnums: Any,
+    wrt: str | Sequence[str] | None = None,
 ) -> tuple[list[int | str], dict[int | str, Sequence[bool]], int]:
-    selection = select_arguments(fun, args, kwargs, argnums=0 if argnums is None else argnums)
-    wrt = [c.where for c in selection.chosen]
+    selection = select_arguments(
+        fun, args, kwargs, argnums=0 if argnums is None else argnums, wrt=wrt
+    )
+    places: list[int | str] = [c.where for c in selection.chosen]
     masks: dict[int | str, Sequence[bool]] = {c.where: c.mask for c in selection.chosen}
-    return wrt, masks, sum(sum(c.mask) for c in selection.chosen)
+    return places, masks, sum(sum(c.mask) for c in selection.chosen)
 
 
 def flat_leaves(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
@@ -66,14 +64,11 @@ def flat_leaves(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, 
     return list(jax.tree_util.tree_leaves((split.args, split.kwargs)))
 
 
-@jaxlab_work()
 def grad_steps(
     fun: Callable[..., Any],
     *args: Any,
     argnums: int | Sequence[int] | None = None,
     mode: str = "reverse",
-    arg_names: Sequence[str | None] | None = None,
-    kwarg_names: dict[str, str | None] | None = None,
     **kwargs: Any,
 ) -> GradSteps:
     """The chain rule of ``fun(*args, **kwargs)`` one equation at a time.
@@ -83,35 +78,60 @@ def grad_steps(
     tangents of ``jax.jvp``, the first chosen argument's leaves seeded with ones.
     ``argnums`` chooses the arguments (default the first), as ``%grad`` does.
     """
+    return steps_for_call(fun, args, kwargs, argnums=argnums, mode=mode)
+
+
+@jaxlab_work()
+def steps_for_call(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    argnums: int | str | Sequence[int] | None = None,
+    wrt: str | Sequence[str] | None = None,
+    mode: str = "reverse",
+    arg_names: Sequence[str | None] | None = None,
+    kwarg_names: dict[str, str | None] | None = None,
+) -> GradSteps:
+    """``grad_steps`` for a parsed call (``%grad --steps``): arguments chosen by
+    position (``argnums``) or name (``wrt``), named as the call line names them."""
     if mode not in MODES:
         raise StepsError(f"mode must be 'reverse' or 'forward', not {mode!r}")
     if not callable(fun):
         raise StepsError(f"{fun!r} is not a function: call grad_steps(f, x, ...)")
     name = getattr(fun, "__name__", None) or type(fun).__name__
     try:
-        wrt, masks, n_in = _choice(fun, args, kwargs, argnums)
+        places, masks, n_in = _choice(fun, args, kwargs, argnums, wrt)
     except GradError as e:
         raise StepsError(str(e)) from e
     if mode == "forward":
         from .forward import forward_steps
 
-        return forward_steps(fun, args, kwargs, wrt=wrt, masks=masks, name=name, n_in=n_in)
+        return forward_steps(fun, args, kwargs, wrt=places, masks=masks, name=name, n_in=n_in)
     graph = gradient_graph(
         fun,
         args,
         kwargs,
-        wrt=wrt,
+        wrt=places,
         masks=masks,
         values=True,
         name=name,
         arg_names=arg_names,
         kwarg_names=kwarg_names,
     )
-    return reverse_steps(graph, flat_leaves(fun, args, kwargs), name, n_in)
+    rules = custom_rules(fun, args, kwargs)
+    return reverse_steps(graph, flat_leaves(fun, args, kwargs), name, n_in, rules)
 
 
-def reverse_steps(graph: m.Graph, flat: list[Any], name: str, n_in: int) -> GradSteps:
-    """Step the gradient program ``graph`` draws (``graph.jaxpr``) on ``flat``."""
+def reverse_steps(
+    graph: m.Graph,
+    flat: list[Any],
+    name: str,
+    n_in: int,
+    rules: dict[tuple[str, int, int], str] | None = None,
+) -> GradSteps:
+    """Step the gradient program ``graph`` draws (``graph.jaxpr``) on ``flat``;
+    ``rules``: the custom_vjp calls' places and their backward rules' names."""
     ev = evaluate(graph.jaxpr, flat, policy=STEPPED)
     given: dict[int, str] = {}
     seed: int | None = None
@@ -130,25 +150,49 @@ def reverse_steps(graph: m.Graph, flat: list[Any], name: str, n_in: int) -> Grad
         given[output] = fname
     walk = Walk(ev, seed, output, given)
     layout = Layout(graph, ev)
-    steps: list[Step] = []
-    for k, st in enumerate(ev.steps):
-        record = walk.step(k, layout.label(st), layout.node(st.node_id), layout.box(st.node_id))
-        record.source = layout.source(st.node_id)
-        record.index = len(steps)
-        steps.append(record)
+    records: list[Step] = []
+    where: list[Any] = []
+    notes: list[str] = []
+    runs = {first: (end, length, rev) for first, end, length, rev in scan_runs(ev)}
+    k = 0
+    while k < len(ev.steps):
+        end, length, rev = runs.get(k, (k + 1, 0, False))
+        order = range(length - 1, -1, -1) if rev else range(length)
+        shown: list[int | None] = list(order)
+        if length > ITERATIONS:
+            loop = ev.steps[k].node_id.split("/")[0]
+            notes.append(f"{loop}: {ITERATIONS} of {length} iterations stepped")
+            shown = shown[:ITERATIONS]
+        for t in shown if length else [None]:
+            for j in range(k, end):
+                st = ev.steps[j]
+                node, box = layout.node(st.node_id), layout.box(st.node_id)
+                record = walk.step(j, layout.label(st), node, box, iteration=t)
+                record.source = layout.source(st.node_id)
+                records.append(record)
+                where.append(position(st.eqn))
+        k = end
+    steps = gather_custom(records, where, rules or {})
+    for i, record in enumerate(steps):
+        record.index = i
     result = GradSteps(function=fname, mode="reverse", steps=steps, graph=graph)
     outs = [n for n in graph.nodes if n.kind == m.OUTPUT]
-    producers = {s: i for i, st in enumerate(ev.steps) for s in st.outputs}
+    producers = {}
+    for record in steps:
+        for slot_name in record.names_out:
+            producers[slot_name] = record.index
+    out_names = {slot: walk.names.name.get(slot) for slot in ev.outputs}
     for n in outs:
         out_slot = ev.node_slots.get(n.id)
         if out_slot is None:
             continue
         result.adjoints[n.label.split("/∂", 1)[-1]] = ev.values[out_slot]
-        if out_slot in producers:
-            result.targets[n.label] = producers[out_slot]
+        said = out_names.get(out_slot)
+        if said in producers:
+            result.targets[n.label] = producers[said]
     result.passes_note = passes_note(n_in, 1)
     result.n_equations = graph.n_equations
-    result.notes = list(graph.notes)
+    result.notes = list(graph.notes) + notes
     result.svg = _svg(graph, result.notes)
     return result
 

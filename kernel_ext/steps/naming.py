@@ -12,6 +12,7 @@ ones between are its temporaries (``δ3``), never given a wrong name.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ _LONG = 18  # a formula longer than this is called by a short name (v3)
 
 def _decorated(name: str, mark: str, word: str) -> str:
     if len(name) == 1 and name.isalpha():
-        return name + mark
+        return unicodedata.normalize("NFC", name + mark)  # ȳ as one character where one exists
     return f"{word}{name}" if name.isidentifier() or name.endswith("]") else f"{word}({name})"
 
 

@@ -12,6 +12,7 @@ At the bottom of ``steps/``: they import nothing of the package.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,16 @@ def short(value: Any) -> str:
     real = np.real(arr).astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         return f"{typ} μ {np.mean(real):.3g} [{np.min(real):.3g}, {np.max(real):.3g}]"
+
+
+def passes_note(n_inputs: int, n_outputs: int) -> str:
+    """The Jacobian's cost in passes, in the words a lecture uses."""
+    s = "" if n_inputs == 1 else "es"
+    t = "" if n_outputs == 1 else "es"
+    return (
+        f"{n_inputs} input{'s' if n_inputs != 1 else ''} → {n_inputs} forward pass{s}, "
+        f"{n_outputs} output{'s' if n_outputs != 1 else ''} → {n_outputs} reverse pass{t}"
+    )
 
 
 @dataclass
@@ -149,6 +160,11 @@ class GradSteps:
 
     def __repr__(self) -> str:
         return f"<GradSteps {self.mode} mode of {self.function}: {len(self.steps)} steps>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """Without the player: the drawing and the whole walk as text."""
+        body = f"<pre style='font-size:14px'>{html.escape(self.text())}</pre>"
+        return {"text/plain": self.text(), "text/html": f"<div>{self.svg}{body}</div>"}
 
     def __len__(self) -> int:
         return len(self.steps)

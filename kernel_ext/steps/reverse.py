@@ -36,8 +36,14 @@ def downstream(ev: Any, sources: Sequence[int]) -> set[int]:
     return found
 
 
-def _value(ev: Any, slot: int | None, atom: Any) -> Any:
-    return atom.val if slot is None else ev.values[slot]
+def _value(ev: Any, slot: int | None, atom: Any, iteration: int | None = None) -> Any:
+    """A slot's value; inside a scan body, its row at ``iteration``."""
+    if slot is None:
+        return atom.val
+    value = ev.values[slot]
+    if iteration is not None and slot in ev.iterations:
+        return value[iteration]
+    return value
 
 
 def _shape(ev: Any, slot: int | None) -> tuple[int, ...]:
@@ -149,16 +155,18 @@ class Walk:
                     done.append(s)
 
     # ------------------------------------------------------------------ steps
-    def step(self, k: int, label: str, node: str, box: list[str]) -> Step:
-        """The record of evaluation step ``k``."""
+    def step(
+        self, k: int, label: str, node: str, box: list[str], iteration: int | None = None
+    ) -> Step:
+        """The record of evaluation step ``k`` (a scan body's at ``iteration``)."""
         ev, st = self.ev, self.ev.steps[k]
         backward = k >= self.first_backward
         eqn = st.eqn
         prim = eqn.primitive.name
         in_names = self.names.operands(st)
         out_names = [self.names.of(s) for s in st.outputs]
-        values = [_value(ev, s, a) for s, a in zip(st.inputs, eqn.invars, strict=True)]
-        outs = [ev.values[s] for s in st.outputs]
+        values = [_value(ev, s, a, iteration) for s, a in zip(st.inputs, eqn.invars, strict=True)]
+        outs = [_value(ev, s, None, iteration) for s in st.outputs]
         avals = [getattr(a, "aval", None) for a in eqn.invars]
         params = dict(eqn.params)
         formula = expression(prim, params, in_names, avals)
@@ -182,6 +190,7 @@ class Walk:
             names_in=in_names,
             names_out=out_names,
             operands=values,
+            iteration=iteration,
         )
         if backward:
             is_ct = [s is not None and s in self.back for s in st.inputs]

@@ -1,0 +1,241 @@
+"""grad_steps: the chain rule one equation at a time, checked against JAX itself."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxlab
+from jaxlab.steps import GradSteps, StepsError
+
+
+def _close(a, b):
+    return np.allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+def _local(step):
+    """The step's rule applied to its shown operands (the products a pass is made of)."""
+    ops = [np.asarray(v) for v in step.operands]
+    rules = {
+        "mul": lambda: ops[0] * ops[1],
+        "add_any": lambda: ops[0] + ops[1],
+        "add": lambda: ops[0] + ops[1],
+        "sub": lambda: ops[0] - ops[1],
+        "div": lambda: ops[0] / ops[1],
+        "neg": lambda: -ops[0],
+        "sin": lambda: np.sin(ops[0]),
+        "cos": lambda: np.cos(ops[0]),
+        "tanh": lambda: np.tanh(ops[0]),
+        "exp": lambda: np.exp(ops[0]),
+        "log": lambda: np.log(ops[0]),
+        "dot_general": None,
+    }
+    return rules.get(step.primitive)
+
+
+def _check_every_step(s):
+    checked = 0
+    for step in s.steps:
+        rule = _local(step)
+        if rule is None:
+            continue
+        made = step.cotangent_out if step.kind == "backward" else step.values_out
+        assert _close(rule(), made[0]), (step.index, step.text)
+        checked += 1
+    return checked
+
+
+def neuron(w, b, x):
+    return jnp.tanh(jnp.dot(w, x) + b)
+
+
+def test_neuron_adjoints_equal_jax_grad_and_each_step_is_its_rule():
+    w, b, x = jnp.array([0.5, -1.0]), 0.1, jnp.array([1.0, 2.0])
+    s = jaxlab.grad_steps(neuron, w, b, x, argnums=(0, 1))
+    assert isinstance(s, GradSteps) and s.mode == "reverse"
+    gw, gb = jax.grad(neuron, (0, 1))(w, b, x)
+    assert _close(s.adjoints["w"], gw) and _close(s.adjoints["b"], gb)
+    assert _check_every_step(s) >= 3
+    kinds = [st.kind for st in s.steps]
+    first_back = kinds.index("backward")
+    assert "forward" not in kinds[first_back:]  # forward equations, then backward ones
+    assert any("tanh" in st.rule for st in s.steps if st.kind == "forward")
+
+
+def test_fan_out_adds_both_contributions():
+    def f(x):
+        return jnp.sin(x) * x
+
+    s = jaxlab.grad_steps(f, 0.5)
+    assert _close(s.adjoints["x"], jax.grad(f)(0.5))
+    (fan,) = [st for st in s.steps if st.fanout]
+    a, b = (float(v) for v in fan.cotangent_in)
+    assert _close(a + b, fan.cotangent_out[0])
+    assert {round(a, 4), round(b, 4)} == {
+        round(float(np.sin(0.5)), 4),
+        round(0.5 * float(np.cos(0.5)), 4),
+    }
+    assert fan.fanout.startswith("x̄ = ") and f"{a:.4g}" in fan.fanout and f"{b:.4g}" in fan.fanout
+    assert s.targets["∂f/∂x"] == fan.index
+    assert _check_every_step(s) >= 4
+
+
+def test_sine_rule_is_read_with_cotangent_names():
+    def f(x):
+        y = jnp.sin(x)
+        return y * 2.0
+
+    s = jaxlab.grad_steps(f, 0.3)
+    rules = [st.rule for st in s.steps if st.kind == "backward"]
+    assert "x̄ = ȳ · cos(x)" in rules, rules
+    (step,) = [st for st in s.steps if st.rule == "x̄ = ȳ · cos(x)"]
+    assert step.of == "y = sin(x)"
+    assert _close(step.cotangent_out[0], 2.0 * np.cos(0.3))
+
+
+def test_mlp_two_layers():
+    k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
+    params = {
+        "W1": jax.random.normal(k1, (3, 4)),
+        "b1": jnp.zeros(4),
+        "W2": jax.random.normal(k2, (4, 1)),
+    }
+    x = jax.random.normal(k3, (5, 3))
+
+    def loss(p, x):
+        h = jnp.tanh(x @ p["W1"] + p["b1"])
+        return jnp.mean((h @ p["W2"]) ** 2)
+
+    s = jaxlab.grad_steps(loss, params, x)
+    want = jax.grad(loss)(params, x)
+    for key in want:
+        assert _close(s.adjoints[f"p['{key}']"], want[key]), key
+    matmuls = [st for st in s.steps if st.kind == "backward" and st.primitive == "dot_general"]
+    assert matmuls and any("@" in st.rule for st in matmuls)
+    for st in matmuls:  # the shown product is the product of the shown operands
+        a, b = (np.asarray(v) for v in st.operands)
+        dims = st_dims = None  # noqa: F841
+        got = jax.lax.dot_general(a, b, _eqn_dims(s, st))
+        assert _close(got, st.cotangent_out[0])
+    assert s.targets and all(0 <= i < len(s.steps) for i in s.targets.values())
+
+
+def _eqn_dims(s, st):
+    # the dimension numbers of the step's equation, read back from the program drawn
+    for eqn in _equations(s.graph.jaxpr.jaxpr):
+        if eqn.primitive.name == "dot_general":
+            ins = eqn.invars
+            shapes = [tuple(v.aval.shape) for v in ins]
+            if shapes == [np.shape(v) for v in st.operands]:
+                return eqn.params["dimension_numbers"]
+    raise AssertionError(st.text)
+
+
+def _equations(jaxpr):
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            yield from _equations(sub)
+
+
+def test_scan_and_cond_adjoints():
+    def f(x):
+        def body(c, _):
+            return jnp.sin(c) * 1.5, c
+
+        h, _ = jax.lax.scan(body, x, None, length=4)
+        return jax.lax.cond(h > 0, lambda a: a * 2.0, lambda a: -a, h)
+
+    s = jaxlab.grad_steps(f, 0.7)
+    assert _close(s.adjoints["x"], jax.grad(f)(0.7))
+    # the cond shows its taken branch only: one of the two bodies stepped
+    assert any("cond" in " ".join(st.box) or "branch" in " ".join(st.box) for st in s.steps)
+    assert not any(st.primitive == "neg" for st in s.steps)  # the branch not taken
+    assert any(st.iteration is not None for st in s.steps)  # the scan per iteration
+
+
+@jax.custom_vjp
+def cube(x):
+    return x**3
+
+
+def _cube_fwd(x):
+    return x**3, x
+
+
+def _cube_bwd(x, g):
+    return (g * 3 * x**2,)
+
+
+def _cube_bwd_wrong(x, g):
+    return (g * 2 * x**2,)  # planted: 2 for 3
+
+
+cube.defvjp(_cube_fwd, _cube_bwd)
+
+
+@jax.custom_vjp
+def cube_wrong(x):
+    return x**3
+
+
+cube_wrong.defvjp(_cube_fwd, _cube_bwd_wrong)
+
+
+def test_custom_vjp_adjoint_and_planted_wrong_rule_shows_where_it_enters():
+    def good(x):
+        return jnp.sin(cube(x))
+
+    def bad(x):
+        return jnp.sin(cube_wrong(x))
+
+    sg, sb = jaxlab.grad_steps(good, 0.8), jaxlab.grad_steps(bad, 0.8)
+    assert _close(sg.adjoints["x"], jax.grad(good)(0.8))
+    assert _close(sb.adjoints["x"], jax.grad(bad)(0.8))  # JAX's own (wrong) number
+    assert not _close(sb.adjoints["x"], sg.adjoints["x"])
+    (custom,) = [st for st in sb.steps if st.kind == "backward" and "_cube_bwd_wrong" in st.rule]
+    (right,) = [st for st in sg.steps if st.kind == "backward" and "_cube_bwd" in st.rule]
+    assert _close(custom.cotangent_in[0], right.cotangent_in[0])  # the same arriving
+    assert not _close(custom.cotangent_out[0], right.cotangent_out[0])  # differs here
+    before = [st for st in sb.steps if st.kind == "backward" and st.index < custom.index]
+    twins = [st for st in sg.steps if st.kind == "backward" and st.index < right.index]
+    for a, b in zip(before, twins, strict=True):  # every step before it agrees
+        assert _close(a.cotangent_out[0], b.cotangent_out[0])
+
+
+def test_forward_mode_tangents_equal_jax_jvp():
+    def f(x, w):
+        y = jnp.sin(x * w)
+        return y * x
+
+    s = jaxlab.grad_steps(f, 0.5, 1.2, argnums=(0, 1), mode="forward")
+    _, want = jax.jvp(lambda x: f(x, 1.2), (0.5,), (1.0,))
+    assert s.mode == "forward" and _close(s.tangents["ḟ"], want)
+    assert any(st.kind == "tangent" and st.rule.startswith("ẏ = ") for st in s.steps)
+    assert s.passes_note == "2 inputs → 2 forward passes, 1 output → 1 reverse pass"
+    assert _check_every_step(s) >= 4
+
+
+def test_frame_is_json_and_every_node_is_in_the_drawing():
+    import json
+    import shutil
+
+    s = jaxlab.grad_steps(lambda x: jnp.sin(x) * x, 0.5)
+    frame = json.loads(json.dumps(s.frame()))
+    assert frame["mode"] == "reverse" and frame["current"] == 0
+    assert len(frame["steps"]) == len(s.steps) and frame["targets"]
+    if shutil.which("dot"):
+        for st in frame["steps"]:
+            assert (
+                f"<title>{st['node']}</title>" in frame["svg"]
+                or f'id="{st["node"]}"' in frame["svg"]
+            )
+    text = s.text()
+    assert all(st.text in text for st in s.steps)
+
+
+def test_bad_input_raises():
+    with pytest.raises(StepsError, match="mode"):
+        jaxlab.grad_steps(lambda x: x, 1.0, mode="sideways")
+    with pytest.raises(StepsError):
+        jaxlab.grad_steps(lambda x: x, 1.0, argnums=3)
