@@ -236,3 +236,44 @@ def test_displayed_in_a_shell_it_is_a_live_view_and_its_twin(ip):
         assert "Step 2 of 4" in twin["text/html"] and "Step 2 of 4" in twin["text/plain"]
     finally:
         player.close()
+
+
+def test_a_real_walk_its_twin_and_forward_mode():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import jaxlab
+
+    def f(x, w):
+        return jnp.sin(x * w) * x  # x used twice: a fan-out step
+
+    walk = jaxlab.grad_steps(f, 0.5, 1.2, argnums=(0, 1))
+    target = walk.targets["∂f/∂x"]
+    player = StepsPlayer(walk, current=target)
+    try:
+        assert player.steps is walk and player.step["node"] == walk.steps[target].node
+        text = player.static_bundle()["text/plain"]
+        assert f"Step {target + 1} of {len(walk)}" in text
+        assert all(s.text in text for s in walk.steps)
+        assert walk.steps[target].fanout and f"fan-out: {walk.steps[target].fanout}" in text
+        np.testing.assert_allclose(walk.adjoints["x"], jax.grad(f)(0.5, 1.2), rtol=1e-6)
+        html_text = player.static_bundle()["text/html"]
+        # the drawing holds every step's node, the current one marked
+        marks = _marks(_twin_svg(html_text))
+        assert {s.node for s in walk.steps} <= set(marks)
+        assert marks[walk.steps[target].node] == "#e08600"
+    finally:
+        player.close()
+    forward = jaxlab.grad_steps(f, 0.5, 1.2, argnums=(0, 1), mode="forward")
+    player = StepsPlayer(forward, current=len(forward) - 1)
+    try:
+        text = player.static_bundle()["text/plain"]
+        assert "forward mode (tangents)" in text and forward.passes_note in text
+        kinds = {s.kind for s in forward.steps}
+        assert "tangent" in kinds and "backward" not in kinds
+        marks = _marks(_twin_svg(player.static_bundle()["text/html"]))
+        done = {marks[s.node] for s in forward.steps[:-1] if s.node != forward.steps[-1].node}
+        assert done <= {"#3b6fb6", "#1a7f37"} and "#1a7f37" in done  # tangents green
+    finally:
+        player.close()
