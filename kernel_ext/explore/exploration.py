@@ -453,18 +453,35 @@ def explore(
     ``g=(0.1, 10.0, "log")`` a range; else one around its value), bools checkboxes, ints
     and strings static, arrays fixed; ``leaves=True`` makes a pytree's float leaves
     sliders. ``x=`` is the abscissa of a 1-D output; ``target=`` (and ``loss=``) for
-    :meth:`Exploration.fit`.
+    :meth:`Exploration.fit`. (A function whose own argument is named ``x``, ``target``,
+    ``loss`` or ``leaves``: :func:`explore_call`.)
 
     >>> view = explore(lambda g, length=1.0: 2 * jnp.pi * jnp.sqrt(length / g), g=9.81)
     >>> view.set(g=4.0).compiles
     1
     """
+    return explore_call(fn, args, params, x=x, target=target, loss=loss, leaves=leaves)
+
+
+def explore_call(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    params: dict[str, Any],
+    *,
+    x: Any = None,
+    target: Any = None,
+    loss: Callable[[Any, Any], Any] | None = None,
+    leaves: bool = False,
+) -> Exploration:
+    """:func:`explore` with the function's arguments apart from explore's own, so that a
+    function whose argument is named ``x``, ``target``, ``loss`` or ``leaves`` is explored
+    too (``%explore`` calls this)."""
     if not callable(fn):
         raise ExploreError(
             f"explore takes a function, not a {type(fn).__name__}: e.g. explore(sim, g=9.81)"
         )
     if loss is not None and not callable(loss):
         raise ExploreError(f"loss= is a function (output, target) -> scalar, not {loss!r}")
-    layout = lay_out(fn, args, params, leaves)
+    layout = lay_out(fn, tuple(args), dict(params), leaves)
     name = getattr(fn, "__name__", None) or type(fn).__name__
     return Exploration(layout, name=name, x=x, target=target, loss=loss)

@@ -41,6 +41,7 @@ class Explored(Protocol):
     _tangents: dict[int, np.ndarray]
     _jacobians: dict[int, np.ndarray]
     _tangent_of: str | None
+    program: Any
 
     @property
     def compiles(self) -> int: ...
@@ -164,6 +165,7 @@ class Frames:
                     f"no derivative for {self._output_name(view._paths[k]) or 'the output'}: "
                     f"{what} output"
                 )
+        notes += sorted(view.program.notes)
         return notes + list(view.notes[-5:])
 
 
