@@ -72,6 +72,7 @@ function readStep(value) {
     text: str(raw.text),
     fanout: str(raw.fanout),
     node: str(raw.node, 300),
+    source: str(raw.source),
     box: strings(raw.box),
     values_in: strings(raw.values_in),
     values_out: strings(raw.values_out),
@@ -200,6 +201,7 @@ function words(frame, i) {
     if (step.values_in.length) panel.push(row("", "in", step.values_in.join(", ")));
     if (step.values_out.length) panel.push(row("", "out", step.values_out.join(", ")));
   }
+  if (step.source) panel.push(row("jaxlab-sp-source", "your line", step.source));
   return panel;
 }
 
