@@ -369,3 +369,23 @@ def test_leaves_make_a_pytrees_float_leaves_sliders():
     assert float(view.output) == pytest.approx(3.0 * 14 / 2 + 0.5)
     assert float(view.sensitivity["params['k']"]) == pytest.approx(7.0)
     assert "held fixed: x (f32[4])" in view.frame()["notes"]
+
+
+def test_magic_displays_the_explorer_and_takes_its_options(ip):
+    from IPython.utils.capture import capture_output
+
+    ip.user_ns.update(period=period, ts=jnp.linspace(0.0, 1.0, 5))
+    with capture_output() as captured:
+        assert ip.run_line_magic("explore", "period(g=(1.0, 20.0))") is None
+    shown = [o.data for o in captured.outputs]
+    assert any(
+        "application/vnd.jupyter.widget-view+json" in d or "Exploration" in str(d) for d in shown
+    )
+    ip.run_cell("def energy(params):\n    return params['k'] ** 2\n")
+    ip.user_ns["params"] = {"k": 2.0}
+    view = ip.run_line_magic("explore", "--leaves -o energy(params)")
+    assert view.values == {"params['k']": 2.0}
+    assert float(view.sensitivity["params['k']"]) == pytest.approx(4.0)
+    ip.user_ns["curve"] = lambda k=1.0: k * ip.user_ns["ts"]
+    view = ip.run_line_magic("explore", "--x ts -o curve(k=2.0)")
+    assert view.frame()["panels"][0]["x"][-1] == pytest.approx(1.0)
