@@ -389,3 +389,20 @@ def test_magic_displays_the_explorer_and_takes_its_options(ip):
     ip.user_ns["curve"] = lambda k=1.0: k * ip.user_ns["ts"]
     view = ip.run_line_magic("explore", "--x ts -o curve(k=2.0)")
     assert view.frame()["panels"][0]["x"][-1] == pytest.approx(1.0)
+
+
+def test_a_move_that_raises_keeps_the_picture_and_names_the_users_line():
+    def tiled(scale=1.0, n=3):
+        if n < 1:
+            raise ValueError("n must be at least 1")
+        return scale * jnp.ones(n)
+
+    view = explore(tiled, scale=1.0, n=3)
+    good = view.frame()["panels"]
+    view.set(n=0)
+    frame = view.frame()
+    assert frame["panels"] == good and float(view.output.sum()) == 3.0
+    assert frame["error"]["message"].startswith("ValueError: n must be at least 1")
+    assert "raise ValueError" in frame["error"]["where"]
+    view.set(n=4)
+    assert view.frame()["error"] is None and view.output.shape == (4,)
