@@ -239,3 +239,40 @@ def test_bad_input_raises():
         jaxlab.grad_steps(lambda x: x, 1.0, mode="sideways")
     with pytest.raises(StepsError):
         jaxlab.grad_steps(lambda x: x, 1.0, argnums=3)
+
+
+def test_a_program_over_2000_equations_is_stepped_box_by_box():
+    def layer(h, w):
+        return jnp.tanh(h * w + 0.1)
+
+    def f(x, w):
+        h = x
+        for _ in range(200):
+            h = layer(h, w)
+        return jnp.sum(h)
+
+    x, w = jnp.ones(3), jnp.full(3, 0.9)
+    s = jaxlab.grad_steps(f, x, w, argnums=(0, 1))
+    assert s.n_equations > 2000
+    assert _close(s.adjoints["w"], jax.grad(f, 1)(x, w))
+    forward = [st for st in s.steps if st.kind == "forward"]
+    assert [st.equation for st in forward[:200]] == [f"layer {k}" for k in range(200)]
+    assert len(forward) <= 202  # then the sum's line
+    assert all(st.substeps for st in s.steps) and len(s.steps) < 300
+    assert sum(len(st.substeps) for st in s.steps) > 2000  # every equation inside a box
+    assert any("box by box" in n for n in s.notes)
+
+
+def test_a_value_used_five_times_gets_five_numbered_contributions():
+    def f(x, w):
+        h = x
+        for _ in range(5):
+            h = jnp.tanh(h * w + 0.1)
+        return jnp.sum(h)
+
+    s = jaxlab.grad_steps(f, jnp.ones(3), jnp.full(3, 0.9), argnums=1)
+    made = [n for st in s.steps for n in st.names_out if n.startswith("w̄")]
+    assert {"w̄₁", "w̄₂", "w̄₃", "w̄₄", "w̄₅", "w̄"} <= set(made)
+    (last,) = [st for st in s.steps if st.names_out == ["w̄"]]
+    assert last.fanout and s.targets["∂f/∂w"] == last.index
+    assert _close(last.cotangent_out[0], jax.grad(f, 1)(jnp.ones(3), jnp.full(3, 0.9)))

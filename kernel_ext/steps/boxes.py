@@ -121,6 +121,7 @@ def gather_custom(
                 of=group[0].of,
                 substeps=group,
                 source=st.source,
+                top=st.top,
             )
         )
         k = end
@@ -134,3 +135,89 @@ def _is_cotangent(name: str) -> bool:
         or any(ch in name for ch in "āēīōūȳǖ")
         or name.startswith("δ")
     )
+
+
+BIG = 2000  # a program with more equations is stepped box by box at its top level
+_CHUNK = 50  # top-level equations a box holds where the program's structure says nothing
+
+
+def by_top_level(steps: list[Step], jaxpr: Any) -> tuple[list[Step], str]:
+    """The steps of a large program gathered into one step per box of the user's
+    top-level structure (graph/groups: scopes, calls, loop iterations; else runs of
+    ``_CHUNK`` equations), each box's equations its substeps; and a note saying so."""
+    from ..graph.groups import item_path, split_range
+
+    eqns = list(jaxpr.eqns)
+    top = [s.top for s in steps]
+    kinds = {t: s.kind for s, t in zip(steps, top, strict=True)}
+    backward = [kinds.get(k) == BACKWARD for k in range(len(eqns))]
+    pieces: list[tuple[int, int, str]] = []
+    paths = [item_path(e) for e in eqns]
+    primitives = [e.primitive.name for e in eqns]
+    try:
+        found = split_range(paths, primitives, backward, 0, len(eqns) - 1)
+    except Exception:  # the structure unread: boxes by size
+        found = None
+    if found:  # a box of many calls (``layer ×20``) stepped one call at a time
+        for p in found:
+            inner = None
+            if p.hi - p.lo >= _CHUNK:
+                try:
+                    inner = split_range(paths, primitives, backward, p.lo, p.hi, p.then)
+                except Exception:
+                    inner = None
+            if inner and len(inner) > 1:
+                pieces += [(q.lo, q.hi, _named(q)) for q in inner]
+            elif p.hi - p.lo >= 4 * _CHUNK:  # one long box: runs of _CHUNK equations
+                ends = [(lo, min(lo + _CHUNK - 1, p.hi)) for lo in range(p.lo, p.hi + 1, _CHUNK)]
+                pieces += [(lo, hi, f"{p.name}, equations {lo}–{hi}") for lo, hi in ends]
+            else:
+                pieces.append((p.lo, p.hi, _named(p)))
+    else:
+        pieces = [
+            (
+                lo,
+                min(lo + _CHUNK, len(eqns)) - 1,
+                f"equations {lo}–{min(lo + _CHUNK, len(eqns)) - 1}",
+            )
+            for lo in range(0, len(eqns), _CHUNK)
+        ]
+    out: list[Step] = []
+    for lo, hi, name in pieces:
+        group = [s for s, t in zip(steps, top, strict=True) if lo <= t <= hi]
+        if not group:
+            continue
+        for kind in dict.fromkeys(s.kind for s in group):  # a box split at the phase change
+            part = [s for s in group if s.kind == kind]
+            first, last = part[0], part[-1]
+            out.append(
+                Step(
+                    index=0,
+                    kind=kind,
+                    equation=name,
+                    rule=f"{name}: {len(part)} equations ({last.rule})",
+                    text=f"{name}: {len(part)} {kind} equations, ending {last.text}",
+                    node=first.node,
+                    box=[name],
+                    primitive="box",
+                    values_in=list(first.values_in),
+                    values_out=list(last.values_out),
+                    cotangent_in=list(first.cotangent_in),
+                    cotangent_out=list(last.cotangent_out),
+                    names_in=list(first.names_in),
+                    names_out=list(last.names_out),
+                    operands=list(first.operands),
+                    substeps=part,
+                    source=first.source,
+                )
+            )
+    note = (
+        f"over {BIG} equations: stepped box by box at the program's top level "
+        f"({len(out)} boxes), each box's equations its substeps"
+    )
+    return out, note
+
+
+def _named(piece: Any) -> str:
+    """``layer 3``: a call instance by its number; any other box by its name."""
+    return f"{piece.name} {piece.instance}" if piece.instance is not None else str(piece.name)

@@ -28,7 +28,7 @@ from ..graph.render import RenderError
 from ..program.call import ProgramError
 from ..program.static_leaves import split_static
 from ..session.work import jaxlab_work
-from .boxes import ITERATIONS, custom_rules, gather_custom, scan_runs
+from .boxes import BIG, ITERATIONS, by_top_level, custom_rules, gather_custom, scan_runs
 from .layout import Layout
 from .record import GradSteps, Step, passes_note
 from .reverse import Walk
@@ -145,6 +145,8 @@ def reverse_steps(
     for e in graph.edges:
         if e.kind == m.SEEDS and e.src in ev.node_slots:
             output = ev.node_slots[e.src]
+    if output is None:  # drawn inside a run of equations: the scalar nothing reads
+        output = _primal_output(ev, seed)
     fname = name.strip("<>") or "f"
     if output is not None:
         given[output] = fname
@@ -169,15 +171,20 @@ def reverse_steps(
                 node, box = layout.node(st.node_id), layout.box(st.node_id)
                 record = walk.step(j, layout.label(st), node, box, iteration=t)
                 record.source = layout.source(st.node_id)
+                head = st.node_id.split("/")[0]
+                record.top = int(head[1:]) if head[1:].isdigit() else -1
                 records.append(record)
                 where.append(position(st.eqn))
         k = end
     steps = gather_custom(records, where, rules or {})
+    if graph.n_equations > BIG:
+        steps, said = by_top_level(steps, graph.jaxpr.jaxpr)
+        notes.append(said)
     for i, record in enumerate(steps):
         record.index = i
     result = GradSteps(function=fname, mode="reverse", steps=steps, graph=graph)
     outs = [n for n in graph.nodes if n.kind == m.OUTPUT]
-    producers = {}
+    producers: dict[str, int] = {}
     for record in steps:
         for slot_name in record.names_out:
             producers[slot_name] = record.index
@@ -187,14 +194,28 @@ def reverse_steps(
         if out_slot is None:
             continue
         result.adjoints[n.label.split("/∂", 1)[-1]] = ev.values[out_slot]
-        said = out_names.get(out_slot)
-        if said in producers:
-            result.targets[n.label] = producers[said]
+        made = out_names.get(out_slot)
+        if made is not None and made in producers:
+            result.targets[n.label] = producers[made]
     result.passes_note = passes_note(n_in, 1)
     result.n_equations = graph.n_equations
     result.notes = list(graph.notes) + notes
     result.svg = _svg(graph, result.notes)
     return result
+
+
+def _primal_output(ev: Any, seed: int | None) -> int | None:
+    """The function's value in its gradient program: the last scalar a forward step
+    makes that no later step reads (JAX keeps it, unused, for the seed's sake)."""
+    read = {s for st in ev.steps for s in st.inputs if s is not None}
+    read.update(ev.outputs)
+    for st in reversed(ev.steps):
+        if seed is not None and seed in st.inputs:
+            continue
+        for s in st.outputs:
+            if s not in read and getattr(ev.avals[s], "shape", None) == ():
+                return int(s)
+    return None
 
 
 def _svg(graph: m.Graph, notes: list[str]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..graph.from_jaxpr import graph_from_jaxpr
 from ..graph.gradient import differentiated_leaves, leaf_names
@@ -169,7 +170,7 @@ def _record(naming: Names, ev: Any, st: Any, is_t: bool, layout: Layout, index: 
     lhs = ", ".join(out_names)
     shown = [lhs] if lhs == formula else [lhs, formula]
     rule = " = ".join(shown)
-    if numbers != formula and len(numbers) <= 120:
+    if numbers != formula and all(np.size(v) == 1 for v in values):
         shown.append(numbers)
     return Step(
         index=index,

@@ -88,6 +88,13 @@ class Names:
         (out,) = step.outputs
         if out in self.name:
             return
+        if eqn.primitive.name == "convert_element_type" and step.inputs[0] is not None:
+            src = step.inputs[0]
+            if getattr(self.ev.avals[src], "dtype", None) == getattr(
+                self.ev.avals[out], "dtype", 0
+            ):
+                self.name[out] = self.of(src)  # a weak type made strong: the same value
+                return
         given = assigned_value(eqn) if eqn.primitive.name not in ("pjit", "jit") else None
         if given:
             self.name[out] = given

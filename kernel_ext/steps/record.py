@@ -87,6 +87,7 @@ class Step:
     iteration: int | None = None  # inside a scan: the iteration shown
     substeps: list[Step] = field(default_factory=list)  # a closed box's own steps
     source: str = ""  # the user's line ("cell.py:3 (f)")
+    top: int = -1  # the top-level equation holding it (its index in the program)
 
     def frame(self) -> dict[str, Any]:
         """This step as the player reads it: numbers as short strings."""

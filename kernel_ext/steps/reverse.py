@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .naming import Names, bar, is_float_slot
 from .record import BACKWARD, FORWARD, Step, short
 from .rules import expression
@@ -34,6 +36,10 @@ def downstream(ev: Any, sources: Sequence[int]) -> set[int]:
             if any(s is not None and s in found for s in step.inputs):
                 found.update(step.outputs)
     return found
+
+
+# Equations whose transpose JAX writes no equation for: the cotangent passes through.
+_PASS = frozenset({"add", "add_any", "sub", "convert_element_type", "copy", "copy_p"})
 
 
 def _value(ev: Any, slot: int | None, atom: Any, iteration: int | None = None) -> Any:
@@ -84,14 +90,48 @@ class Walk:
         self.contributions.setdefault(of, []).append(slot)
         self.names.name[slot] = bar(self.names.of(of))
 
-    def _origin(self, slot: int) -> int | None:
-        """The forward step whose rule a cotangent (or a rule's temporary) feeds."""
+    def _origin(self, slot: int, reads: set[int] | None = None) -> int | None:
+        """The forward step whose rule a cotangent (or a rule's temporary) feeds: the
+        producer of the value it is the cotangent of or, where that value passed through
+        an equation whose transpose JAX writes no equation for (``+``, a same-type
+        ``convert``), the producer behind it that fits what the backward step reads."""
         if slot in self.temp_of:
             return self.temp_of[slot]
         fwd = self.ct_of.get(slot)
         if fwd is None:
             return None
-        return self.ev.producer[fwd]
+        found = [p for p in (self.ev.producer[s] for s in self._through(fwd)) if p is not None]
+        if not found:
+            return None
+        return max(found, key=lambda p: self._fits(p, reads or set()))
+
+    def _through(self, fwd: int) -> list[int]:
+        """``fwd`` and the values it passed through unchanged in the cotangent's eyes."""
+        ev, seen, todo = self.ev, [fwd], [fwd]
+        while todo and len(seen) < 8:
+            p = ev.producer[todo.pop(0)]
+            st = ev.steps[p] if p is not None else None
+            if st is None or st.eqn.primitive.name not in _PASS:
+                continue
+            for s in st.inputs:
+                if is_float_slot(ev, s) and s not in seen and _shape(ev, s) == _shape(ev, fwd):
+                    seen.append(s)
+                    todo.append(s)
+        return seen
+
+    def _fits(self, p: int, reads: set[int]) -> int:
+        """How well a backward step reading ``reads`` fits the rule of forward step ``p``:
+        it reads an operand (a product's rule), or a value made from the same operands
+        or from the result (``cos(x)``, ``1 − tanh(x)²``)."""
+        st = self.ev.steps[p]
+        near = {s for s in (*st.inputs, *st.outputs) if s is not None}
+        if reads & {s for s in st.inputs if s is not None}:
+            return 2
+        for r in reads:
+            q = self.ev.producer[r]
+            if q is not None and near & {s for s in self.ev.steps[q].inputs if s is not None}:
+                return 1
+        return 0
 
     def _name_backward(self, k: int, step: Any) -> None:
         cts = [s for s in step.inputs if s is not None and s in self.back]
@@ -109,7 +149,7 @@ class Walk:
                 self.temp_of[outs[0]] = temps.pop()
                 self.names.name[outs[0]] = self.names.temporary()
                 return
-        origins = [o for o in (self._origin(c) for c in cts) if o is not None]
+        origins = [o for o in (self._origin(c, reads) for c in cts) if o is not None]
         origin = origins[0] if origins else None
         for out in outs:
             target = self._target(origin, reads, out) if origin is not None else None
@@ -134,25 +174,42 @@ class Walk:
 
     def _number_contributions(self) -> None:
         """A value used twice gets two cotangent contributions: ``x̄₁``, ``x̄₂``, summed
-        into ``x̄`` (the sums between, ``x̄₁₊₂``)."""
-        sums = {s for st in self.ev.steps if st.eqn.primitive.name == "add_any" for s in st.outputs}
+        into ``x̄`` (the sums between, ``x̄₁₊₂``). A same-type ``convert`` of a
+        contribution (a weak type made strong) is that contribution, by its name."""
+        ev = self.ev
+        made_by = {s: st for st in ev.steps for s in st.outputs}
+        sums = {s for s, st in made_by.items() if st.eqn.primitive.name == "add_any"}
+        relabel = {
+            s: st.inputs[0]
+            for s, st in made_by.items()
+            if st.eqn.primitive.name == "convert_element_type"
+            and st.inputs[0] in self.back
+            and getattr(ev.avals[s], "dtype", None) == getattr(ev.avals[st.inputs[0]], "dtype", 0)
+        }
+        by_name: dict[str, list[int]] = {}
         for fwd, slots in self.contributions.items():
-            parts = [s for s in slots if s not in sums]
+            by_name.setdefault(bar(self.names.of(fwd)), []).extend(slots)
+        for base, slots in by_name.items():
+            slots.sort()
+            parts = [s for s in slots if s not in sums and s not in relabel]
             if len(parts) < 2:
                 continue
-            base = bar(self.names.of(fwd))
-            for k, s in enumerate(parts):
-                self.names.name[s] = base + _sub(k + 1)
-            done: list[int] = []
-            for s in slots:
-                if s in sums:
-                    self.names.name[s] = (
-                        base
-                        if s == slots[-1]
-                        else base + "₊".join(_sub(k + 1) for k in range(len(done)))
+            for k, slot in enumerate(parts):
+                self.names.name[slot] = base + _sub(k + 1)
+            done = 0
+            for slot in slots:
+                if slot in relabel:
+                    self.names.name[slot] = self.names.of(relabel[slot])
+                elif slot in sums:
+                    last = slot == slots[-1] or all(
+                        t in relabel for t in slots[slots.index(slot) + 1 :]
                     )
+                    upto = "₊".join(_sub(k + 1) for k in range(done))
+                    if done > 3:
+                        upto = f"₁₊…₊{_sub(done)}"
+                    self.names.name[slot] = base if last else base + upto
                 else:
-                    done.append(s)
+                    done += 1
 
     # ------------------------------------------------------------------ steps
     def step(
@@ -175,7 +232,7 @@ class Walk:
         result = ", ".join(short(v) for v in outs)
         shown = [lhs] if lhs == formula else [lhs, formula]
         rule = " = ".join(shown)
-        if formula != numbers and len(numbers) <= 120:
+        if formula != numbers and all(np.size(v) == 1 for v in values):
             shown.append(numbers)
         text = " = ".join([*shown, result])
         record = Step(
@@ -197,7 +254,8 @@ class Walk:
             record.cotangent_in = [v for v, c in zip(values, is_ct, strict=True) if c]
             record.values_in = [v for v, c in zip(values, is_ct, strict=True) if not c]
             record.cotangent_out = outs
-            origin = next((self._origin(s) for s in st.inputs if s in self.back), None)
+            reads = {s for s in st.inputs if s is not None and s not in self.back}
+            origin = next((self._origin(s, reads) for s in st.inputs if s in self.back), None)
             if origin is not None:
                 fwd = ev.steps[origin]
                 f_names = self.names.operands(fwd)

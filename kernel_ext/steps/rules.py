@@ -62,7 +62,7 @@ _REDUCE = {
 
 def is_simple(name: str) -> bool:
     """A name that needs no brackets as an operand: ``x``, ``W1``, ``params['w']``, ``2.0``."""
-    return all(ch.isalnum() or ch in "_.[]'\"̄̇∂" for ch in name) or (
+    return all(ch.isalnum() or ch in "_.[]'\"̄̇∂₊" for ch in name) or (
         name.startswith("-") and name[1:].replace(".", "").isdigit()
     )
 

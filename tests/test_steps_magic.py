@@ -1,0 +1,126 @@
+"""%grad --steps / --jvp in a real IPython shell, and grad_steps on programs we did not write."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+import jaxlab
+from jaxlab.steps import GradSteps
+
+SETUP = """
+import jax.numpy as jnp
+def f(x, w):
+    y = jnp.sin(x * w)
+    return y * x
+x, w = 0.5, 1.2
+"""
+
+
+@pytest.fixture
+def shell(ip):
+    ip.run_cell(SETUP)
+    return ip
+
+
+def _names(ip):
+    return {k for k in ip.user_ns if not k.startswith("_i") and k not in ("_", "__", "___")}
+
+
+def test_steps_magic_returns_the_walk(shell):
+    s = shell.run_line_magic("grad", "-o --steps --wrt x,w f(x, w)")
+    assert isinstance(s, GradSteps)
+    gx, gw = jax.grad(lambda x, w: jnp.sin(x * w) * x, (0, 1))(0.5, 1.2)
+    assert np.isclose(s.adjoints["x"], gx) and np.isclose(s.adjoints["w"], gw)
+    assert set(s.targets) == {"∂f/∂x", "∂f/∂w"}
+
+
+def test_jvp_magic_plays_forward_mode(shell):
+    s = shell.run_line_magic("grad", "-o --steps --jvp f(x, w)")
+    _, want = jax.jvp(lambda x: jnp.sin(x * 1.2) * x, (0.5,), (1.0,))
+    assert s.mode == "forward" and np.isclose(s.tangents["ḟ"], want)
+
+
+def test_steps_magic_displays_the_walk_in_a_terminal(shell):
+    with capture_output() as captured:
+        assert shell.run_line_magic("grad", "--steps f(x, w)") is None
+    (shown,) = captured.outputs
+    assert "x̄ = " in shown.data["text/plain"] and "<svg" in shown.data["text/html"]
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("--steps --check f(x, w)", "--check"),
+        ("--steps --split f(x, w)", "--split"),
+        ("--jvp f(x, w)", "--jvp"),
+        ("--steps --wrt z f(x, w)", "no argument `z`"),
+        ("--steps nothing(x)", "nothing"),
+    ],
+)
+def test_bad_input_is_a_usage_error_and_changes_nothing(shell, line, words):
+    before = _names(shell)
+    with pytest.raises(UsageError, match=words):
+        shell.run_line_magic("grad", line)
+    assert _names(shell) == before
+
+
+def test_steps_in_a_cell_magic_is_refused(shell):
+    with pytest.raises(UsageError, match="--steps"):
+        shell.run_cell_magic("grad", "--steps", "f(x, w)")
+
+
+# ---------------------------------------------------------------- programs we did not write
+
+
+def _close(a, b):
+    return np.allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_equinox_mlp_loss():
+    eqx = pytest.importorskip("equinox")
+    model = eqx.nn.MLP(3, 1, width_size=4, depth=2, key=jax.random.key(0))
+    x = jnp.ones((3,))
+
+    def loss(model, x):
+        return jnp.sum(model(x) ** 2)
+
+    s = jaxlab.grad_steps(loss, model, x)
+    want = jax.tree_util.tree_leaves(eqx.filter_grad(loss)(model, x))
+    got = list(s.adjoints.values())
+    assert len(got) == len(want) and all(_close(a, b) for a, b in zip(got, want, strict=True))
+    assert sum(st.kind == "backward" for st in s.steps) > 5
+
+
+def test_diffrax_solve_first_steps():
+    diffrax = pytest.importorskip("diffrax")
+
+    def solve(y0):
+        term = diffrax.ODETerm(lambda t, y, args: -y)
+        sol = diffrax.diffeqsolve(
+            term, diffrax.Euler(), t0=0.0, t1=0.3, dt0=0.1, y0=y0, max_steps=4
+        )
+        return jnp.sum(sol.ys)
+
+    y0 = jnp.array([1.0, 2.0])
+    s = jaxlab.grad_steps(solve, y0)
+    assert _close(s.adjoints["y0"], jax.grad(solve)(y0))
+    assert s.steps[0].kind == "forward" and any(st.kind == "backward" for st in s.steps)
+
+
+def test_flax_nnx_layer():
+    nnx = pytest.importorskip("flax.nnx")
+    layer = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    x = jnp.ones((4, 3))
+    graphdef, params = nnx.split(layer)
+
+    def loss(params, x):
+        return jnp.mean(nnx.merge(graphdef, params)(x) ** 2)
+
+    s = jaxlab.grad_steps(loss, params, x)
+    want = jax.tree_util.tree_leaves(jax.grad(loss)(params, x))
+    got = list(s.adjoints.values())
+    assert len(got) == len(want) and all(_close(a, b) for a, b in zip(got, want, strict=True))
+    assert any(st.primitive == "dot_general" and st.kind == "backward" for st in s.steps)
