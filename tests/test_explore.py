@@ -406,3 +406,28 @@ def test_a_move_that_raises_keeps_the_picture_and_names_the_users_line():
     assert "raise ValueError" in frame["error"]["where"]
     view.set(n=4)
     assert view.frame()["error"] is None and view.output.shape == (4,)
+
+
+def test_explores_compilations_are_jaxlabs_not_the_users(ip):
+    ip.user_ns["period"] = period
+    log = jaxlab.compile_log()
+    before, ours = len(log.events), log.jaxlab_count
+    view = ip.run_line_magic("explore", "-o period(g=(1.0, 20.0))")
+    view.set(g=4.0)
+    view.sweep("g", n=8)
+    assert [e.fun_name for e in log.events[before:]] == []  # nothing logged as the user's
+    assert log.jaxlab_count >= ours + 2  # counted as jaxlab's own
+    assert view.compiles == 2
+
+
+def test_a_log_range_starts_in_its_geometric_middle_and_sweeps_evenly_in_log():
+    view = explore(small_angle_period, g=(0.1, 10.0, "log"), length=1.0)
+    g = view.layout.control("g")
+    assert g.scale == "log" and view.values["g"] == pytest.approx(1.0)
+    assert g.step == pytest.approx(2.0 / 1000)
+    s = view.sweep("g", n=5)
+    np.testing.assert_allclose(s.values, [0.1, 10**-0.5, 1.0, 10**0.5, 10.0], rtol=1e-6)
+    bar = {b["name"]: b for b in view.frame()["bar"]}
+    # per unit of ln g over the range's ln(100): g dT/dg ln(100) = -T/2 ln(100)
+    t = 2 * math.pi
+    assert bar["g"]["scaled"] == pytest.approx(-t / 2 * math.log(100.0), rel=1e-4)

@@ -69,7 +69,8 @@ class Exploration:
         self.target = target
         self.loss = loss
         self.program = Compiled(layout)
-        self.arrays = [jnp.asarray(a) for a in layout.fixed_arrays]
+        with jaxlab_work():
+            self.arrays = [jnp.asarray(a) for a in layout.fixed_arrays]
         self.seq = 0
         self.moved: str | None = None
         self.error: dict[str, Any] | None = None
@@ -258,8 +259,9 @@ class Exploration:
         sliders = self.layout.sliders
         names = [c.name for c in sliders]
         index = names.index(moved) if moved in names else 0
-        p = self._p()
-        direction = jnp.zeros_like(p).at[index].set(1.0) if len(names) else p
+        with jaxlab_work():  # making the inputs compiles JAX's own small programs
+            p = self._p()
+            direction = jnp.zeros_like(p).at[index].set(1.0) if len(names) else p
         statics = self.layout.static_key()
         self.computations += 1
         try:
@@ -388,16 +390,17 @@ class Exploration:
         )
         fitter = self._fitters.get(key)
         if fitter is None:
-            fitter = Fitter(
-                self.program,
-                self.loss,
-                self.target,
-                [float(c.lo or 0.0) for c in sliders],
-                [float(c.hi or 1.0) for c in sliders],
-                [c.scale == "log" for c in sliders],
-                [c.name in chosen for c in sliders],
-                learning_rate,
-            )
+            with jaxlab_work():
+                fitter = Fitter(
+                    self.program,
+                    self.loss,
+                    self.target,
+                    [float(c.lo or 0.0) for c in sliders],
+                    [float(c.hi or 1.0) for c in sliders],
+                    [c.scale == "log" for c in sliders],
+                    [c.name in chosen for c in sliders],
+                    learning_rate,
+                )
             self._fitters = {key: fitter}
         state = FitState(running=True, params=tuple(chosen))
         self.fit_state = state
