@@ -431,3 +431,30 @@ def test_a_log_range_starts_in_its_geometric_middle_and_sweeps_evenly_in_log():
     # per unit of ln g over the range's ln(100): g dT/dg ln(100) = -T/2 ln(100)
     t = 2 * math.pi
     assert bar["g"]["scaled"] == pytest.approx(-t / 2 * math.log(100.0), rel=1e-4)
+
+
+def test_moves_from_another_thread_while_one_computes_are_coalesced():
+    import threading
+
+    view = explore(period, theta0=0.3, g=(1.0, 20.0), length=1.0)
+    busy, release = threading.Event(), threading.Event()
+    armed = [True]
+
+    def hold(frame):  # the runner is busy (drawing) until the other moves have arrived
+        if armed[0]:
+            armed[0] = False
+            busy.set()
+            release.wait(30)  # a safety net only: the test releases it itself
+
+    view.subscribe(hold)
+    before = view.computations
+    runner = threading.Thread(target=view.move, args=("g", 1.0, 0))
+    runner.start()
+    assert busy.wait(30)
+    coalesced = [view.move("g", 1.0 + i * 0.05, seq=i) for i in range(1, 200)]
+    release.set()
+    runner.join(30)
+    assert coalesced == [None] * 199  # each only noted: the busy runner takes the latest
+    assert view.computations - before == 2
+    assert view.frame()["seq"] == 199 and view.values["g"] == pytest.approx(10.95)
+    assert float(view.output) == pytest.approx(float(period(0.3, 10.95, 1.0)), rel=1e-6)
