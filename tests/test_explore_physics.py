@@ -80,6 +80,27 @@ def test_equinox_model_output_against_a_hyper_parameter():
     assert view.compiles == 1
 
 
+class Tempered(eqx.Module):
+    w: jax.Array
+    temperature: float
+
+    def __call__(self, x):
+        return jnp.sum(jnp.tanh(self.w * x / self.temperature))
+
+
+def test_an_equinox_modules_float_field_is_a_slider_by_its_path():
+    def response(model, x=1.0):
+        return model(x)
+
+    view = explore(response, Tempered(jnp.arange(3.0), 2.0), leaves=True)
+    kinds = {c.name: c.kind for c in view.layout.controls}
+    assert kinds == {"model.temperature": "float", "model.w": "fixed", "x": "float"}
+    assert "held fixed: model.w (f32[3])" in view.frame()["notes"]
+    view.set(**{"model.temperature": 1.5})
+    fd = central(lambda t: response(Tempered(jnp.arange(3.0), t)), 1.5)
+    assert float(view.sensitivity["model.temperature"]) == pytest.approx(fd, rel=2e-3)
+
+
 def lattice_energy(a=1.12, epsilon=1.0, sigma=1.0, cells=3):
     """The Lennard-Jones energy per atom of a simple cubic lattice of side ``cells`` with
     lattice constant ``a``, periodic. jax-md is not installed here, so this is written in

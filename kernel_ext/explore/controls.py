@@ -271,6 +271,7 @@ def _argument(name: str, kind: Any, value: Any, default: Any, leaves: bool, layo
     flat, treedef = jax.tree_util.tree_flatten_with_path(value)
     slots: list[Slot] = []
     arrays = 0
+    held: list[Control] = []  # with leaves=True: each array leaf beside the sliders, named
     for path, leaf in flat:
         leaf_name = f"{name}{jax.tree_util.keystr(path)}"
         if leaves and _float_scalar(leaf):
@@ -280,10 +281,15 @@ def _argument(name: str, kind: Any, value: Any, default: Any, leaves: bool, layo
             slots.append(Slot("array", len(layout.fixed_arrays)))
             layout.fixed_arrays.append(leaf)
             arrays += 1
+            held.append(
+                Control(leaf_name, "fixed", None, path=leaf_name, described=_described(leaf))
+            )
         else:
             slots.append(Slot("const", value=leaf))
     layout.arguments.append(Argument(name, kind, treedef, slots))
-    if not (leaves and any(s.source == "slider" for s in slots)):
+    if leaves and any(s.source == "slider" for s in slots):
+        controls.extend(held)
+    else:
         described = _described(value) if is_array(value) else f"{type(value).__name__}"
         if not is_array(value) and arrays:
             described += f" of {arrays} array{'s' if arrays > 1 else ''}"
