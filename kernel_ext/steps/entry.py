@@ -150,6 +150,13 @@ def reverse_steps(
     fname = name.strip("<>") or "f"
     if output is not None:
         given[output] = fname
+    made = {s for st in ev.steps for s in st.outputs}
+    for n in graph.nodes:  # a loop body's parameters by the drawing's names ("carry")
+        port = ev.node_slots.get(n.id)
+        fresh = port is not None and port not in made and port not in given
+        named = n.label[:1] not in ("·", "∂", "") and not n.label.startswith("result")
+        if port is not None and n.kind == m.PORT and n.phase != m.BACKWARD and fresh and named:
+            given[port] = n.label
     walk = Walk(ev, seed, output, given)
     layout = Layout(graph, ev)
     records: list[Step] = []
@@ -167,6 +174,8 @@ def reverse_steps(
             shown = shown[:ITERATIONS]
         for t in shown if length else [None]:
             for j in range(k, end):
+                if j in walk.hidden:
+                    continue
                 st = ev.steps[j]
                 node, box = layout.node(st.node_id), layout.box(st.node_id)
                 record = walk.step(j, layout.label(st), node, box, iteration=t)
@@ -194,9 +203,9 @@ def reverse_steps(
         if out_slot is None:
             continue
         result.adjoints[n.label.split("/∂", 1)[-1]] = ev.values[out_slot]
-        made = out_names.get(out_slot)
-        if made is not None and made in producers:
-            result.targets[n.label] = producers[made]
+        last = out_names.get(out_slot)
+        if last is not None and last in producers:
+            result.targets[n.label] = producers[last]
     result.passes_note = passes_note(n_in, 1)
     result.n_equations = graph.n_equations
     result.notes = list(graph.notes) + notes

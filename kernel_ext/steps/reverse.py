@@ -52,6 +52,16 @@ def _value(ev: Any, slot: int | None, atom: Any, iteration: int | None = None) -
     return value
 
 
+def _equal(ev: Any, a: int, b: int) -> bool:
+    """Two slots of one type holding the same numbers (a cond's result and its branch's)."""
+    if ev.avals[a] != ev.avals[b]:
+        return False
+    try:
+        return bool(np.array_equal(np.asarray(ev.values[a]), np.asarray(ev.values[b])))
+    except Exception:
+        return False
+
+
 def _shape(ev: Any, slot: int | None) -> tuple[int, ...]:
     return tuple(getattr(ev.avals[slot], "shape", ())) if slot is not None else ()
 
@@ -77,8 +87,15 @@ class Walk:
             len(ev.steps),
         )
         self.first_backward = first
+        self.hidden: set[int] = set()  # steps not shown: a cond whose branch was stepped
+        self.feeds: dict[int, list[int]] = {}
+        for src, dst in ev.links:
+            self.feeds.setdefault(dst, []).append(src)
         for k, st in enumerate(ev.steps):  # every name first: contributions are counted
-            if k < first:
+            self._name_fed(st)
+            if st.node_id in ev.branches and self._alias_branch(k, st):
+                self.hidden.add(k)
+            elif k < first:
                 self.names.name_forward(st)
             else:
                 self._name_backward(k, st)
@@ -171,6 +188,45 @@ class Walk:
             if len(pick) == 1:
                 return pick[0]
         return None
+
+    def _name_fed(self, st: Any) -> None:
+        """A loop body's parameter no name reached, by the value it is fed: a row of
+        ``xs`` as ``v3[t]``, a carry by its first value (``∂v1`` flows into the carry)."""
+        for dst in st.inputs:
+            srcs = self.feeds.get(dst) if dst is not None else None
+            if not srcs or dst in self.names.name or srcs[0] not in self.names.name:
+                continue
+            row = len(srcs) == 1  # a carry is fed twice: its first value, then the body's
+            self.names.name[dst] = self.names.name[srcs[0]] + ("[t]" if row else "")
+
+    def _alias_branch(self, k: int, st: Any) -> bool:
+        """A cond whose taken branch was stepped: its results are the branch's, by name
+        (and, for cotangents, by what they are the cotangent of). False where a result
+        matches nothing the branch made or read."""
+        ev = self.ev
+        inside = f"{st.node_id}/{ev.branches[st.node_id]}/"
+        made = [
+            s
+            for j in range(k)
+            if ev.steps[j].node_id.startswith(inside)
+            for s in ev.steps[j].outputs
+        ]
+        pool = made[::-1] + [s for s in st.inputs[1:] if s is not None]
+        pairs = []
+        for out in st.outputs:
+            same = next((s for s in pool if _equal(ev, s, out)), None)
+            if same is None:
+                return False
+            pairs.append((out, same))
+        for out, same in pairs:
+            if out in self.names.name and same not in self.ct_of and same not in self.back:
+                self.names.name[same] = self.names.name[out]  # the function's value: f
+            self.names.name[out] = self.names.of(same)
+            if same in self.ct_of:
+                self.ct_of[out] = self.ct_of[same]
+            elif same in self.temp_of:
+                self.temp_of[out] = self.temp_of[same]
+        return True
 
     def _number_contributions(self) -> None:
         """A value used twice gets two cotangent contributions: ``x̄₁``, ``x̄₂``, summed
