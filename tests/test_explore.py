@@ -458,3 +458,18 @@ def test_moves_from_another_thread_while_one_computes_are_coalesced():
     assert view.computations - before == 2
     assert view.frame()["seq"] == 199 and view.values["g"] == pytest.approx(10.95)
     assert float(view.output) == pytest.approx(float(period(0.3, 10.95, 1.0)), rel=1e-6)
+
+
+def test_a_static_change_that_cannot_be_traced_keeps_the_picture_with_the_fix():
+    def stepper(x=0.5, mode="smooth"):
+        if mode == "sharp" and x > 0:  # a Python branch on a traced slider
+            return x
+        return jnp.tanh(x)
+
+    view = explore(stepper, x=0.5, mode="smooth")
+    good = float(view.output)
+    view.set(mode="sharp")
+    error = view.frame()["error"]
+    assert float(view.output) == good
+    assert "TracerBoolConversionError" in error["message"] and "x > 0" in error["where"]
+    assert "jnp.where" in error["fix"] or "lax.cond" in error["fix"]

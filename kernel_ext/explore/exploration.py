@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..explain.explanation import explain
 from ..explain.source import user_frames, user_line
 from ..explain.trace_failure import first_line
 from ..session import jaxlab_work
@@ -274,6 +275,9 @@ class Exploration:
                 raise
             message, where = failure_words(e)
             self._fail(moved, message, where, "failed")
+            explanation = explain(e)  # JAX's common errors: the rule's fix, from their line
+            if explanation is not None and self.error is not None:
+                self.error["fix"] = explanation.fix
             return
         bad = [
             k
