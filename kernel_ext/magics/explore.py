@@ -72,7 +72,7 @@ class ExploreMagics(Magics):
         Example: ``%explore sim(theta0=0.3, g=(1.0, 20.0), length=1.0)``.
         """
         from ..explore import ExploreError
-        from ..explore import explore as make
+        from ..explore.exploration import explore_call
 
         options, source = split_options(line, _VALUED)
         args = parse_options(self.explore, options)
@@ -89,14 +89,8 @@ class ExploreMagics(Magics):
         except ProgramError as e:
             raise UsageError(f"%explore: {e}") from e
         try:
-            view = make(
-                call.fun,
-                *call.args,
-                x=x,
-                target=target,
-                loss=loss,
-                leaves=args.leaves,
-                **call.kwargs,
+            view = explore_call(
+                call.fun, call.args, call.kwargs, x=x, target=target, loss=loss, leaves=args.leaves
             )
         except ExploreError as e:
             raise UsageError(f"%explore: {e}") from e
