@@ -157,7 +157,7 @@ def reverse_steps(
         named = n.label[:1] not in ("·", "∂", "") and not n.label.startswith("result")
         if port is not None and n.kind == m.PORT and n.phase != m.BACKWARD and fresh and named:
             given[port] = n.label
-    walk = Walk(ev, seed, output, given)
+    walk = Walk(ev, seed, output, given, custom=set(rules or ()))
     layout = Layout(graph, ev)
     records: list[Step] = []
     where: list[Any] = []

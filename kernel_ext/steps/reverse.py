@@ -11,11 +11,12 @@ is added (``add_any``, a value used twice), the step says so in ``fanout``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..graph.port_names import position
 from .naming import Names, bar, is_float_slot
 from .record import BACKWARD, FORWARD, Step, short
 from .rules import expression
@@ -73,7 +74,14 @@ class Walk:
     ``given``: names of inputs and constants by slot.
     """
 
-    def __init__(self, ev: Any, seed: int | None, output: int | None, given: dict[int, str]):
+    def __init__(
+        self,
+        ev: Any,
+        seed: int | None,
+        output: int | None,
+        given: dict[int, str],
+        custom: Collection[Any] = (),
+    ):
         self.ev = ev
         self.names = Names(ev, given)
         self.back = downstream(ev, [seed]) if seed is not None else set()
@@ -87,6 +95,7 @@ class Walk:
             len(ev.steps),
         )
         self.first_backward = first
+        self.custom_origin: int | None = None
         self.hidden: set[int] = set()  # steps not shown: a cond whose branch was stepped
         self.feeds: dict[int, list[int]] = {}
         for src, dst in ev.links:
@@ -97,6 +106,8 @@ class Walk:
                 self.hidden.add(k)
             elif k < first:
                 self.names.name_forward(st)
+            elif custom and position(st.eqn) in custom:
+                self._name_custom(k, st, custom)
             else:
                 self._name_backward(k, st)
         self._number_contributions()
@@ -188,6 +199,33 @@ class Walk:
             if len(pick) == 1:
                 return pick[0]
         return None
+
+    def _name_custom(self, k: int, st: Any, custom: Collection[Any]) -> None:
+        """A custom_vjp's backward rule (inlined where the user called the function): its
+        equations make temporaries; its last result is the cotangent of the operand of
+        the forward equation whose result's cotangent it read."""
+        ev = self.ev
+        cts = [s for s in st.inputs if s is not None and s in self.back]
+        reads = {s for s in st.inputs if s is not None and s not in self.back}
+        found = [o for o in (self._origin(c, reads) for c in cts) if o is not None]
+        origin = found[0] if found else self.custom_origin
+        self.custom_origin = origin
+        for out in st.outputs:
+            if origin is not None:
+                self.temp_of[out] = origin
+            self.names.name[out] = self.names.temporary()
+        nxt = ev.steps[k + 1] if k + 1 < len(ev.steps) else None
+        if nxt is not None and position(nxt.eqn) == position(st.eqn):
+            return
+        self.custom_origin = None
+        if origin is None:
+            return
+        floats = [s for s in dict.fromkeys(ev.steps[origin].inputs) if is_float_slot(ev, s)]
+        for out in st.outputs:
+            same = [s for s in floats if s is not None and _shape(ev, s) == _shape(ev, out)]
+            if len(same) == 1:
+                del self.temp_of[out]
+                self._cotangent(out, same[0])
 
     def _name_fed(self, st: Any) -> None:
         """A loop body's parameter no name reached, by the value it is fed: a row of
