@@ -195,6 +195,7 @@ def test_custom_vjp_adjoint_and_planted_wrong_rule_shows_where_it_enters():
     assert not _close(sb.adjoints["x"], sg.adjoints["x"])
     (custom,) = [st for st in sb.steps if st.kind == "backward" and "_cube_bwd_wrong" in st.rule]
     (right,) = [st for st in sg.steps if st.kind == "backward" and "_cube_bwd" in st.rule]
+    assert custom.names_out == ["x̄"] and custom.substeps  # the rule's equations inside
     assert _close(custom.cotangent_in[0], right.cotangent_in[0])  # the same arriving
     assert not _close(custom.cotangent_out[0], right.cotangent_out[0])  # differs here
     before = [st for st in sb.steps if st.kind == "backward" and st.index < custom.index]
@@ -276,3 +277,21 @@ def test_a_value_used_five_times_gets_five_numbered_contributions():
     (last,) = [st for st in s.steps if st.names_out == ["w̄"]]
     assert last.fanout and s.targets["∂f/∂w"] == last.index
     assert _close(last.cotangent_out[0], jax.grad(f, 1)(jnp.ones(3), jnp.full(3, 0.9)))
+
+
+def test_a_jitted_function_is_a_box_its_equations_stepped_inside():
+    @jax.jit
+    def inner(x):
+        return jnp.tanh(x) * 2.0
+
+    def f(x, w):
+        return inner(x * w) ** 2
+
+    s = jaxlab.grad_steps(f, 0.4, 1.5, argnums=(0, 1))
+    gx, gw = jax.grad(f, (0, 1))(0.4, 1.5)
+    assert _close(s.adjoints["x"], gx) and _close(s.adjoints["w"], gw)
+    boxed = [st for st in s.steps if st.box]
+    assert {st.kind for st in boxed} == {"forward", "backward"}
+    assert all("inner" in " ".join(st.box) for st in boxed)
+    assert any(st.primitive == "tanh" for st in boxed)
+    assert _check_every_step(s) >= 4
