@@ -1,5 +1,8 @@
 """grad_steps: the chain rule one equation at a time, checked against JAX itself."""
 
+import html
+import shutil
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -262,6 +265,9 @@ def test_a_program_over_2000_equations_is_stepped_box_by_box():
     assert all(st.substeps for st in s.steps) and len(s.steps) < 300
     assert sum(len(st.substeps) for st in s.steps) > 2000  # every equation inside a box
     assert any("box by box" in n for n in s.notes)
+    if shutil.which("dot"):  # each box lights a node of the (budgeted) drawing
+        svg = html.unescape(s.svg)
+        assert all(f"<title>{st.node}</title>" in svg for st in s.steps)
 
 
 def test_a_value_used_five_times_gets_five_numbered_contributions():

@@ -177,7 +177,7 @@ def reverse_steps(
                 if j in walk.hidden:
                     continue
                 st = ev.steps[j]
-                node, box = layout.node(st.node_id), layout.box(st.node_id)
+                node, box = layout.node(st.node_id, st.eqn), layout.box(st.node_id)
                 record = walk.step(j, layout.label(st), node, box, iteration=t)
                 record.source = layout.source(st.node_id)
                 head = st.node_id.split("/")[0]

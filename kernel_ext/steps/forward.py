@@ -178,7 +178,7 @@ def _record(naming: Names, ev: Any, st: Any, is_t: bool, layout: Layout, index: 
         equation=layout.label(st),
         rule=rule,
         text=" = ".join([*shown, ", ".join(short(v) for v in outs)]),
-        node=layout.node(st.node_id),
+        node=layout.node(st.node_id, st.eqn),
         box=layout.box(st.node_id),
         primitive=prim,
         values_in=values,

@@ -20,9 +20,15 @@ class Layout:
         self.nodes = {n.id: n for n in graph.nodes}
         self.clusters = {c.id: c for c in graph.clusters}
 
-    def node(self, node_id: str) -> str:
+    def node(self, node_id: str, eqn: Any = None) -> str:
         """The node this id lights: itself if drawn, else the nearest drawn box around it:
-        a collapsed box by its node id (its <title>), an open one by its element id."""
+        a collapsed box by its node id (its <title>), an open one by its element id; in a
+        drawing that runs equations together, the run (segment) holding ``eqn``."""
+        if node_id not in self.nodes and eqn is not None:
+            for var in eqn.outvars:
+                held = self.graph.var_node.get(var)
+                if held in self.nodes and "/" not in node_id:
+                    return held
         parts = node_id.split("/")
         for k in range(len(parts), 0, -1):
             here = "/".join(parts[:k])
