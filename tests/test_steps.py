@@ -301,3 +301,25 @@ def test_a_jitted_function_is_a_box_its_equations_stepped_inside():
     assert all("inner" in " ".join(st.box) for st in boxed)
     assert any(st.primitive == "tanh" for st in boxed)
     assert _check_every_step(s) >= 4
+
+
+@jax.custom_jvp
+def softplus(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+@softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus(x), t * jax.nn.sigmoid(x)
+
+
+def test_custom_jvp_is_one_backward_step_naming_the_rule():
+    def f(x):
+        return jnp.sin(softplus(x))
+
+    s = jaxlab.grad_steps(f, 0.3)
+    assert _close(s.adjoints["x"], jax.grad(f)(0.3))
+    (rule,) = [st for st in s.steps if "_softplus_jvp" in st.rule]
+    assert rule.kind == "backward" and rule.names_out == ["x̄"]
+    assert _close(rule.cotangent_out[0], np.cos(np.log1p(np.exp(0.3))) / (1 + np.exp(-0.3)))

@@ -70,6 +70,39 @@ def custom_rules(
     return found
 
 
+def jvp_rules(closed: Any) -> dict[tuple[str, str], str]:
+    """The user's custom_jvp rules a gradient program runs: (file, function) -> its name,
+    read off each custom_jvp call's innermost user frame (the rule called the function)."""
+    from .._jax_compat import equation_frames
+
+    found: dict[tuple[str, str], str] = {}
+    for eqn in closed.jaxpr.eqns:
+        if eqn.primitive.name != "custom_jvp_call":
+            continue
+        frames = [f for f in equation_frames(eqn.source_info) if _user_file(f.file)]
+        if len(frames) >= 2:
+            found[(frames[-1].file, frames[-1].function)] = frames[-1].function
+    return found
+
+
+def rule_positions(ev: Any, rules: dict[tuple[str, str], str], first: int) -> dict[Any, str]:
+    """Where the backward steps written inside a custom_jvp rule are -> the rule's name."""
+    from .._jax_compat import equation_frames
+
+    found: dict[Any, str] = {}
+    for st in ev.steps[first:]:
+        frames = [f for f in equation_frames(st.eqn.source_info) if _user_file(f.file)]
+        if frames and (frames[-1].file, frames[-1].function) in rules:
+            where = position(st.eqn)
+            if where is not None:
+                found[where] = rules[(frames[-1].file, frames[-1].function)]
+    return found
+
+
+def _user_file(file: str) -> bool:
+    return not any(part in file for part in ("site-packages", "dist-packages", "/jax/", "<frozen"))
+
+
 def gather_custom(
     steps: list[Step], where: list[Any], rules: dict[tuple[str, int, int], str]
 ) -> list[Step]:
@@ -106,12 +139,12 @@ def gather_custom(
             Step(
                 index=0,
                 kind=BACKWARD,
-                equation=f"custom_vjp rule {rule}",
-                rule=f"{lhs} = {rule}(residuals, {ct_names})  (your custom_vjp rule)",
+                equation=f"custom rule {rule}",
+                rule=f"{lhs} = {rule}(residuals, {ct_names})  (your custom rule)",
                 text=f"{lhs} = {rule}(residuals, {numbers}) = {result}",
                 node=st.node,
                 box=list(st.box),
-                primitive="custom_vjp",
+                primitive="custom_rule",
                 cotangent_in=[v for _, v in dict(arriving).items()],
                 cotangent_out=list(last.cotangent_out),
                 values_in=[v for s in group for v in s.values_in],

@@ -28,7 +28,16 @@ from ..graph.render import RenderError
 from ..program.call import ProgramError
 from ..program.static_leaves import split_static
 from ..session.work import jaxlab_work
-from .boxes import BIG, ITERATIONS, by_top_level, custom_rules, gather_custom, scan_runs
+from .boxes import (
+    BIG,
+    ITERATIONS,
+    by_top_level,
+    custom_rules,
+    gather_custom,
+    jvp_rules,
+    rule_positions,
+    scan_runs,
+)
 from .layout import Layout
 from .record import GradSteps, Step, passes_note
 from .reverse import Walk
@@ -157,7 +166,13 @@ def reverse_steps(
         named = n.label[:1] not in ("·", "∂", "") and not n.label.startswith("result")
         if port is not None and n.kind == m.PORT and n.phase != m.BACKWARD and fresh and named:
             given[port] = n.label
-    walk = Walk(ev, seed, output, given, custom=set(rules or ()))
+    rules = dict(rules or {})
+    first = next(
+        (i for i, st in enumerate(ev.steps) if seed is not None and seed in st.inputs),
+        len(ev.steps),
+    )
+    rules.update(rule_positions(ev, jvp_rules(graph.jaxpr), first))
+    walk = Walk(ev, seed, output, given, custom=set(rules))
     layout = Layout(graph, ev)
     records: list[Step] = []
     where: list[Any] = []

@@ -220,7 +220,15 @@ class Walk:
         self.custom_origin = None
         if origin is None:
             return
-        floats = [s for s in dict.fromkeys(ev.steps[origin].inputs) if is_float_slot(ev, s)]
+        inputs = list(ev.steps[origin].inputs)
+        box = ev.steps[origin].node_id.split("/")[0]
+        if f"{box}/in0" in ev.node_slots:  # a custom_jvp's call, its insides run: its operands
+            inputs = [
+                ev.node_slots[f"{box}/in{j}"]
+                for j in range(len(inputs) + 8)
+                if f"{box}/in{j}" in ev.node_slots
+            ]
+        floats = [s for s in dict.fromkeys(inputs) if is_float_slot(ev, s)]
         for out in st.outputs:
             same = [s for s in floats if s is not None and _shape(ev, s) == _shape(ev, out)]
             if len(same) == 1:
