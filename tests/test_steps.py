@@ -323,3 +323,18 @@ def test_custom_jvp_is_one_backward_step_naming_the_rule():
     (rule,) = [st for st in s.steps if "_softplus_jvp" in st.rule]
     assert rule.kind == "backward" and rule.names_out == ["x̄"]
     assert _close(rule.cotangent_out[0], np.cos(np.log1p(np.exp(0.3))) / (1 + np.exp(-0.3)))
+
+
+def test_forward_mode_on_a_pytree_seeds_every_leaf_of_the_first_argument():
+    params = {"W": jnp.array([[0.5, -0.2], [0.1, 0.3]]), "b": jnp.array([0.1, -0.1])}
+    x = jnp.array([1.0, 2.0])
+
+    def loss(p, x):
+        return jnp.sum(jnp.tanh(p["W"] @ x + p["b"]) ** 2)
+
+    s = jaxlab.grad_steps(loss, params, x, mode="forward")
+    ones = jax.tree_util.tree_map(jnp.ones_like, params)
+    _, want = jax.jvp(lambda p: loss(p, x), (params,), (ones,))
+    assert list(s.tangents) == ["dloss"] and _close(s.tangents["dloss"], want)
+    assert s.steps[-1].kind == "tangent" and s.targets
+    assert _check_every_step(s) >= 3

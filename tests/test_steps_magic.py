@@ -16,6 +16,8 @@ def f(x, w):
     y = jnp.sin(x * w)
     return y * x
 x, w = 0.5, 1.2
+def vec(x):
+    return jnp.sin(x) * jnp.ones(3)
 """
 
 
@@ -58,6 +60,8 @@ def test_steps_magic_displays_the_walk_in_a_terminal(shell):
         ("--jvp f(x, w)", "--jvp"),
         ("--steps --wrt z f(x, w)", "no argument `z`"),
         ("--steps nothing(x)", "nothing"),
+        ("--steps vec(x)", "scalar"),
+        ("--steps --jvp --mode fwd f(x, w)", "--mode"),
     ],
 )
 def test_bad_input_is_a_usage_error_and_changes_nothing(shell, line, words):
