@@ -338,3 +338,10 @@ def test_forward_mode_on_a_pytree_seeds_every_leaf_of_the_first_argument():
     assert list(s.tangents) == ["dloss"] and _close(s.tangents["dloss"], want)
     assert s.steps[-1].kind == "tangent" and s.targets
     assert _check_every_step(s) >= 3
+
+
+def test_passes_note_counts_numbers_in_and_out():
+    s = jaxlab.grad_steps(lambda w, x: jnp.sum(jnp.tanh(w @ x)), jnp.ones((2, 3)), jnp.ones(3))
+    assert s.passes_note == "6 inputs → 6 forward passes, 1 output → 1 reverse pass"
+    f = jaxlab.grad_steps(lambda x: jnp.sin(x) * 2.0, jnp.ones(4), mode="forward")
+    assert f.passes_note == "4 inputs → 4 forward passes, 4 outputs → 4 reverse passes"

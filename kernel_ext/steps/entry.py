@@ -64,7 +64,7 @@ def _choice(
     )
     places: list[int | str] = [c.where for c in selection.chosen]
     masks: dict[int | str, Sequence[bool]] = {c.where: c.mask for c in selection.chosen}
-    return places, masks, sum(sum(c.mask) for c in selection.chosen)
+    return places, masks, selection.size  # numbers differentiated: a Jacobian's columns
 
 
 def flat_leaves(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:

@@ -124,7 +124,8 @@ def forward_steps(
             result.targets[out_names[n_out + k]] = producers[slot]
     seeded_arg = seeded_names[0].split("[")[0].split(".")[0] if seeded_names else "x"
     result.notes = [f"{dot(seeded_arg)} = 1 seeded: one forward pass per input direction"]
-    result.passes_note = passes_note(n_in, n_out)
+    size = sum(int(np.size(ev.values[s])) for s in ev.outputs[:n_out])
+    result.passes_note = passes_note(n_in, size)  # a Jacobian's columns and rows
     result.n_equations = graph.n_equations
     try:
         result.svg = graph.to_svg()

@@ -54,7 +54,8 @@ def short(value: Any) -> str:
 
 
 def passes_note(n_inputs: int, n_outputs: int) -> str:
-    """The Jacobian's cost in passes, in the words a lecture uses."""
+    """The Jacobian's cost in passes, in the words a lecture uses: one forward pass per
+    input number (a column), one reverse pass per output number (a row)."""
     s = "" if n_inputs == 1 else "es"
     t = "" if n_outputs == 1 else "es"
     return (
