@@ -345,3 +345,19 @@ def test_passes_note_counts_numbers_in_and_out():
     assert s.passes_note == "6 inputs → 6 forward passes, 1 output → 1 reverse pass"
     f = jaxlab.grad_steps(lambda x: jnp.sin(x) * 2.0, jnp.ones(4), mode="forward")
     assert f.passes_note == "4 inputs → 4 forward passes, 4 outputs → 4 reverse passes"
+
+
+def test_forward_mode_steps_a_scan_per_iteration():
+    def f(x):
+        def body(c, _):
+            return jnp.sin(c) * 1.5, c
+
+        h, _ = jax.lax.scan(body, x, None, length=3)
+        return h
+
+    s = jaxlab.grad_steps(f, 0.7, mode="forward")
+    assert _close(s.tangents["ḟ"], jax.jvp(f, (0.7,), (1.0,))[1])
+    rows = [st for st in s.steps if st.iteration is not None and st.primitive == "sin"]
+    assert [st.iteration for st in rows] == [0, 1, 2]
+    assert _close(rows[1].values_in[0], np.sin(0.7) * 1.5)  # the carry of iteration 1
+    assert _check_every_step(s) >= 6

@@ -13,18 +13,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..graph.evaluation import Policy
 from ..graph.from_jaxpr import graph_from_jaxpr
 from ..graph.gradient import differentiated_leaves, leaf_names
 from ..graph.interpret import evaluate
 from ..graph.port_names import position
 from ..program.static_leaves import split_static
+from .boxes import ITERATIONS, scan_runs
 from .layout import Layout
 from .naming import Names, dot
 from .record import FORWARD, TANGENT, GradSteps, Step, passes_note, short
-from .reverse import downstream
+from .reverse import downstream, value_at
 from .rules import expression
 
 __all__ = ["forward_steps"]
+
+STEPPED = Policy(custom=True, cond=True, scan=True)
 
 
 def _program(
@@ -92,7 +96,7 @@ def forward_steps(
         input_names=names[: len(closed.jaxpr.invars)],
         output_names=out_names,
     )
-    ev = evaluate(closed, flat)
+    ev = evaluate(closed, flat, policy=STEPPED)
     given = {s: n for s, n in zip(ev.inputs, names, strict=False)}
     for k, slot in enumerate(ev.outputs[:n_out]):
         given.setdefault(slot, out_names[k])
@@ -110,12 +114,20 @@ def forward_steps(
     where = [position(st.eqn) for st in ev.steps]
     steps: list[Step] = []
     for k, st in enumerate(ev.steps):
-        is_t = any(s in tangent for s in st.outputs)
-        if not is_t:
-            naming.name_forward(st)
-        else:
+        if any(s in tangent for s in st.outputs):
             _name_tangent(naming, ev, k, where, tangent)
-        steps.append(_record(naming, ev, st, is_t, layout, len(steps)))
+        else:
+            naming.name_forward(st)
+    runs = {first: (end, length) for first, end, length, _ in scan_runs(ev)}
+    k = 0
+    while k < len(ev.steps):  # a scan's body iteration by iteration, as in reverse mode
+        end, length = runs.get(k, (k + 1, 0))
+        for t in list(range(min(length, ITERATIONS))) if length else [None]:
+            for j in range(k, end):
+                st = ev.steps[j]
+                is_t = any(s in tangent for s in st.outputs)
+                steps.append(_record(naming, ev, st, is_t, layout, len(steps), t))
+        k = end
     result = GradSteps(function=fname, mode="forward", steps=steps, graph=graph)
     producers = {s: i for i, st in enumerate(ev.steps) for s in st.outputs}
     for k, slot in enumerate(ev.outputs[n_out:]):
@@ -156,15 +168,15 @@ def _name_tangent(naming: Names, ev: Any, k: int, where: list[Any], tangent: set
         naming.name[s] = dot(naming.of(primal)) if primal is not None else naming.temporary()
 
 
-def _record(naming: Names, ev: Any, st: Any, is_t: bool, layout: Layout, index: int) -> Step:
+def _record(
+    naming: Names, ev: Any, st: Any, is_t: bool, layout: Layout, index: int, t: int | None
+) -> Step:
     eqn = st.eqn
     prim = eqn.primitive.name
     in_names = naming.operands(st)
     out_names = [naming.of(s) for s in st.outputs]
-    values = [
-        a.val if s is None else ev.values[s] for s, a in zip(st.inputs, eqn.invars, strict=True)
-    ]
-    outs = [ev.values[s] for s in st.outputs]
+    values = [value_at(ev, s, a, t) for s, a in zip(st.inputs, eqn.invars, strict=True)]
+    outs = [value_at(ev, s, None, t) for s in st.outputs]
     avals = [getattr(a, "aval", None) for a in eqn.invars]
     formula = expression(prim, dict(eqn.params), in_names, avals)
     numbers = expression(prim, dict(eqn.params), [short(v) for v in values], avals)
@@ -188,4 +200,5 @@ def _record(naming: Names, ev: Any, st: Any, is_t: bool, layout: Layout, index: 
         names_out=out_names,
         operands=values,
         source=layout.source(st.node_id),
+        iteration=t,
     )

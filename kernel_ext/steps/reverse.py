@@ -21,7 +21,7 @@ from .naming import Names, bar, is_float_slot
 from .record import BACKWARD, FORWARD, Step, short
 from .rules import expression
 
-__all__ = ["Walk", "downstream"]
+__all__ = ["Walk", "downstream", "value_at"]
 
 
 def downstream(ev: Any, sources: Sequence[int]) -> set[int]:
@@ -43,7 +43,7 @@ def downstream(ev: Any, sources: Sequence[int]) -> set[int]:
 _PASS = frozenset({"add", "add_any", "sub", "convert_element_type", "copy", "copy_p"})
 
 
-def _value(ev: Any, slot: int | None, atom: Any, iteration: int | None = None) -> Any:
+def value_at(ev: Any, slot: int | None, atom: Any, iteration: int | None = None) -> Any:
     """A slot's value; inside a scan body, its row at ``iteration``."""
     if slot is None:
         return atom.val
@@ -324,8 +324,8 @@ class Walk:
         prim = eqn.primitive.name
         in_names = self.names.operands(st)
         out_names = [self.names.of(s) for s in st.outputs]
-        values = [_value(ev, s, a, iteration) for s, a in zip(st.inputs, eqn.invars, strict=True)]
-        outs = [_value(ev, s, None, iteration) for s in st.outputs]
+        values = [value_at(ev, s, a, iteration) for s, a in zip(st.inputs, eqn.invars, strict=True)]
+        outs = [value_at(ev, s, None, iteration) for s in st.outputs]
         avals = [getattr(a, "aval", None) for a in eqn.invars]
         params = dict(eqn.params)
         formula = expression(prim, params, in_names, avals)
