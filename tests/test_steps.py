@@ -243,6 +243,10 @@ def test_bad_input_raises():
         jaxlab.grad_steps(lambda x: x, 1.0, mode="sideways")
     with pytest.raises(StepsError):
         jaxlab.grad_steps(lambda x: x, 1.0, argnums=3)
+    with pytest.raises(StepsError, match="floating-point"):
+        jaxlab.grad_steps(lambda n: n * 2, 3)
+    with pytest.raises(StepsError, match="mode='forward'"):
+        jaxlab.grad_steps(lambda x: (x, x), 1.0)
 
 
 def test_a_program_over_2000_equations_is_stepped_box_by_box():

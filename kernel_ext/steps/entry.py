@@ -21,7 +21,7 @@ import jax
 from ..autodiff.args import GradError, select_arguments
 from ..graph import model as m
 from ..graph.evaluation import Policy
-from ..graph.gradient import gradient_graph
+from ..graph.gradient import NotAScalar, gradient_graph
 from ..graph.interpret import evaluate
 from ..graph.port_names import position
 from ..graph.render import RenderError
@@ -117,17 +117,23 @@ def steps_for_call(
         from .forward import forward_steps
 
         return forward_steps(fun, args, kwargs, wrt=places, masks=masks, name=name, n_in=n_in)
-    graph = gradient_graph(
-        fun,
-        args,
-        kwargs,
-        wrt=places,
-        masks=masks,
-        values=True,
-        name=name,
-        arg_names=arg_names,
-        kwarg_names=kwarg_names,
-    )
+    try:
+        graph = gradient_graph(
+            fun,
+            args,
+            kwargs,
+            wrt=places,
+            masks=masks,
+            values=True,
+            name=name,
+            arg_names=arg_names,
+            kwarg_names=kwarg_names,
+        )
+    except NotAScalar as e:  # reverse mode plays one number's gradient
+        raise StepsError(
+            f"{e}; or play forward mode, which takes any output: mode='forward' "
+            "(%grad --steps --jvp)"
+        ) from e
     rules = custom_rules(fun, args, kwargs)
     return reverse_steps(graph, flat_leaves(fun, args, kwargs), name, n_in, rules)
 
