@@ -19,7 +19,7 @@ import numpy as np
 
 from ..graph.labels import literal_text
 from ..graph.port_names import assigned_value
-from .rules import expression
+from .rules import expression, is_simple
 
 __all__ = ["Names", "bar", "dot"]
 
@@ -29,7 +29,7 @@ _LONG = 18  # a formula longer than this is called by a short name (v3)
 def _decorated(name: str, mark: str, word: str) -> str:
     if len(name) == 1 and name.isalpha():
         return unicodedata.normalize("NFC", name + mark)  # ȳ as one character where one exists
-    return f"{word}{name}" if name.isidentifier() or name.endswith("]") else f"{word}({name})"
+    return f"{word}{name}" if is_simple(name) else f"{word}({name})"
 
 
 def bar(name: str) -> str:

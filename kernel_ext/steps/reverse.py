@@ -364,7 +364,7 @@ class Walk:
                 f_avals = [getattr(a, "aval", None) for a in fwd.eqn.invars]
                 f_out = ", ".join(self.names.of(s) for s in fwd.outputs)
                 f_expr = expression(fwd.eqn.primitive.name, dict(fwd.eqn.params), f_names, f_avals)
-                record.of = f"{f_out} = {f_expr}"
+                record.of = f_expr if f_out == f_expr else f"{f_out} = {f_expr}"
             if prim == "add_any" and len(values) == 2:
                 used = self.ct_of.get(st.outputs[0])
                 why = f": {self.names.of(used)} is used twice" if used is not None else ""

@@ -217,9 +217,11 @@ def expression(
             return f"{op}({names[0]}, {names[1]})"
         return f"{wrapped(names[0])} {op} {wrapped(names[1])}"
     if primitive == "dot_general" and len(names) == 2:
-        text = friendly_label(primitive, params, list(avals), [wrapped(n) for n in names])
+        # Placeholders through the label (it shortens long names), the names put back.
+        text = friendly_label(primitive, params, list(avals), ["\x00", "\x01"])
         if text:
-            return text.replace("·", " ⋅ ")
+            text = text.replace("·", " ⋅ ")
+            return text.replace("\x00", wrapped(names[0])).replace("\x01", wrapped(names[1]))
     if primitive in _REDUCE and names:
         axes = _dims(params, "axes")
         word = "axis" if "," not in axes else "axes"
