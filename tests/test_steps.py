@@ -113,11 +113,13 @@ def test_mlp_two_layers():
     want = jax.grad(loss)(params, x)
     for key in want:
         assert _close(s.adjoints[f"p['{key}']"], want[key]), key
+    rules = [st.rule for st in s.steps if st.kind == "backward"]
+    assert "h̄ = ∂(h @ p['W2']) @ p['W2']ᵀ" in rules, rules  # W̄ = ȳᵀ·x style, names kept
+    assert "h = tanh((x @ p['W1']) + v1)" in [st.of for st in s.steps]
     matmuls = [st for st in s.steps if st.kind == "backward" and st.primitive == "dot_general"]
     assert matmuls and any("@" in st.rule for st in matmuls)
     for st in matmuls:  # the shown product is the product of the shown operands
         a, b = (np.asarray(v) for v in st.operands)
-        dims = st_dims = None  # noqa: F841
         got = jax.lax.dot_general(a, b, _eqn_dims(s, st))
         assert _close(got, st.cotangent_out[0])
     assert s.targets and all(0 <= i < len(s.steps) for i in s.targets.values())
