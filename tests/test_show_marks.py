@@ -155,3 +155,162 @@ def test_a_nan_the_strided_sample_steps_over_is_found_on_the_device_and_marked()
     view = ArrayView({"W": w}, name="p")
     assert view.drawing["legend"] == "NaN at [7, 42]; Inf at [300, 1]"
     assert view.drawing["marks"] == [[1, 10], [75, 0]]  # the cells holding them
+
+
+# ---------------------------------------------------------------- contrast, every theme
+# WCAG 2 contrast of every text/background pair the array view (widgets/static/
+# array_view.css, the canvas' labels) and the tree view's static twin (arrays/html.py,
+# the SVG's labels in arrays/draw.py) draw, computed from JupyterLab's own light and dark
+# theme variables; text at least 4.5:1, the line plot's stroke 3:1 (WCAG 1.4.11). The
+# page is --jp-layout-color0 or --jp-layout-color1 (a notebook's output sits on either).
+def _theme(name):
+    from pathlib import Path
+
+    import jupyterlab
+
+    base = Path(jupyterlab.__file__).parent / "themes" / "@jupyterlab"
+    path = base / f"theme-{name}-extension" / "index.css"
+    if not path.exists():
+        pytest.skip(f"JupyterLab's {name} theme CSS is not installed here")
+    return dict(re.findall(r"(--[\w-]+):([^;]+);", path.read_text()))
+
+
+def _colour(expr, theme, under=(255, 255, 255)):
+    """An RGB triple for a CSS colour expression (var() resolved in ``theme``, falling
+    back as CSS does; an alpha blended over ``under``)."""
+    expr = expr.strip()
+    found = re.fullmatch(r"var\((--[\w-]+)\s*(?:,\s*(.*))?\)", expr)
+    if found:
+        value = theme.get(found.group(1))
+        return _colour(value if value is not None else found.group(2), theme, under)
+    named = {"white": "#fff", "black": "#000"}
+    expr = named.get(expr, expr)
+    if expr.startswith("#"):
+        h = expr[1:]
+        h = "".join(c * 2 for c in h) if len(h) == 3 else h
+        return tuple(int(h[i : i + 2], 16) for i in (0, 2, 4))
+    parts = [float(p) for p in re.findall(r"[\d.]+", expr)]
+    rgb, alpha = parts[:3], parts[3] if len(parts) > 3 else 1.0
+    return tuple(alpha * c + (1 - alpha) * u for c, u in zip(rgb, under, strict=True))
+
+
+def _luminance(rgb):
+    def lin(c):
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (lin(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _ratio(fg, bg, theme, page, opacity=1.0):
+    back = _colour(bg, theme, _colour(page, theme))
+    text = _colour(fg, theme, back)
+    text = tuple(opacity * t + (1 - opacity) * b for t, b in zip(text, back, strict=True))
+    a, b = _luminance(text), _luminance(back)
+    return (max(a, b) + 0.05) / (min(a, b) + 0.05)
+
+
+def _css_rules(text):
+    """selector -> {property: value} of a stylesheet (comments dropped)."""
+    rules = {}
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", text):
+        props = dict(
+            (k.strip(), v.strip())
+            for k, v in (d.split(":", 1) for d in body.split(";") if ":" in d)
+        )
+        for sel in selectors.split(","):
+            rules.setdefault(" ".join(sel.split()), {}).update(props)
+    return rules
+
+
+DARK = 'body[data-jp-theme-light="false"] '  # JupyterLab's dark themes mark the body so
+
+
+def _pairs(dark):
+    """(what, text colour, background, opacity, least ratio) for everything drawn, the
+    dark theme's own rules (``body[data-jp-theme-light="false"] ...``) where ``dark``."""
+    from pathlib import Path
+
+    from jaxlab.arrays import draw
+    from jaxlab.arrays.html import _STYLE
+
+    def rules(text):
+        found = _css_rules(text)
+
+        def colour(sel, prop="color", default=None):
+            themed = found.get(DARK + sel, {}).get(prop) if dark else None
+            return themed or found.get(sel, {}).get(prop, default)
+
+        return found, colour
+
+    sheet = (Path(__file__).parents[1] / "widgets/static/array_view.css").read_text()
+    _, of = rules(sheet)
+    twin, twin_of = rules(re.sub(r"</?style>", "", _STYLE))
+    page = "transparent"
+    text = of(".jaxlab-av")
+    hover = of(".jaxlab-av-row:hover", "background", page)  # none: outlined, not shaded
+    selected = ".jaxlab-av-row.jaxlab-av-selected"
+    on_selected = of(selected, "background")
+    dim, flag = of(".jaxlab-av-dim"), of(".jaxlab-av-flag")
+    dim_hover = of(".jaxlab-av-row:hover .jaxlab-av-dim", default=dim)
+    flag_hover = of(".jaxlab-av-row:hover .jaxlab-av-flag", default=flag)
+    inputs = ".jaxlab-av-slice input"
+    dim_opacity = float(twin[".jaxlab-show .dim"]["opacity"])
+    svg_text = draw._TEXT.replace("currentColor", "#222")
+    return [
+        ("view text", text, page, 1.0, 4.5),
+        ("a hovered row", of(".jaxlab-av-row:hover", default=text), hover, 1.0, 4.5),
+        ("dim words", dim, page, 1.0, 4.5),
+        ("dim words on a hovered row", dim_hover, hover, 1.0, 4.5),
+        ("a flag (NaN x1)", flag, page, 1.0, 4.5),
+        ("a flag on a hovered row", flag_hover, hover, 1.0, 4.5),
+        ("the legend", of(".jaxlab-av-legend"), page, 1.0, 4.5),
+        ("the selected row", of(selected), on_selected, 1.0, 4.5),
+        ("dim words on the selected row", of(f"{selected} .jaxlab-av-dim"), on_selected, 1.0, 4.5),
+        ("a flag on the selected row", of(f"{selected} .jaxlab-av-flag"), on_selected, 1.0, 4.5),
+        ("the slice inputs", of(inputs), of(inputs, "background"), 1.0, 4.5),
+        ("an unreadable state's note", of(".jaxlab-error"), page, 1.0, 4.5),
+        ("the canvas's labels", "var(--jp-ui-font-color1, #222)", page, 1.0, 4.5),
+        ("the line plot's stroke", "var(--jp-brand-color1, #1976d2)", page, 1.0, 3.0),
+        ("static tree text", twin_of(".jaxlab-show"), page, 1.0, 4.5),
+        ("static dim words", twin_of(".jaxlab-show"), page, dim_opacity, 4.5),
+        ("static flag", twin_of(".jaxlab-show .flag"), page, 1.0, 4.5),
+        ("static legend", twin_of(".jaxlab-array-legend"), page, 1.0, 4.5),
+        ("SVG labels", svg_text, page, 1.0, 4.5),
+        ("SVG bar's middle label", svg_text, page, 0.8, 4.5),
+        ("SVG line", draw._LINE, page, 1.0, 3.0),
+    ]  # fmt: skip
+
+
+def test_the_selected_rows_colours_outrank_the_dark_themes_flag_colour():
+    """Specificity: the selected row's flag (3 classes) wins over the dark theme's flag
+    rule (2 classes and an element), so it stays light on blue."""
+    from pathlib import Path
+
+    sheet = (Path(__file__).parents[1] / "widgets/static/array_view.css").read_text()
+    rules = _css_rules(sheet)
+    assert ".jaxlab-av-row.jaxlab-av-selected .jaxlab-av-flag" in rules
+    assert DARK + ".jaxlab-av-flag" in rules
+
+
+@pytest.mark.parametrize("theme_name", ["light", "dark"])
+@pytest.mark.parametrize("page", ["var(--jp-layout-color0)", "var(--jp-layout-color1)"])
+def test_every_text_reads_at_wcag_aa_in_light_and_dark(theme_name, page):
+    theme = _theme(theme_name)
+    low = []
+    for what, fg, bg, opacity, least in _pairs(dark=theme_name == "dark"):
+        ratio = _ratio(fg, bg if bg != "transparent" else page, theme, page, opacity)
+        if ratio < least:
+            low.append(f"{what}: {ratio:.2f}:1 (< {least})")
+    assert low == []
+
+
+def test_the_contrast_arithmetic_matches_wcags_examples():
+    theme = {}
+    assert _ratio("#000", "#fff", theme, "#fff") == pytest.approx(21.0)
+    assert _ratio("#777", "#fff", theme, "#fff") == pytest.approx(4.48, abs=0.01)
+    assert _ratio("#fff", "#0d47a1", theme, "#fff") == pytest.approx(8.6, abs=0.05)
+    # an alpha is blended over what is under it: 54% black on white is #757575
+    assert _ratio("rgba(0,0,0,.54)", "#fff", theme, "#fff") == pytest.approx(4.6, abs=0.05)

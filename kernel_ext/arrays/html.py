@@ -24,7 +24,11 @@ _STYLE = (
     ".jaxlab-show .dim{opacity:0.7}"
     ".jaxlab-array-legend{color:var(--jp-error-color1,#d32f2f);font-weight:bold}"
     ".jaxlab-array-table td{padding:0 6px;text-align:right;"
-    "border:1px solid var(--jp-border-color2,#ddd)}</style>"
+    "border:1px solid var(--jp-border-color2,#ddd)}"
+    # the dark theme's red 500 reads 4.4:1 on its grey 900: red 300 there (5.4:1)
+    'body[data-jp-theme-light="false"] .jaxlab-show .flag,'
+    'body[data-jp-theme-light="false"] .jaxlab-array-legend'
+    "{color:var(--jp-error-color2,#e57373)}</style>"
 )
 
 
