@@ -76,31 +76,51 @@ docs: setup
 SECOND_RUN := $(if $(PY311),$(if $(filter 3.11,$(MINOR)),,yes),)
 py311: py311-env
 	@if [ -n "$(SECOND_RUN)" ]; then \
-	  $(VENV311)/bin/python -m pytest -m "not browser and not notebooks and not slow" -q; \
+	  $(VENV311)/bin/python -m pytest -m "not browser and not notebooks and not slow" -q \
+	    -p no:cacheprovider; \
 	else echo "jaxlab: no separate Python 3.11 run (python3.11 absent, or it is the main one)"; fi
 
 py311-env:
 	@if [ -n "$(SECOND_RUN)" ]; then $(MAKE) --no-print-directory $(VENV311)/.stamp; fi
 
 # Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
-# The 3.11 environment is installed beside the docs build (about 80 s of pip, the docs
-# about 50 s), then its tests run alone. Not beside the main suite, whose Binder test
-# builds a venv of its own: tried, the whole run took as long (1377 s against 1367 s).
+# Three lanes run at once (a single pytest used about 0.7 of a core: it mostly waits on
+# kernels, Chromium, pip): the browser tests (one JupyterLab, one Chromium), the rest of
+# the 3.12 suite (notebooks, Binder, units; then the docs, which read the executed
+# notebooks), and the 3.11 environment and its run. The browser and 3.11 lanes write to
+# test-output/{browser,py311}.log, shown when they end; a lane's failure fails the target.
 # System packages are installed first, in the foreground (two apt-gets would fight over
 # dpkg's lock).
 test: export JAXLAB_EXECUTED_NOTEBOOKS := test-output/notebooks
-test: lint unit
+test: lint
 	@if [ -n "$(SECOND_RUN)" ]; then tools/ensure_system.sh venv $(PY311); fi
 	@tools/ensure_system.sh chromium
 	@mkdir -p test-output; \
-	$(MAKE) --no-print-directory py311-env > test-output/py311-env.log 2>&1 & env311=$$!; \
+	$(MAKE) --no-print-directory py311 > test-output/py311.log 2>&1 & py311=$$!; \
+	$(VENV)/bin/python -m pytest -m browser -p no:cacheprovider --durations=10 \
+	  > test-output/browser.log 2>&1 & browser=$$!; \
+	$(VENV)/bin/python -m pytest -m "not browser" --durations=25; unit=$$?; \
 	$(MAKE) --no-print-directory docs; docs=$$?; \
-	wait $$env311 || { cat test-output/py311-env.log; echo "jaxlab: the 3.11 environment failed" >&2; exit 1; }; \
-	test $$docs -eq 0
-	@$(MAKE) --no-print-directory py311
+	wait $$browser; browser=$$?; echo "== browser tests (test-output/browser.log)"; \
+	if [ $$browser -eq 0 ]; then tail -n 15 test-output/browser.log; else cat test-output/browser.log; fi; \
+	wait $$py311; py311=$$?; echo "== Python 3.11 (test-output/py311.log)"; \
+	if [ $$py311 -eq 0 ]; then tail -n 15 test-output/py311.log; else cat test-output/py311.log; fi; \
+	echo "jaxlab: exit status of the 3.12 suite $$unit, docs $$docs, browser $$browser, 3.11 $$py311"; \
+	test $$unit -eq 0 -a $$docs -eq 0 -a $$browser -eq 0 -a $$py311 -eq 0
 
+# Every benchmark (or those BENCHES names) runs to its end, each saving its output under
+# test-output/bench/; then one table of every target (figure, independent reference,
+# ratio, target, PASS/FAIL, load) is printed and written to test-output/bench.json, which
+# `tools/bench_table.py --compare OLD.json NEW.json` compares across commits. Fails when
+# any target failed or a benchmark exited non-zero.
+BENCHES ?= $(filter-out benchmarks/_%,$(wildcard benchmarks/*.py))
 bench: setup
-	@for f in benchmarks/*.py; do echo "== $$f"; $(VENV)/bin/python $$f || exit 1; done
+	@mkdir -p test-output/bench; rm -f test-output/bench/*.log; \
+	for f in $(BENCHES); do log=test-output/bench/$$(basename $$f .py).log; echo "== $$f"; \
+	  $(VENV)/bin/python $$f 2>&1 | tee $$log | grep -v '^BENCH {'; \
+	  echo "EXIT $${PIPESTATUS[0]}" >> $$log; done; \
+	echo "== table"; \
+	$(VENV)/bin/python tools/bench_table.py test-output/bench/*.log --json test-output/bench.json
 
 # Regenerate both locks from requirements/deps.in (needs network to PyPI).
 lock: setup

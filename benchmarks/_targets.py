@@ -14,11 +14,19 @@ figure when other work competes for the cores. Example::
     figures = {"benchmark": "x", **targets.figures()}
     print(json.dumps(figures))
     sys.exit(targets.exit_code())
+
+Each verdict also prints one machine-readable line, ``BENCH {json}``: the benchmark's name,
+the target, its value, limit and verdict, the load average when it was decided, and, where
+the benchmark passes them, the measured figure and its independent reference (the ratio's
+two sides, e.g. ``figure=ours_s, reference=plain_jax_s, unit="s"``). ``make bench``
+gathers those lines into one table and ``test-output/bench.json`` (tools/bench_table.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,18 +41,45 @@ class Verdict:
     limit: float
     kind: str  # "at most" | "at least"
     passed: bool
+    figure: float | None = None  # what was measured (the ratio's numerator), if given
+    reference: float | None = None  # its independent reference (the denominator), if given
+    unit: str = ""  # the unit of figure and reference
 
     def line(self) -> str:
         word = "PASS" if self.passed else "FAIL"
         return f"{word} target: {self.name}: {self.value:.4g} ({self.kind} {self.limit:g})"
 
     def record(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "value": round(self.value, 6),
             "limit": self.limit,
             "kind": self.kind,
             "passed": self.passed,
         }
+        if self.figure is not None:
+            record["figure"] = round(self.figure, 9)
+        if self.reference is not None:
+            record["reference"] = round(self.reference, 9)
+        if self.unit:
+            record["unit"] = self.unit
+        return record
+
+    def bench_line(self) -> str:
+        """``BENCH {json}``: this verdict for tools/bench_table.py, with the load average."""
+        record = {"benchmark": _benchmark_name(), "name": self.name, **self.record()}
+        record["load"] = [round(x, 2) for x in os.getloadavg()]
+        return "BENCH " + json.dumps(record, ensure_ascii=False)
+
+
+def _benchmark_name() -> str:
+    """The running script's name without ``.py`` (``jit_overhead``)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None) or (sys.argv[0] if sys.argv else "")
+    return os.path.splitext(os.path.basename(path))[0] or "?"
+
+
+def _float(x: float | None) -> float | None:
+    return None if x is None else float(x)
 
 
 class Stopwatch:
@@ -95,17 +130,47 @@ class Targets:
     verdicts: list[Verdict] = field(default_factory=list)
     watch: Stopwatch = field(default_factory=lambda: Stopwatch())
 
-    def at_most(self, name: str, value: float, limit: float) -> Verdict:
-        """Pass when ``value <= limit``; prints the verdict line."""
-        return self._add(Verdict(name, float(value), limit, "at most", value <= limit))
+    def at_most(
+        self,
+        name: str,
+        value: float,
+        limit: float,
+        *,
+        figure: float | None = None,
+        reference: float | None = None,
+        unit: str = "",
+    ) -> Verdict:
+        """Pass when ``value <= limit``; prints the verdict line. ``figure`` and
+        ``reference`` (in ``unit``) are the measured figure and its independent reference
+        where ``value`` is their ratio: the table shows them beside it."""
+        passed = value <= limit
+        verdict = Verdict(
+            name, float(value), limit, "at most", passed, _float(figure), _float(reference), unit
+        )
+        return self._add(verdict)
 
-    def at_least(self, name: str, value: float, limit: float) -> Verdict:
-        """Pass when ``value >= limit``; prints the verdict line."""
-        return self._add(Verdict(name, float(value), limit, "at least", value >= limit))
+    def at_least(
+        self,
+        name: str,
+        value: float,
+        limit: float,
+        *,
+        figure: float | None = None,
+        reference: float | None = None,
+        unit: str = "",
+    ) -> Verdict:
+        """Pass when ``value >= limit``; prints the verdict line (``figure``, ``reference``
+        as for ``at_most``)."""
+        passed = value >= limit
+        verdict = Verdict(
+            name, float(value), limit, "at least", passed, _float(figure), _float(reference), unit
+        )
+        return self._add(verdict)
 
     def _add(self, verdict: Verdict) -> Verdict:
         self.verdicts.append(verdict)
         print(verdict.line(), flush=True)
+        print(verdict.bench_line(), flush=True)
         return verdict
 
     def clocks(self) -> dict[str, float]:
@@ -138,11 +203,23 @@ class Targets:
         return 0 if all(v.passed for v in self.verdicts) else 1
 
 
-def target(name: str, value: float, limit: float, *, at_least: bool = False) -> Verdict:
+def target(
+    name: str,
+    value: float,
+    limit: float,
+    *,
+    at_least: bool = False,
+    figure: float | None = None,
+    reference: float | None = None,
+    unit: str = "",
+) -> Verdict:
     """One verdict without a ``Targets`` record: ``value <= limit`` (or ``>=``)."""
     passed = value >= limit if at_least else value <= limit
-    verdict = Verdict(name, float(value), limit, "at least" if at_least else "at most", passed)
+    kind = "at least" if at_least else "at most"
+    measured = _float(figure), _float(reference)
+    verdict = Verdict(name, float(value), limit, kind, passed, *measured, unit)
     print(verdict.line(), flush=True)
+    print(verdict.bench_line(), flush=True)
     return verdict
 
 
