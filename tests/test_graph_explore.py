@@ -138,9 +138,12 @@ def test_explorer_widget_sends_only_the_view_and_reveals_search_matches(big, exp
     ranges = [label for label in labels if label.startswith("iteration ")]
     assert len(ranges) <= RUN_ITEMS and ranges[0] == "iteration 0–21"
     assert ranges[-1].endswith(f"–{LAYERS - 1}")
-    # The parameters' hub edges are drawn (straight, not by dot) to their consumers.
+    # The parameters' edges into the open loop, one to each range, are one labelled
+    # bundle (issue 34: never a dark band) that still knows every end it stands for.
     hub = [e for e in w.view["edges"] if e["src"] == "in0"]
-    assert len(hub) >= len(ranges) and {e["kind"] for e in hub} == {"hub"}
+    bundle = [e for e in hub if e["kind"] == "bundle"]
+    assert len(bundle) == 1 and bundle[0]["dst"] == run[len("cluster:") :]
+    assert len(bundle[0]["pairs"]) >= len(ranges) and bundle[0]["label"].endswith(" arrays")
     found = w.search("tanh")
     assert found["total"] == LAYERS and len(found["matches"]) == min(LAYERS, 200)
     hidden = found["matches"][150]

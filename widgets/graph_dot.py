@@ -28,12 +28,17 @@ def dot_text(
     sizes: dict[str, tuple[float, float]],
     edges: list[tuple[str, str, str]],
     ends: list[tuple[str, str]],
+    rankdir: str = "TB",
 ) -> str:
-    """One box's members as a DOT graph; hub inputs and constants first, outputs last."""
+    """One box's members as a DOT graph; hub inputs and constants first, outputs last.
+    ``rankdir="LR"`` lays a long chain or a row of side-by-side bodies out left to right
+    (graph_layout chooses it when that suits the pane better)."""
     index = {v: k for k, v in enumerate(names)}
+    if rankdir not in ("TB", "LR"):
+        raise ValueError(f"rankdir must be TB or LR, not {rankdir!r}")
     lines = [
         "digraph g {",
-        "graph [rankdir=TB nodesep=0.25 ranksep=0.4];",
+        f"graph [rankdir={rankdir} nodesep=0.25 ranksep=0.4 newrank=true];",
         "node [shape=box fixedsize=true];",
     ]
     for k, v in enumerate(names):

@@ -36,16 +36,18 @@ import traitlets
 from jaxlab.graph import model as m
 from jaxlab.graph import overlay
 from jaxlab.graph.explore import REPEAT, Explorer, Views
-from jaxlab.graph.names import shorten
 
 from ._base import JaxlabWidget
-from .graph_layout import box_clusters, lay_out, layout, visible
+from .graph_fit import fitting, left_closed_note
+from .graph_layout import box_clusters, fits, lay_out, layout, visible
+from .graph_twin import shown_title, static_svg
 
 __all__ = [
     "GraphExplorer",
     "box_clusters",
     "layout",
     "legend_entries",
+    "shown_title",
     "static_svg",
     "visible",
     "with_scopes",
@@ -102,7 +104,7 @@ def _overlay_record(graph: m.Graph | None, n: m.Node | None) -> dict[str, Any]:
     }
 
 
-def view_model(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
+def view_model(graph: m.Graph, view: dict[str, Any], said: str = "") -> dict[str, Any]:
     """What the browser needs of a laid-out view: the records of the nodes it draws (never
     the whole program's), the clusters it frames or shows closed, the notes."""
     by_id = {n.id: n for n in graph.nodes}
@@ -122,7 +124,7 @@ def view_model(graph: m.Graph, view: dict[str, Any]) -> dict[str, Any]:
         "title": graph.title,
         "nodes": [_node_record(by_id[k], graph) for k in shown],
         "clusters": records,
-        "notes": list(graph.notes),
+        "notes": [*graph.notes, *([said] if said else [])],
         "n_equations": graph.n_equations,
         "grad": graph.grad,
     }
@@ -217,7 +219,9 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     # only renders it.
     legend = traitlets.List(traitlets.Dict()).tag(sync=True)
 
-    def __init__(self, graph: m.Graph, *, opened: Iterable[str] = (), **kwargs: Any) -> None:
+    def __init__(
+        self, graph: m.Graph, *, opened: Iterable[str] = (), fit: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._graph = graph
         self._built: tuple[frozenset[str], m.Graph] | None = None
@@ -232,11 +236,37 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         self._shown_layouts: dict[Any, dict[str, Any]] = {}
         self._restoring = False
         self._query = ""
+        self._said = ""  # what the view says it left closed to fit (graph_fit.py)
         self.observe(self._relayout, names=["opened"])
         self.on_msg(self._message)
-        self.opened = list(opened)
+        # The first view opens what is asked only as far as it fits a projector's pane at
+        # full size, breadth-first, and says what it left closed (issue 34).
+        self.opened = self._fitted(list(opened)) if fit else list(opened)
         if not self.view:
             self._relayout()
+
+    def _fitted(self, wanted: list[str], width: float = 0, height: float = 0) -> list[str]:
+        """``wanted``, less what would make the view too big for a ``width`` x ``height``
+        pane at scale 1 (the default pane: graph_layout's PANE_W x PANE_H); sets the note."""
+        size = (width, height) if width > 0 and height > 0 else ()
+        try:
+            kept, left = fitting(self._draw, wanted, self._layouts, *size)
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return wanted  # laid out as asked: the relayout reports what failed
+        self._said = left_closed_note(left) if left else ""
+        return kept
+
+    def fit(self, width: float, height: float) -> None:
+        """Close what keeps the view from fitting a ``width`` x ``height`` px pane at full
+        size (never shrinking its text below 12 px): the page's "fit" when the drawing is
+        bigger than the pane. What was left closed is said in the view."""
+        if not (200 <= width <= 20000 and 150 <= height <= 20000):
+            return
+        if self.view and fits(self.view, width, height):
+            return
+        kept = self._fitted(list(self.opened), width, height)
+        if kept != list(self.opened):
+            self.opened = kept
 
     @property
     def graph(self) -> m.Graph:
@@ -260,6 +290,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     def toggle(self, cluster: str) -> None:
         """Open a closed cluster, run or nested program, or close an open one (and what
         was open inside it)."""
+        self._said = ""  # the reader chose what is open now
         if cluster in self.opened:
             parent = {c.id: c.parent for c in self._drawn.clusters}
 
@@ -337,6 +368,10 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
             self.search(str(content.get("query", "")))
         elif kind == "reveal":
             self.reveal(str(content.get("id", "")))
+        elif kind == "fit":
+            w, h = content.get("width"), content.get("height")
+            if isinstance(w, (int, float)) and isinstance(h, (int, float)):
+                self.fit(float(w), float(h))
 
     def _relayout(self, change: Any = None) -> None:
         """Lay out the view of ``opened``. Any failure (Graphviz, a timeout, an interrupt,
@@ -362,7 +397,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         self._shown_layouts = used
         self._drawn, self._rep = drawn, chosen["rep"]
         # The records first: the browser redraws when the view changes.
-        self.model = view_model(drawn, laid)
+        self.model = view_model(drawn, laid, self._said)
         self.legend = legend_entries(drawn, laid)
         self.view = laid
         self.error = ""
@@ -403,141 +438,3 @@ SEARCH_MOST = 200  # matches listed (each with its box); all are counted
 def _explorer_of(graph: m.Graph) -> Explorer | None:
     views = graph.rebuild
     return views.explorer if isinstance(views, Views) else None
-
-
-_STATIC_STYLE = (
-    "font-family:system-ui,sans-serif;max-width:100%;height:auto;"
-    "background:var(--jp-layout-color0,#fff);color:var(--jp-ui-font-color1,#222)"
-)
-
-
-def static_svg(
-    graph: m.Graph, view: dict[str, Any], legend: list[dict[str, str]] | None = None
-) -> str:
-    """An inline SVG of a laid-out view (every user string escaped, no script): boxes,
-    titles at 14 px and rows at 12 px, edges, a <title> tooltip per node."""
-    esc = html.escape
-    by_id = {n.id: n for n in graph.nodes}
-    clusters = box_clusters(graph)
-    pad = 16
-    width, height = _num(view["width"]) + 2 * pad, _num(view["height"]) + 2 * pad
-    out = [
-        f'<svg class="jaxlab-ge-static" xmlns="http://www.w3.org/2000/svg" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" style="{_STATIC_STYLE}">',
-        # The arrowhead the live view draws (each edge ends at its box's edge).
-        '<defs><marker id="jaxlab-ge-arrow" viewBox="0 0 10 10" refX="10" refY="5" '
-        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
-        '<path d="M0,0 L10,5 L0,10 z" fill="currentColor" stroke="none" opacity="0.55"/>'
-        "</marker></defs>",
-        f'<g transform="translate({pad},{pad})" fill="none" stroke="currentColor">',
-    ]
-    for e in view["edges"]:
-        p = [(_num(px), _num(py)) for px, py in e["points"]]
-        if not p:
-            continue
-        d = f"M{p[0][0]:.1f},{p[0][1]:.1f}" + "".join(
-            f" C{p[i][0]:.1f},{p[i][1]:.1f} {p[i + 1][0]:.1f},{p[i + 1][1]:.1f} "
-            f"{p[i + 2][0]:.1f},{p[i + 2][1]:.1f}"
-            for i in range(1, len(p) - 2, 3)
-        )
-        dash = {m.CARRY: ' stroke-dasharray="6 3"', m.SEEDS: ' stroke-dasharray="1 3"'}.get(
-            e.get("kind", ""), ""
-        )
-        colour = f' stroke="{_CARRY}"' if e.get("kind") == m.CARRY else ""
-        out.append(
-            f'<path d="{d}" stroke-opacity="0.55"{dash}{colour} '
-            'marker-end="url(#jaxlab-ge-arrow)"/>'
-        )
-    for node_id, box in view["nodes"].items():
-        x, y, w, h = (_num(v) for v in box)
-        if node_id.startswith("cluster:"):
-            c = clusters.get(node_id[len("cluster:") :])
-            if c is None:
-                continue
-            node = by_id.get(c.id)
-            repeat = " · repeat" if node is not None and node.summary.startswith(REPEAT) else ""
-            title, rows = f"▸ {shorten(c.label)}", [f"{c.n_equations} equations{repeat}"]
-            tip = c.label
-            dash = ' stroke-dasharray="4 2"'
-            stroke = _stroke(node) if node is not None else ""
-            shade = node
-        else:
-            n = by_id.get(node_id)
-            if n is None:
-                continue
-            title = shorten(n.label)
-            leaves = n.params if n.kind in (m.INPUT, m.OUTPUT) else ""
-            tip = " · ".join(x for x in (n.label, n.raw, n.source or "", leaves) if x)
-            rows = [" ".join(n.types)] if n.types else []
-            rows += [f"= {n.value.text()}"] if n.value is not None else []
-            rows += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
-            faded = n.unused or n.role == m.FIXED
-            dash = ' stroke-dasharray="2 2" opacity="0.5"' if faded else ""
-            stroke = _stroke(n)
-            shade = n
-        fill, text_colour = "", "currentColor"
-        if graph.overlay_name and shade is not None and shade.overlay is not None:
-            tip += " · " + overlay.node_text(graph, shade.overlay)
-            found = overlay.colour(graph, shade.overlay)
-            if found is not None:  # a colour of the scale's own (never the user's text)
-                fill, text_colour = f' fill="{found}"', "#222"
-        out.append(f'<g transform="translate({x:.1f},{y:.1f})"{dash}><title>{esc(tip)}</title>')
-        out.append(f'<rect width="{w:.1f}" height="{h:.1f}" rx="4"{stroke}{fill}/>')
-        out.append(
-            f'<text x="8" y="19" fill="{text_colour}" stroke="none" font-size="14" '
-            f'font-weight="600">{esc(_clip(title, w, 8.5))}</text>'
-        )
-        for k, row in enumerate(rows):
-            out.append(
-                f'<text x="8" y="{36 + 17 * k}" fill="{text_colour}" stroke="none" '
-                f'font-size="12">{esc(_clip(row, w, 7))}</text>'
-            )
-        out.append("</g>")
-    out.append("</g></svg>")
-    notes = "".join(f"<div>{esc(note)}</div>" for note in graph.notes)
-    key = " · ".join(esc(entry.get("text", "")) for entry in legend or [])
-    key = f'<div class="jaxlab-ge-legend">{key}</div>' if key else ""
-    return f"<div><b>{esc(graph.title)}</b>{notes}{key}{''.join(out)}</div>"
-
-
-# The live view's colours (static/graph_explorer.css), for the saved twin, which has no
-# stylesheet: inputs green, outputs amber, residuals orange, forward blue, backward red.
-_CARRY = "#7b4fb0"
-_KIND_STROKE = {m.INPUT: "#3a9a3a", m.OUTPUT: "#c89400"}
-_PHASE_STROKE = {m.FORWARD: "#3b6fb6", m.BACKWARD: "#c04646"}
-_DIFF_STROKE = {"added": "#1a7f37", "removed": "#cf222e", "changed": "#b07800", "holds": "#b07800"}
-
-
-def _stroke(n: m.Node) -> str:
-    """The border a node's box wears in the live view, as SVG attributes."""
-    if n.diff in _DIFF_STROKE:
-        dash = ' stroke-dasharray="5 3"' if n.diff == "removed" else ""
-        return f' stroke="{_DIFF_STROKE[n.diff]}" stroke-width="3"{dash}'
-    if n.kind in _KIND_STROKE:
-        return f' stroke="{_KIND_STROKE[n.kind]}" stroke-width="2"'
-    if n.residual:
-        return ' stroke="#c26a00" stroke-width="2"'
-    colour = _PHASE_STROKE.get(n.phase or "")
-    return f' stroke="{colour}"' if colour else ""
-
-
-def _num(value: Any) -> float:
-    """A coordinate as a finite number: whatever the view holds, only a number is
-    written into the SVG."""
-    number = float(value)
-    if number != number or number in (float("inf"), float("-inf")):
-        raise ValueError(f"not a finite coordinate: {value!r}")
-    return number
-
-
-def shown_title(text: str, width: float) -> str:
-    """A node's name as the explorer draws it in a box ``width`` wide (graph_explorer.js
-    does the same): whole up to ``names.WHOLE`` characters, else shortened keeping its
-    end, and never past the box."""
-    return _clip(shorten(text), width, 8.5)
-
-
-def _clip(text: str, width: float, px: float) -> str:
-    """``text`` cut to fit a box ``width`` wide (the whole of it is in the tooltip)."""
-    most = max(4, int((width - 14) // px))
-    return text if len(text) <= most else text[: most - 1] + "…"

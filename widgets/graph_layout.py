@@ -30,6 +30,12 @@ HUB_EDGES = 6  # an input or output with more edges than this is a hub (see hubs
 HUB_REACH, HUB_STUB = 600.0, 18.0  # a hub's edge spanning more is drawn as a stub this long
 FRAME_SIDE, FRAME_HEAD = 8.0, 24.0  # an open box's margin and its title's height
 CACHE_MOST = 512  # per-cluster layouts kept
+# The pane a view is laid out to suit (px at scale 1, 12 px text): a projector's 1280x720
+# less JupyterLab's margins. A box laid out taller or wider is laid out left to right too,
+# and the shape that needs less shrinking to fit is kept (issue 34).
+PANE_W, PANE_H = 1040.0, 700.0  # JupyterLab's output at 1280 px is about 1,050 px wide
+VIEW_PAD = 16.0  # the page's margin around the drawing (graph_explorer.js's PAD)
+BUNDLE_ABOVE = 3  # more edges than this from one box into one open box: one bundle
 
 # Nodes that stand for what they hold, drawn as closed boxes ("cluster:<id>") that open.
 _BOXES = (m.COLLAPSED, m.SEGMENT)
@@ -76,15 +82,18 @@ def visible(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
         if c.id in opened and _closed_parent(c.id, opened, parent) is None
     ]
     edges: dict[tuple[str, str], str] = {}
+    counts: dict[tuple[str, str], int] = {}  # arrays each drawn edge stands for
     for e in graph.edges:
         a, b = rep[e.src], rep[e.dst]
         if a != b:
             edges.setdefault((a, b), e.kind)
+            counts[(a, b)] = counts.get((a, b), 0) + 1
     return {
         "nodes": nodes,
         "boxes": boxes,
         "frames": frames,
         "edges": list(edges.items()),
+        "counts": counts,
         "rep": rep,
     }
 
@@ -156,6 +165,55 @@ def _size(
     return min(max(width * 8.5 + 22, 60), 440), rows * 17 + 12
 
 
+def _bundle(
+    a: str, b: str, points: list[list[float]], pairs: list[tuple[str, str]], counts: dict[Any, int]
+) -> dict[str, Any]:
+    """One drawn edge for the arrays from ``a`` into an open box ``b`` (or out of one):
+    labelled with how many arrays it carries ("40 arrays"), never a band of 40 curves.
+    ``pairs``: the drawn ends it stands for (the dependency highlight follows them)."""
+    n = sum(counts.get(pair, 1) for pair in pairs)
+    return {
+        "src": a.removeprefix("frame:"),
+        "dst": b.removeprefix("frame:"),
+        "points": points,
+        "kind": "bundle",
+        "label": f"{n} arrays",
+        "pairs": [list(pair) for pair in pairs],
+    }
+
+
+def _run_units(
+    units: list[tuple[list[str], dict[str, tuple[float, float]], list[Any], list[Any]]],
+) -> list[dict[str, Any]]:
+    """Each box's members laid out by dot, top to bottom; a box too wide or too tall for
+    the pane that way is laid out left to right as well, and the shape needing less
+    shrinking to fit the pane is kept (a long chain, side-by-side loop bodies)."""
+    laid = run_dot([dot_text(*u) for u in units])
+    again = [k for k, one in enumerate(laid) if _overflow(one) > 1.0]
+    if again:
+        across = run_dot([dot_text(*units[k], rankdir="LR") for k in again])
+        for k, other in zip(again, across, strict=True):
+            if _overflow(other) < _overflow(laid[k]):
+                laid[k] = other
+    for (names, *_), one in zip(units, laid, strict=True):
+        try:
+            one["nodes"] = {names[int(k)]: v for k, v in one["nodes"].items()}
+            one["edges"] = [(names[int(a)], names[int(b)], p) for a, b, p in one["edges"]]
+        except (IndexError, ValueError) as e:
+            raise RuntimeError(f"dot named a node it was not given ({e})") from e
+    return laid
+
+
+def _overflow(laid: dict[str, Any]) -> float:
+    """How many times too big for the pane a layout is (at most 1: it fits)."""
+    return max((laid["width"] + 2 * VIEW_PAD) / PANE_W, (laid["height"] + 2 * VIEW_PAD) / PANE_H)
+
+
+def fits(laid: dict[str, Any], width: float = PANE_W, height: float = PANE_H) -> bool:
+    """Whether a laid-out view fits a pane ``width`` x ``height`` px at scale 1."""
+    return laid["width"] + 2 * VIEW_PAD <= width and laid["height"] + 2 * VIEW_PAD <= height
+
+
 def layout(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
     """Positions (points, y down) of the visible nodes, boxes and edges."""
     return lay_out(graph, visible(graph, opened))
@@ -203,12 +261,19 @@ def lay_out(
     # members that hold them); a hub's edges by none.
     hub = hubs(graph, view)
     unit_edges: dict[str | None, list[tuple[str, str, str]]] = {u: [] for u in members}
+    # Edges crossing into or out of an open box, by the pair of members of the box that
+    # lays them out: more than BUNDLE_ABOVE of them are drawn as one labelled bundle.
+    crossing: dict[tuple[str | None, str, str], list[tuple[str, str]]] = {}
     for (a, b), kind in view["edges"]:
-        if a in hub or b in hub:
-            continue
         ca, cb = chain(a), chain(b)
         unit = next(u for u in ca if u in cb)
+        if ca[unit].startswith("frame:") or cb[unit].startswith("frame:"):
+            crossing.setdefault((unit, ca[unit], cb[unit]), []).append((a, b))
+        if a in hub or b in hub:
+            continue
         unit_edges[unit].append((ca[unit], cb[unit], kind))
+    bundles = {k: v for k, v in crossing.items() if len(v) > BUNDLE_ABOVE}
+    bundled = {pair for pairs in bundles.values() for pair in pairs}
 
     def depth_of(unit: str | None) -> int:
         return 0 if unit is None else 1 + depth_of(clusters[unit].parent)
@@ -236,14 +301,10 @@ def lay_out(
             if signature in cache:
                 placed[unit] = cache[signature]
             else:
-                todo.append((unit, signature, dot_text(members[unit], sizes, edges, ends)))
-        for (unit, signature, _), laid in zip(todo, run_dot([t for _, _, t in todo]), strict=True):
-            names = members[unit]
-            try:
-                laid["nodes"] = {names[int(k)]: v for k, v in laid["nodes"].items()}
-                laid["edges"] = [(names[int(a)], names[int(b)], p) for a, b, p in laid["edges"]]
-            except (IndexError, ValueError) as e:
-                raise RuntimeError(f"dot named a node it was not given ({e})") from e
+                todo.append((unit, signature, (members[unit], sizes, edges, ends)))
+        for (unit, signature, _), laid in zip(
+            todo, _run_units([t for _, _, t in todo]), strict=True
+        ):
             cache[signature] = placed[unit] = laid
         for unit in (u for u in depth if depth[u] == level):
             if used is not None:
@@ -268,14 +329,26 @@ def lay_out(
             else:
                 pos[key] = box
         for a, b, points in laid["edges"]:
+            moved = [[round(x + dx, 1), round(y + dy, 1)] for x, y in points]
+            pairs = bundles.get((unit, a, b))
+            if pairs:  # one bundle, dot's own spline, for every array crossing the border
+                paths.append(_bundle(a, b, moved, pairs, view.get("counts", {})))
             if a.startswith("frame:") or b.startswith("frame:"):
                 continue  # drawn below from node to node, across the frame's border
-            moved = [[round(x + dx, 1), round(y + dy, 1)] for x, y in points]
             paths.append({"src": a, "dst": b, "points": moved, "kind": kinds.get((a, b), "")})
             drawn_by_dot.add((a, b))
 
     place(None, 0.0, 0.0)
+    ends_of = {**pos, **{"frame:" + k: v for k, v in frame_boxes.items()}}
+    for (_, a, b), pairs in bundles.items():
+        drawn = (a.removeprefix("frame:"), b.removeprefix("frame:"))
+        if a in ends_of and b in ends_of and all((p["src"], p["dst"]) != drawn for p in paths):
+            # a hub's bundle: hubs are not laid out by dot
+            points = _curve(ends_of[a], ends_of[b])
+            paths.append(_bundle(a, b, points, pairs, view.get("counts", {})))
     for (a, b), kind in view["edges"]:
+        if (a, b) in bundled:
+            continue
         if (a, b) not in drawn_by_dot and a in pos and b in pos:
             drawn = kind or ("hub" if a in hub or b in hub else "cross")
             points = _curve(pos[a], pos[b])

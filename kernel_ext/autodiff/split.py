@@ -131,7 +131,7 @@ class GradSplit:
         by_id = {id(c): r for c, r in zip(self.linear.consts, self.residuals, strict=False)}
         tagged = {f"c{k}": by_id[id(c)] for k, c in enumerate(consts) if id(c) in by_id}
         nodes = tuple(
-            dataclasses.replace(n, label=tagged[n.id].label, tag=tagged[n.id].name)
+            dataclasses.replace(n, label=_short_label(tagged[n.id]), tag=tagged[n.id].name)
             if n.id in tagged and n.cluster is None
             else n
             for n in graph.nodes
@@ -232,6 +232,12 @@ class GradSplit:
             "linearized program's constants (the primal node with the same badge computed "
             f'the same value):<ul style="margin:2px 0">{"".join(rows)}</ul></div>'
         )
+
+
+def _short_label(r: Residual) -> str:
+    """A residual's node: its badge and a short expression (``r2 = cos(x)``); a long one
+    is said once, in the residuals' list, so the drawing stays narrow (issue 34)."""
+    return r.label if len(r.short or "") <= 8 else r.name
 
 
 def _operand_name(r: Residual) -> str:

@@ -230,21 +230,23 @@ class _Emitter(Naming):
                 )
             port_names[sub.prefix] = self._parameter_names(sub, item)
             self._name_carry_results(item, sub, port_names[sub.prefix])
+            grouped = _port_groups(port_names[sub.prefix])
             for k, (v, fed_by) in enumerate(zip(sub.jaxpr.invars, sub.feeds, strict=True)):
-                port = f"{sub.prefix}in{k}"
+                port = f"{sub.prefix}in{grouped.get(k, (k, ''))[0]}"
                 known = port_names[sub.prefix][k]
                 if known:
                     self.var_name[v] = known
-                self.nodes.append(
-                    m.Node(
-                        port,
-                        m.PORT,
-                        known or unnamed(v),
-                        cluster=inner,
-                        types=(type_text(v.aval),),
-                        phase=phase,
+                if k not in grouped or grouped[k][0] == k:
+                    self.nodes.append(
+                        m.Node(
+                            port,
+                            m.PORT,
+                            grouped[k][1] if k in grouped else known or unnamed(v),
+                            cluster=inner,
+                            types=() if k in grouped else (type_text(v.aval),),
+                            phase=phase,
+                        )
                     )
-                )
                 self.var_node[v] = port
                 if fed_by is not None:
                     self._edge_from(fed_by, port)
@@ -259,13 +261,26 @@ class _Emitter(Naming):
                 for v, result in zip(sub.jaxpr.outvars, results, strict=True):
                     self._edge_from(v, result)
         named = self._result_names(item, port_names)
+        grouped = _port_groups(named)
+        if grouped:  # the body's results run into the one port of their argument
+            moved = {results[k]: results[first] for k, (first, _) in grouped.items()}
+            self.edges = [
+                m.Edge(e.src, moved[e.dst], e.kind) if e.dst in moved else e for e in self.edges
+            ]
         for k, (v, result) in enumerate(zip(eqn.outvars, results, strict=True)):
             if isinstance(v, jcore.DropVar):
                 continue
             label = named[k] or self.var_name.get(v) or unnamed(v)
-            self.nodes.append(
-                m.Node(result, m.PORT, label, cluster=item.id, types=(types[k],), phase=phase)
-            )
+            if k in grouped:  # one of an argument's many arrays: one port for them all
+                result = results[grouped[k][0]]
+                if grouped[k][0] == k:
+                    self.nodes.append(
+                        m.Node(result, m.PORT, grouped[k][1], cluster=item.id, phase=phase)
+                    )
+            else:
+                self.nodes.append(
+                    m.Node(result, m.PORT, label, cluster=item.id, types=(types[k],), phase=phase)
+                )
             self.var_node[v] = result
             self.producer[v] = eqn
             if named[k]:
@@ -322,6 +337,32 @@ class _Emitter(Naming):
             for v, name in zip(eqn.outvars, self._result_names(item), strict=False):
                 if name and not isinstance(v, jcore.DropVar):
                     self.var_name[v] = name
+
+
+# A nested program's parameters or results in a row wider than this (px at 14 px titles,
+# graph_layout's box widths) are drawn one port per argument: ``params (6 arrays)``.
+PORT_ROW_PX = 1000
+
+
+def _port_groups(names: list[str | None]) -> dict[int, tuple[int, str]]:
+    """Positions of ports drawn as one per argument -> (the first position, its label),
+    when the row of ports would be wider than ``PORT_ROW_PX``; {} to draw each one.
+    Only arguments of several arrays group (``params['layers'][0]['W']``, ...)."""
+    row = sum(min(max(len(n or "") * 8.5 + 22, 60), 440) + 18 for n in names)
+    if row <= PORT_ROW_PX:
+        return {}
+    roots: dict[str, list[int]] = {}
+    for k, name in enumerate(names):
+        if name:
+            root = re.split(r"[\[.]", name, maxsplit=1)[0]
+            if root != name:
+                roots.setdefault(root, []).append(k)
+    return {
+        k: (ks[0], f"{root} ({len(ks)} arrays)")
+        for root, ks in roots.items()
+        if len(ks) > 1
+        for k in ks
+    }
 
 
 def _scope(stack: str) -> str:

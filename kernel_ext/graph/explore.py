@@ -35,7 +35,7 @@ import jax.extend.core as jcore
 
 from . import model as m
 from .assemble import assemble
-from .emit import _summary
+from .emit import _port_groups, _summary
 from .explore_emit import REPEAT, ExploreEmitter, ExplorePlan, RunSummary
 from .groups import Path_, Piece, item_path, split_range
 from .labels import param_summary, type_text
@@ -445,6 +445,9 @@ def _io_groups(tree: Block, input_names: list[str]) -> list[tuple[str, list[int]
     argument more than ``ARGUMENT_LEAVES`` arrays."""
     groups = _group_inputs(input_names)
     if _io_nodes(tree) > GROUP_INPUTS or any(len(k) > ARGUMENT_LEAVES for _, k in groups):
+        return groups
+    # A row of inputs wider than a projector's pane (issue 34): one node per argument.
+    if len(groups) < len(input_names) and _port_groups(list(input_names)):
         return groups
     return None
 

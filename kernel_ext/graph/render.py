@@ -25,7 +25,7 @@ import re
 import shutil
 import subprocess
 import unicodedata
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from . import model as m
@@ -324,8 +324,15 @@ def _legend(graph: m.Graph) -> list[str]:
     return [f"{_ROW}>{row}</font>" for row in rows]
 
 
-def graph_to_dot(graph: m.Graph) -> str:
-    """The DOT text of ``graph``: deterministic, every user string escaped."""
+def graph_to_dot(
+    graph: m.Graph, rankdir: str = "TB", *, heading: bool = True, compact: bool = False
+) -> str:
+    """The DOT text of ``graph``: deterministic, every user string escaped. ``rankdir``
+    ``"LR"`` lays it out left to right; without ``heading`` the drawing has no title,
+    notes or legend (a page that says them once, ``%grad --split``); ``compact`` packs
+    boxes closer (a program that must fit a projector's screen)."""
+    if rankdir not in ("TB", "LR"):
+        raise ValueError(f"rankdir must be TB or LR, not {rankdir!r}")
     by_cluster: dict[str | None, list[m.Node]] = defaultdict(list)
     for n in graph.nodes:
         by_cluster[n.cluster].append(n)
@@ -336,16 +343,17 @@ def graph_to_dot(graph: m.Graph) -> str:
     title = [f"<b>{_html(graph.title)}</b>", _count(graph.n_equations, "equation")]
     title += [f'<font color="#a05a00">{_html(note)}</font>' for note in graph.notes]
     title += _legend(graph)
-    heading = "".join(f'{row}<br align="left"/>' for row in title)
+    label = "".join(f'{row}<br align="left"/>' for row in title) if heading else ""
+    spacing = "nodesep=0.12 ranksep=0.3" if compact else "ranksep=0.4"
     lines = [
         "digraph jaxpr {",
         # A transparent background: the page's shows through (light or dark theme).
-        f"  graph [rankdir=TB fontname=Helvetica fontsize={TITLE_PT} newrank=true "
-        f'ranksep=0.4 labelloc=t labeljust=l bgcolor="transparent" label=<{heading}>];',
+        f"  graph [rankdir={rankdir} fontname=Helvetica fontsize={TITLE_PT} newrank=true "
+        f'{spacing} labelloc=t labeljust=l bgcolor="transparent" label=<{label}>];',
         # A wide margin: browsers' sans-serif runs wider than dot's Helvetica metrics,
         # and the text must stay inside its box.
         '  node [shape=box style="rounded,filled" fontname=Helvetica '
-        f'fontsize={TITLE_PT} height=0.3 margin="0.2,0.06"];',
+        f'fontsize={TITLE_PT} height=0.3 margin="{"0.12,0.04" if compact else "0.2,0.06"}"];',
         f'  edge [arrowsize=0.6 color="#666666" fontname=Helvetica fontsize={ROW_PT}];',
     ]
 
@@ -368,7 +376,19 @@ def graph_to_dot(graph: m.Graph) -> str:
             lines.append(f"{indent}}}")
 
     emit(None, "  ")
+    # Many arrays between the same two boxes (a closed program's residuals into another):
+    # one edge saying how many, never a dark band of parallel curves (issue 34).
+    many = Counter((e.src, e.dst) for e in graph.edges if not e.kind)
+    done: set[tuple[str, str]] = set()
     for e in graph.edges:
+        if not e.kind and many[(e.src, e.dst)] > 1:
+            if (e.src, e.dst) not in done:
+                done.add((e.src, e.dst))
+                lines.append(
+                    f"  {_quoted(e.src)} -> {_quoted(e.dst)} [penwidth=2 "
+                    f'label="{many[(e.src, e.dst)]} arrays" class=bundle];'
+                )
+            continue
         if e.kind == m.CARRY:
             # Loop-back: drawn against the flow, so it must not constrain the ranks.
             lines.append(
@@ -391,14 +411,18 @@ def dot_executable() -> str | None:
     return shutil.which("dot")
 
 
-def graph_to_svg(graph: m.Graph, timeout: float | None = None) -> str:
+def graph_to_svg(
+    graph: m.Graph, timeout: float | None = None, rankdir: str = "TB", **options: bool
+) -> str:
     """Lay ``graph`` out with ``dot``; :class:`RenderError` if it is missing or too slow."""
     dot = dot_executable()
     if dot is None:
         raise DotMissing(INSTALL_HINT)
     limit = DOT_TIMEOUT_S if timeout is None else timeout
     try:
-        done = run_budgeted([dot, "-Tsvg", *_LAYOUT_ARGS], graph_to_dot(graph).encode(), limit)
+        done = run_budgeted(
+            [dot, "-Tsvg", *_LAYOUT_ARGS], graph_to_dot(graph, rankdir, **options).encode(), limit
+        )
     except Overrun as e:
         raise DotTimeout(_overrun_words(e, limit, len(graph.nodes))) from e
     if done.returncode != 0:

@@ -20,6 +20,8 @@
 const SVG = "http://www.w3.org/2000/svg";
 const PAD = 16;
 const CULL_ABOVE = 400; // drawn nodes above which only those near the pane are in the page
+const PANE_H = 700; // the tallest a pane need be for a first view (graph_layout.PANE_H)
+const MIN_SCALE = 1; // "fit" never shrinks the drawing: its 12 px rows stay 12 px
 
 // Bounds of what the page reads, well above the kernel's (a view of a few thousand boxes).
 const MOST_NODES = 50000; // nodes, clusters or boxes of one view
@@ -121,7 +123,13 @@ function edgeOf(e) {
     return [p[0], p[1]];
   });
   if (!points.length) throw new Refused("an edge has no points");
-  return { src: text(e.src), dst: text(e.dst), kind: text(e.kind), points };
+  // A bundle (many arrays from one box into an open box): its label and the drawn ends
+  // it stands for, which the dependency highlight follows.
+  const pairs = list(e.pairs, "a bundle's ends", MOST_EDGES, (q) => {
+    if (!Array.isArray(q) || q.length !== 2) throw new Refused("a bundle's end is not two ids");
+    return [text(q[0]), text(q[1])];
+  });
+  return { src: text(e.src), dst: text(e.dst), kind: text(e.kind), points, label: text(e.label), pairs };
 }
 
 /** The search's answer, checked. */
@@ -315,11 +323,19 @@ function draw(model, el, state) {
     const path = s("path", { d, class: "jaxlab-ge-edge" + (e.kind ? " jaxlab-ge-" + e.kind : "") });
     path.setAttribute("marker-end", "url(#jaxlab-ge-arrow)");
     const [xlo, xhi] = extent(p.map((q) => q[0])), [ylo, yhi] = extent(p.map((q) => q[1]));
-    add(path, 1, xlo, ylo, xhi, yhi);
-    if (!into.has(e.dst)) into.set(e.dst, []);
-    into.get(e.dst).push(e.src);
-    if (!from.has(e.src)) from.set(e.src, []);
-    from.get(e.src).push(e.dst);
+    if (e.label) {
+      // A bundle: one edge for many arrays, labelled with how many (never a dark band).
+      const mid = p[Math.floor(p.length / 2)];
+      const group = s("g", { class: "jaxlab-ge-bundle-edge" });
+      group.append(path, s("text", { x: mid[0] + 6, y: mid[1] - 4, class: "jaxlab-ge-bundle-label" }, e.label));
+      add(group, 1, xlo, ylo, xhi + 80, yhi);
+    } else add(path, 1, xlo, ylo, xhi, yhi);
+    for (const [src, dst] of e.pairs.length ? e.pairs : [[e.src, e.dst]]) {
+      if (!into.has(dst)) into.set(dst, []);
+      into.get(dst).push(src);
+      if (!from.has(src)) from.set(src, []);
+      from.get(src).push(dst);
+    }
   }
   const defs = s("defs");
   const marker = s("marker", {
@@ -507,16 +523,37 @@ function draw(model, el, state) {
     }
   }
   const apply = () => {
-    const tall = Math.round(Math.min(height * state.at_view.k, Math.max(window.innerHeight * 0.8, 240)));
+    // As tall as the drawing, up to a projector's pane (a first view fits 1100 x 700 at
+    // full size) or most of a taller window.
+    const tall = Math.round(Math.min(height * state.at_view.k, Math.max(window.innerHeight * 0.8, PANE_H)));
     svg.setAttribute("height", String(tall));
-    const wide = pane.clientWidth > 0 && width * state.at_view.k > pane.clientWidth + 1;
-    cue.textContent = wide ? "↔ wider than this pane: drag to pan, or fit to see all of it" : "";
+    cueNow();
     place();
   };
+  // Said when the drawing (at its scale, from where it is) runs past the pane: the rest
+  // is dragged into view, and nothing else shows that it is there. Measured again when
+  // the pane changes size: an output drawn hidden (Run All, a collapsed or background
+  // tab) has no width until it shows.
+  function cueNow() {
+    const pw = pane.clientWidth, ph = svg.clientHeight || Number(svg.getAttribute("height"));
+    if (pw <= 0) return; // not laid out yet: the observer calls again when it is
+    const { x, y, k } = state.at_view;
+    const wide = x < -1 || x + width * k > pw + 1;
+    const tall = y < -1 || y + height * k > ph + 1;
+    const says = wide && tall ? "↔↕ bigger than this pane" : wide ? "↔ wider than this pane" : tall ? "↕ taller than this pane" : "";
+    const how = live ? ": drag to pan, or fit to close what does not fit" : ": drag to pan";
+    cue.textContent = says ? says + how : "";
+    root.classList.toggle("jaxlab-ge-outside", !!says);
+  }
+  if (state.observer) state.observer.disconnect();
+  if (typeof ResizeObserver === "function") {
+    state.observer = new ResizeObserver(() => cueNow());
+    state.observer.observe(pane);
+  }
   let frame = 0;
   const move = () => {
     if (frame) return;
-    frame = requestAnimationFrame(() => { frame = 0; place(); });
+    frame = requestAnimationFrame(() => { frame = 0; place(); cueNow(); });
   };
   // A match stepped to stays in view: centred in the pane when any of it is outside,
   // and the pane scrolled into the page's view when it is not there.
@@ -540,11 +577,16 @@ function draw(model, el, state) {
   // and what is wider or taller is dragged into view; "fit" shows all of it, scaled down.
   if (!state.at_view || !state.moved) state.at_view = { x: 0, y: 0, k: 1 };
   apply();
+  // "fit": the whole drawing in the pane, both ways, but never below full size (12 px
+  // text): what does not fit at full size is closed by the kernel until it does, and the
+  // view says how many boxes it left closed (no kernel: back to the top left).
   fit.addEventListener("click", () => {
-    const k = Math.min(1, Math.max(pane.clientWidth, 200) / width);
-    state.at_view = { x: 0, y: 0, k };
-    state.moved = true;
+    const pw = Math.max(pane.clientWidth, 200), ph = Math.max(window.innerHeight * 0.8, PANE_H);
+    const k = Math.min(1, pw / width, ph / height);
+    state.at_view = { x: 0, y: 0, k: Math.max(k, MIN_SCALE) };
+    state.moved = false;
     apply();
+    if (k < MIN_SCALE && live) model.send({ type: "fit", width: pw, height: Math.round(ph) });
   });
   svg.addEventListener("wheel", (ev) => {
     if (!ev.ctrlKey && !ev.metaKey) return; // plain wheel scrolls the notebook
@@ -589,6 +631,7 @@ export default {
     model.on("change:error", redraw);
     model.on("change:found", refound);
     return () => {
+      if (state.observer) state.observer.disconnect();
       model.off("change:view", redraw);
       model.off("change:error", redraw);
       model.off("change:found", refound);
