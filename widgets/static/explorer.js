@@ -315,6 +315,7 @@ function render({ model, el }) {
     if (sent > seen && performance.now() - sentAt < 5000) { waiting = { name, value }; return; }
     sent = Math.max(sent, seen) + 1;
     sentAt = performance.now();
+    root.dataset.sent = String(sent);
     model.send({ type: "move", name, value, seq: sent });
   };
   const current = () => readFrame(model.get("frame"));
@@ -352,6 +353,9 @@ function render({ model, el }) {
       const line = h("div", "jaxlab-ex-line");
       line.append(label);
       if (input) {
+        // JupyterLab's command mode binds arrow keys (headings, cells) on the document;
+        // on a slider they belong to the slider
+        input.addEventListener("keydown", (e) => e.stopPropagation());
         input.disabled = !live;
         input.setAttribute("aria-label", c.name);
         line.append(input);
@@ -372,7 +376,7 @@ function render({ model, el }) {
   };
 
   const setControls = (f) => {
-    const ahead = sent > f.seq; // the hand is ahead of this frame: leave the sliders be
+    const ahead = sent > f.seq || waiting !== null; // the hand is ahead: leave the sliders be
     for (const c of f.controls) {
       const r = rows.get(c.name);
       if (!r) continue;
