@@ -370,7 +370,7 @@ def test_a_cond_gradients_cotangent_ports_are_named():
     assert backward == ["w", "∂cond_program", "w", "∂cond_program", "∂cond_program/∂x"]
     ports = _cond_ports(jaxlab.jaxpr_graph(prog_assigned, x, w, grad=True))
     first_fwd, second_fwd, second_bwd, first_bwd = ports.values()
-    assert "y" in first_fwd and ["a", "b"] == [p for p in second_fwd if p in ("a", "b")]
+    assert "y" in first_fwd and [p for p in second_fwd if p in ("a", "b")] == ["a", "b"]
     # each backward branch's last parameters are its cotangents
     assert first_bwd.count("∂y") == 2 and "∂y" not in first_bwd[:1]
     assert second_bwd.count("∂a") == 2 and second_bwd.count("∂b") == 2
