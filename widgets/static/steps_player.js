@@ -102,7 +102,7 @@ function readFrame(value) {
   };
 }
 
-/** A colour or length attribute that fetches nothing (no url(), no expression). */
+/** A colour or length attribute that fetches nothing (no CSS url function, no expression). */
 function safeValue(value) {
   return !/url\s*\(|expression|javascript:/i.test(value);
 }
