@@ -52,6 +52,62 @@ def test_steps_magic_displays_the_walk_in_a_terminal(shell):
     assert "x̄ = " in shown.data["text/plain"] and "<svg" in shown.data["text/html"]
 
 
+def test_live_notebook_steps_magic_shows_the_player_on_the_walk(shell, monkeypatch):
+    from jaxlab.magics import grad as magic
+    from jaxlab.magics import jaxpr as jaxpr_magic
+    from jaxlab.widgets import StepsPlayer
+
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+
+    class Live:
+        kernel = object()
+
+    monkeypatch.setattr(jaxpr_magic, "get_ipython", lambda: Live())
+    players = []
+    try:
+        assert shell.run_line_magic("grad", "--steps --wrt x,w f(x, w)") is None
+        (player,) = shown
+        players.append(player)
+        assert isinstance(player, StepsPlayer)  # a widget, not the walk's text
+        walk = player.steps
+        assert isinstance(walk, GradSteps) and walk.mode == "reverse"
+        gx, gw = jax.grad(lambda x, w: jnp.sin(x * w) * x, (0, 1))(0.5, 1.2)
+        assert np.isclose(walk.adjoints["x"], gx) and np.isclose(walk.adjoints["w"], gw)
+        # the widget's synced state: the whole walk's frame, opened on the first step
+        state = player.get_state()
+        assert state["current"] == 0 and state["frame"]["mode"] == "reverse"
+        assert [s["text"] for s in state["frame"]["steps"]] == [s.text for s in walk.steps]
+        assert state["frame"]["targets"] == {"∂f/∂x": walk.targets["∂f/∂x"],
+                                              "∂f/∂w": walk.targets["∂f/∂w"]}  # fmt: skip
+        twin = player.static_bundle()["text/plain"]
+        assert f"Step 1 of {len(walk)}" in twin and all(s.text in twin for s in walk.steps)
+        # forward mode too
+        shown.clear()
+        shell.run_line_magic("grad", "--steps --jvp f(x, w)")
+        (player,) = shown
+        players.append(player)
+        assert isinstance(player, StepsPlayer) and player.frame["mode"] == "forward"
+        assert {s["kind"] for s in player.frame["steps"]} <= {"forward", "tangent"}
+        # -o returns the walk itself, displays nothing
+        shown.clear()
+        assert isinstance(shell.run_line_magic("grad", "-o --steps f(x, w)"), GradSteps)
+        assert shown == []
+    finally:
+        for p in players:
+            p.close()
+
+
+def test_without_a_widget_front_end_the_magic_shows_the_walk(shell, monkeypatch):
+    from jaxlab.magics import grad as magic
+
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+    shell.run_line_magic("grad", "--steps f(x, w)")  # a terminal: no kernel, no widget
+    (walk,) = shown
+    assert isinstance(walk, GradSteps) and "x̄ = " in walk.text()
+
+
 @pytest.mark.parametrize(
     "line, words",
     [

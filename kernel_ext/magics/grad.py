@@ -20,7 +20,9 @@
 
 In a live notebook ``--graph`` shows the graph in the GraphExplorer (clusters that open,
 search, hover), as ``%jaxpr`` does; ``--static``, a terminal and ``-o`` keep the static SVG
-(and a saved notebook shows the explorer's static twin).
+(and a saved notebook shows the explorer's static twin). ``--steps`` shows the
+StepsPlayer in a live notebook; a terminal shows the walk's drawing and text, ``-o``
+returns the GradSteps.
 
 The plain-Python twins are ``jaxlab.grad_report``, ``jaxlab.grad_split`` and
 ``jaxlab.grad_cell``.
@@ -103,10 +105,15 @@ class GradMagics(Magics):
 
 def _views(result: Any, static: bool) -> list[Any]:
     """What to display: the report with its graph inside (static SVG), or in a live
-    notebook the report's table and then the graph's GraphExplorer, as ``%jaxpr`` shows."""
+    notebook the report's table and then the graph's GraphExplorer, as ``%jaxpr`` shows;
+    for ``--steps`` the StepsPlayer in a live notebook, the walk's drawing and text
+    anywhere else."""
     from ..autodiff.record import GradReport
+    from ..steps.record import GradSteps
     from .jaxpr import _explorable  # one rule for explorer vs static, shared with %jaxpr
 
+    if isinstance(result, GradSteps):  # --steps: the player, where a front end runs it
+        return [_player(result)]
     graph = getattr(result, "graph", None)
     if static or not isinstance(result, GradReport) or graph is None:
         return [result]
