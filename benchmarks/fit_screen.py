@@ -4,11 +4,12 @@ For every program a tutorial or the issue names (tutorial 06's ``run`` opened as
 ``%jaxpr --open scan,hamiltonian`` line asks, tutorial 09's ``train_step``, a 20-layer
 MLP's gradient, a 2-scan integrator, an optax training step, an RNN's gradient), prints
 the GraphExplorer's first view (width × height in px at scale 1), the smallest text it
-draws when shown whole in a 1100 × 700 pane (12 px × the scale "fit" must use to show all
+draws when shown whole in a 1040 × 700 pane (12 px × the scale "fit" must use to show all
 of it: below 12 the view did not fit), what it left closed; and ``%grad --split``'s three
-programs' sizes for ``sin(x)·x²`` and a 2-layer MLP. PASS when every view fits
-1100 × 700 at scale 1 (text 12 px) and every split program is at most 700 px tall and
-fits a 1080 px output::
+programs' sizes for ``sin(x)·x²`` and a 2-layer MLP at their smallest readable size (12 px
+text). PASS when every view fits 1040 × 700 at scale 1 (text 12 px: the pane
+``graph_layout`` lays first views out for, JupyterLab's output at 1280 × 720) and every
+split program is at most 700 px tall and fits a 1040 px output::
 
     .venv/bin/python benchmarks/fit_screen.py
 """
@@ -26,9 +27,9 @@ import jax.numpy as jnp
 import jaxlab
 from jaxlab.graph.explore import Views
 from jaxlab.widgets import GraphExplorer
+from jaxlab.widgets.graph_layout import PANE_H, PANE_W  # the pane a first view must fit
 
-PANE_W, PANE_H = 1100, 700  # the pane a first view must fit at scale 1
-OUTPUT_W, SPLIT_H = 1080, 700  # a split program: at most this wide and tall
+OUTPUT_W, SPLIT_H = PANE_W, 700  # a split program: at most this wide and tall
 
 
 DT = 0.005
@@ -196,8 +197,9 @@ def split_sizes(which: str) -> list[tuple[float, float]]:
         params = [{"W": jnp.full((3, 4), 0.3), "b": jnp.zeros(4)}, {"W": jnp.full((4, 1), 0.2)}]
         split = grad_split(mlp_loss, params, jnp.ones((5, 3)), jnp.ones((5, 1)))
     page = split._html()
+    # Graphviz's points drawn as px (3/4 of their size): its 12 pt text at 12 px.
     return [
-        (float(w) * 0.75 * 4 / 3 if False else float(w), float(h))
+        (float(w), float(h))
         for w, h in re.findall(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', page)
     ]
 
@@ -216,7 +218,11 @@ def main() -> int:
         for k, (w, h) in enumerate(split_sizes(which)):
             ok &= w <= OUTPUT_W and h <= SPLIT_H
             print(f"{which + ' ' + ('primal', 'linearized', 'transposed')[k]:34} {w:7.0f} {h:7.0f}")
-    print("PASS" if ok else "FAIL", "every first view fits 1100x700 at 12 px; split ≤ 700 px tall")
+    print(
+        "PASS" if ok else "FAIL",
+        f"every first view fits {PANE_W:.0f}x{PANE_H:.0f} at 12 px; "
+        f"every split program ≤ {SPLIT_H} px tall and ≤ {OUTPUT_W:.0f} px wide at 12 px",
+    )
     return 0 if ok else 1
 
 

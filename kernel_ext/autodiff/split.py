@@ -43,7 +43,6 @@ import numpy as np
 from ..graph.text import plain_text
 from ..session.work import jaxlab_work
 from .args import GradError, select_arguments
-from .display import graph_html
 from .residuals import Residual, const_names, find_residuals, traced_linearize
 
 _TITLES = ("primal", "linearized (JVP)", "transposed (VJP)")
@@ -187,7 +186,7 @@ class GradSplit:
             _TITLES, _EXPLAIN, self.programs, graphs, strict=True
         ):
             body = (
-                _fit(graph_html(graph))
+                _fit(_drawing(graph))
                 if graph is not None
                 else f"<pre>{esc(plain_text(program))}</pre>"
             )
@@ -306,19 +305,38 @@ def _drawn(node_id: str, ids: set[str]) -> str | None:
 
 _SVG_SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
 
+# The tallest a program is drawn (px) where its text can stay at 12 px or more: three
+# programs each at most a 1280x720 screen's pane (issue 34).
+PROGRAM_H_PX = 700
+
+
+def _drawing(graph: Any) -> str:
+    """A program's SVG inline (following the theme), its boxes packed close (``compact``:
+    a 2-layer MLP's programs each fit 700 px at 12 px text); the text view with the reason
+    when Graphviz cannot draw it."""
+    from ..graph.render import graph_mimebundle
+
+    bundle = graph_mimebundle(graph, compact=True)
+    if "text/html" in bundle:
+        return f"<div>{bundle['text/html']}</div>"
+    return f"<pre>{html.escape(bundle.get('text/plain', ''))}</pre>"
+
 
 def _fit(body: str) -> str:
-    """The SVG scaled to the output's width, but never below 3/4 of its size: Graphviz's
-    points are 4/3 px, so its 14 and 12 pt text stays at 14 and 12 px at least; a wider
-    graph scrolls sideways instead (however wide: a cap let a 10,000 pt program shrink
-    to 5 px text), and says so above it (``_scroll_cue``)."""
-    return _SVG_SIZE.sub(
-        lambda s: (
-            f'{s.group(0)} style="max-width:100%;height:auto;min-width:{float(s.group(1)):.0f}px"'
-        ),
-        body,
-        count=1,
-    )
+    """The SVG scaled to the output's width and to at most ``PROGRAM_H_PX`` tall, but never
+    below 3/4 of its size: Graphviz's points are 4/3 px, so its 14 and 12 pt text stays at
+    14 and 12 px at least; a wider graph scrolls sideways instead (however wide: a cap let
+    a 10,000 pt program shrink to 5 px text), and says so above it (``_scroll_cue``)."""
+
+    def style(s: re.Match[str]) -> str:
+        w, h = float(s.group(1)), float(s.group(2))
+        widest = [f"{w * 4 / 3:.0f}px"] + ([f"{PROGRAM_H_PX * w / h:.0f}px"] if h > 0 else [])
+        return (
+            f'{s.group(0)} style="width:min(100%,{",".join(widest)});max-width:none;'
+            f'height:auto;min-width:{w:.0f}px"'
+        )
+
+    return _SVG_SIZE.sub(style, body, count=1)
 
 
 # The narrowest an output is taken to be (JupyterLab's at 1280x720 is about 1080 px).

@@ -473,11 +473,13 @@ def svg_html(svg: str) -> str:
     return f'{THEME_STYLE}<div class="jaxlab-graph-svg">{svg}</div>'
 
 
-def graph_mimebundle(graph: m.Graph, timeout: float | None = None) -> dict[str, Any]:
+def graph_mimebundle(
+    graph: m.Graph, timeout: float | None = None, **options: bool
+) -> dict[str, Any]:
     """SVG (inline in HTML, and as an image) with a text/plain summary; the text view with
-    the reason when dot cannot draw."""
+    the reason when dot cannot draw. ``options``: :func:`graph_to_dot`'s (``compact``)."""
     try:
-        svg = graph_to_svg(graph, timeout)
+        svg = graph_to_svg(graph, timeout, **options)
         return {"text/html": svg_html(svg), "image/svg+xml": svg, "text/plain": graph.describe()}
     except RenderError as e:
         from .text import jaxpr_text
