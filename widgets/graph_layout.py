@@ -282,7 +282,7 @@ def lay_out(
     placed: dict[str | None, dict[str, Any]] = {}
     signatures: dict[str | None, Any] = {}
     for level in sorted(set(depth.values()), reverse=True):  # innermost first
-        todo: list[tuple[str | None, Any, str]] = []
+        todo: list[tuple[str | None, Any, Any]] = []
         for unit in (u for u in depth if depth[u] == level):
             sizes = {}
             for key in members[unit]:
@@ -350,11 +350,11 @@ def lay_out(
         if (a, b) in bundled:
             continue
         if (a, b) not in drawn_by_dot and a in pos and b in pos:
-            drawn = kind or ("hub" if a in hub or b in hub else "cross")
+            style = kind or ("hub" if a in hub or b in hub else "cross")
             points = _curve(pos[a], pos[b])
-            if drawn == "hub" and abs(points[-1][1] - points[0][1]) > HUB_REACH:
+            if style == "hub" and abs(points[-1][1] - points[0][1]) > HUB_REACH:
                 points = _stub(pos[a], pos[b], into=b not in hub)
-            paths.append({"src": a, "dst": b, "points": points, "kind": drawn})
+            paths.append({"src": a, "dst": b, "points": points, "kind": style})
     root = placed[None]
     return {
         "width": root["width"],
