@@ -412,7 +412,7 @@ def dot_executable() -> str | None:
 
 
 def graph_to_svg(
-    graph: m.Graph, timeout: float | None = None, rankdir: str = "TB", **options: bool
+    graph: m.Graph, timeout: float | None = None, *, rankdir: str = "TB", **options: bool
 ) -> str:
     """Lay ``graph`` out with ``dot``; :class:`RenderError` if it is missing or too slow."""
     dot = dot_executable()
