@@ -474,12 +474,12 @@ def svg_html(svg: str) -> str:
 
 
 def graph_mimebundle(
-    graph: m.Graph, timeout: float | None = None, **options: bool
+    graph: m.Graph, timeout: float | None = None, compact: bool = False
 ) -> dict[str, Any]:
     """SVG (inline in HTML, and as an image) with a text/plain summary; the text view with
-    the reason when dot cannot draw. ``options``: :func:`graph_to_dot`'s (``compact``)."""
+    the reason when dot cannot draw. ``compact``: :func:`graph_to_dot`'s."""
     try:
-        svg = graph_to_svg(graph, timeout, **options)
+        svg = graph_to_svg(graph, timeout, compact=compact)
         return {"text/html": svg_html(svg), "image/svg+xml": svg, "text/plain": graph.describe()}
     except RenderError as e:
         from .text import jaxpr_text
