@@ -344,7 +344,7 @@ def graph_to_dot(
     title += [f'<font color="#a05a00">{_html(note)}</font>' for note in graph.notes]
     title += _legend(graph)
     label = "".join(f'{row}<br align="left"/>' for row in title) if heading else ""
-    spacing = "nodesep=0.12 ranksep=0.3" if compact else "ranksep=0.4"
+    spacing = "nodesep=0.12 ranksep=0.22" if compact else "ranksep=0.4"
     lines = [
         "digraph jaxpr {",
         # A transparent background: the page's shows through (light or dark theme).
