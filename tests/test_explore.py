@@ -341,6 +341,33 @@ def test_fit_moves_the_sliders_toward_the_target_and_stop_keeps_them():
     assert view.compiles_by["fit"] == 1
 
 
+def test_fit_without_optax_takes_optax_adams_steps(monkeypatch):
+    """optax is no dependency of jaxlab (Binder has none): the fit's own Adam takes the
+    steps optax.adam takes, and the fit works in a kernel without optax."""
+    pytest.importorskip("optax")
+    import sys
+
+    ts = jnp.linspace(0.0, 2.0, 40)
+
+    def decay(rate=1.0, amplitude=1.0):
+        return amplitude * jnp.exp(-rate * ts)
+
+    def fitted():
+        view = explore(decay, target=decay(2.5, 1.5), rate=(0.1, 5.0), amplitude=(0.1, 3.0))
+        state = view.fit(steps=60, learning_rate=0.05)
+        return np.asarray(state.losses), view.values
+
+    with_optax, values = fitted()
+    monkeypatch.setitem(sys.modules, "optax", None)  # `import optax` raises ImportError
+    from jaxlab.explore.fit import Adam, adam
+
+    assert isinstance(adam(0.05), Adam)
+    without, values_without = fitted()
+    np.testing.assert_allclose(without, with_optax, rtol=1e-4)
+    assert values_without == pytest.approx(values, rel=1e-4)
+    assert without[-1] < without[0] / 10
+
+
 def test_fit_interrupted_keeps_the_values_reached():
     def line(a=1.0):
         return a * 2.0

@@ -309,3 +309,19 @@ def test_fit_runs_off_the_kernel_thread_and_moves_the_sliders():
         assert abs(core.values["a"] - 3.0) < abs(1.0 - 3.0)  # moved toward the target
     finally:
         widget.close()
+
+
+def test_a_view_at_the_end_of_a_cell_shows_the_live_explorer(ip):
+    """``view = jaxlab.explore(...)`` then ``view``: the Explorer, as ``%explore`` shows it,
+    with the static twin beside it (what a saved notebook and the docs show)."""
+    from IPython.utils.capture import capture_output
+
+    ip.user_ns["_period"] = _period
+    with capture_output() as captured:
+        ip.run_cell("import jaxlab\nview = jaxlab.explore(_period, g=(1.0, 20.0))\nview")
+    shown = [o.data for o in captured.outputs]
+    widgets = [d for d in shown if "application/vnd.jupyter.widget-view+json" in d]
+    assert len(widgets) == 1, shown
+    twins = [d["text/html"] for d in shown if "text/html" in d]
+    assert any("the sliders need a running kernel" in t for t in twins), shown
+    assert not any("<Exploration of" in str(d.get("text/plain", "")) for d in shown)

@@ -374,9 +374,9 @@ class Exploration:
         params: list[str] | None = None,
         tolerance: float = 1e-10,
     ) -> FitState:
-        """Fit the sliders (all, or ``params``) to ``target=`` with optax's Adam from the
-        current values; the sliders move as it goes. :meth:`stop` (or an interrupt) ends
-        it keeping the values reached."""
+        """Fit the sliders (all, or ``params``) to ``target=`` with Adam (optax's where
+        installed) from the current values; the sliders move as it goes. :meth:`stop` (or
+        an interrupt) ends it keeping the values reached."""
         from .fit import Fitter
 
         if self.target is None:
@@ -439,6 +439,18 @@ class Exploration:
     def stop(self) -> None:
         """End a running fit after its current step, keeping the values reached."""
         self._stop.set()
+
+    def _ipython_display_(self) -> None:
+        """``view`` at the end of a cell: the live Explorer (as ``%explore`` shows it),
+        else, without the widgets, this repr."""
+        from IPython.display import display
+
+        try:
+            from jaxlab.widgets.explorer import Explorer
+        except ImportError:
+            print(repr(self))
+            return
+        display(Explorer(self))
 
     def __repr__(self) -> str:
         values = ", ".join(
