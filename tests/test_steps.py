@@ -367,3 +367,115 @@ def test_forward_mode_steps_a_scan_per_iteration():
     assert [st.iteration for st in rows] == [0, 1, 2]
     assert _close(rows[1].values_in[0], np.sin(0.7) * 1.5)  # the carry of iteration 1
     assert _check_every_step(s) >= 6
+
+
+# ---------------------------------------------------------------- boxes, branches, loops
+
+
+@jax.jit
+def _inner(x):
+    return jnp.tanh(x) * 2.0
+
+
+def _scoped(x, w):
+    with jax.named_scope("scaled"):
+        z = x * w + 1.0
+    return _inner(z) ** 2
+
+
+def test_a_jit_and_a_named_scope_are_boxes_a_player_closes_into_one_step():
+    s = jaxlab.grad_steps(_scoped, 0.4, 1.5, argnums=(0, 1))
+    gx, gw = jax.grad(_scoped, (0, 1))(0.4, 1.5)
+    assert _close(s.adjoints["x"], gx) and _close(s.adjoints["w"], gw)
+    runs = {(name, s.steps[a].kind): (a, b) for name, a, b in s.boxes}
+    # both passes: the scope's forward equations and their transposes, the jit's too
+    assert set(runs) == {
+        ("scope scaled", "forward"),
+        ("scope scaled", "backward"),
+        ("jit _inner", "forward"),
+        ("jit _inner", "backward"),
+    }
+    for (name, kind), (a, b) in runs.items():
+        inside = s.steps[a : b + 1]
+        assert b > a and all(st.box[0] == name and st.kind == kind for st in inside)
+        outside = [st for st in (s.steps[a - 1 : a] + s.steps[b + 1 : b + 2])]
+        assert all(st.box[:1] != [name] or st.kind != kind for st in outside)
+    a, b = runs[("jit _inner", "forward")]
+    assert [st.primitive for st in s.steps[a : b + 1]] == ["tanh", "one_minus_square", "mul"]
+    a, b = runs[("scope scaled", "backward")]
+    assert {st.names_out[0] for st in s.steps[a : b + 1]} == {"x̄", "w̄"}
+    frame = s.frame()
+    assert [(x["name"], x["first"], x["last"]) for x in frame["boxes"]] == s.boxes
+
+
+def test_cond_steps_the_branch_taken_either_way():
+    def f(x):
+        return jax.lax.cond(x > 0, lambda a: a * 2.0, lambda a: -jnp.sin(a), x)
+
+    for x, taken, not_taken in ((0.7, "true", "neg"), (-0.7, "false", "integer_pow")):
+        s = jaxlab.grad_steps(f, x)
+        assert _close(s.adjoints["x"], jax.grad(f)(x))
+        branch = [st for st in s.steps if st.box[:1] == ["cond (2 branches)"]]
+        assert branch and {st.box[1] for st in branch} == {taken}, x
+        assert not any(st.primitive == not_taken for st in s.steps), x
+        if taken == "false":
+            assert any(st.primitive == "sin" for st in branch)
+        else:
+            assert not any(st.primitive == "sin" for st in s.steps)
+
+
+def _long_scan(x):
+    def body(c, _):
+        return jnp.sin(c) * 1.1, c
+
+    h, _ = jax.lax.scan(body, x, None, length=12)
+    return h
+
+
+def _carry(x, n):
+    for _ in range(n):
+        x = np.sin(x) * np.float32(1.1)
+    return x
+
+
+def test_a_long_scan_steps_five_iterations_then_the_one_chosen():
+    s = jaxlab.grad_steps(_long_scan, 0.7)
+    assert _close(s.adjoints["x"], jax.grad(_long_scan)(0.7))
+    forward = [st.iteration for st in s.steps if st.kind == "forward" and st.primitive == "sin"]
+    backward = [
+        st.iteration for st in s.steps if st.kind == "backward" and st.iteration is not None
+    ]
+    assert forward == [0, 1, 2, 3, 4]
+    assert list(dict.fromkeys(backward)) == [11, 10, 9, 8, 7]  # the reverse scan's order
+    assert [loop["length"] for loop in s.loops] == [12, 12] and s.again is not None
+    assert any("5 of 12 iterations stepped" in n for n in s.notes)
+    chosen = s.again(9)  # the player's control: iteration 9 alone, both passes
+    assert {st.iteration for st in chosen.steps} == {9, None}
+    assert [loop["shown"] for loop in chosen.loops] == [[9], [9]]
+    assert _close(chosen.adjoints["x"], s.adjoints["x"])
+    (sin,) = [st for st in chosen.steps if st.primitive == "sin"]
+    assert _close(sin.values_in[0], _carry(np.float32(0.7), 9))  # the carry entering 9
+    # the cotangent arriving at iteration 9: ∂h/∂(carry leaving iteration 9)
+    (arrive,) = [st for st in chosen.steps if st.kind == "backward" and st.iteration == 9][:1]
+    after = jax.grad(lambda c: _long_scan_from(c, 2))(_carry(np.float32(0.7), 10))
+    assert _close(arrive.cotangent_in[0], after)
+    assert chosen.frame()["loops"] == chosen.loops
+    assert jaxlab.grad_steps(_long_scan, 0.7, iteration=99).loops[0]["shown"] == [11]
+
+
+def _long_scan_from(c, n):
+    for _ in range(n):
+        c = jnp.sin(c) * 1.1
+    return c
+
+
+def test_forward_mode_chosen_iteration_and_its_target():
+    s = jaxlab.grad_steps(_long_scan, 0.7, mode="forward", iteration=3)
+    _, want = jax.jvp(_long_scan, (0.7,), (1.0,))
+    ((out, tangent),) = s.tangents.items()
+    assert _close(tangent, want) and [x["shown"] for x in s.loops] == [[3]]
+    assert {st.iteration for st in s.steps} == {3, None}
+    for walk in (s, jaxlab.grad_steps(_long_scan, 0.7, mode="forward")):  # 1 and 5 shown
+        target = walk.steps[walk.targets[out]]  # the record that makes the output's tangent
+        assert any(_close(v, want) for v in target.values_out), target.text
+    assert jaxlab.grad_steps(lambda x: jnp.sin(x), 0.3).again is None  # nothing to choose

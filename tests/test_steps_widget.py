@@ -277,3 +277,47 @@ def test_a_real_walk_its_twin_and_forward_mode():
         assert done <= {"#3b6fb6", "#1a7f37"} and "#1a7f37" in done  # tangents green
     finally:
         player.close()
+
+
+def test_the_page_chooses_a_long_scans_iteration_and_the_kernel_steps_it_again():
+    import jax
+    import jax.numpy as jnp
+
+    import jaxlab
+
+    def f(x):
+        def body(c, _):
+            return jnp.sin(c) * 1.1, c
+
+        h, _ = jax.lax.scan(body, x, None, length=12)
+        return h
+
+    walk = jaxlab.grad_steps(f, 0.7)
+    player = StepsPlayer(walk)
+    try:
+        assert player.iteration == -1 and [x["shown"] for x in player.frame["loops"]] == [
+            [0, 1, 2, 3, 4],
+            [11, 10, 9, 8, 7],
+        ]
+        _from_page(player, {"iteration": 9})  # the page's iteration control
+        assert player.iteration == 9 and player.steps is not walk
+        steps = player.frame["steps"]
+        assert {s["iteration"] for s in steps} == {9, None}
+        assert [x["shown"] for x in player.frame["loops"]] == [[9], [9]]
+        assert steps[player.current]["iteration"] == 9  # opened on the iteration chosen
+        assert player.current == min(i for i, s in enumerate(steps) if s["iteration"] == 9)
+        text = player.static_bundle()["text/plain"]
+        assert "(9)" in text and all(s["text"] in text for s in steps)
+        _from_page(player, {"iteration": 12})  # past the scan: refused, nothing changes
+        _from_page(player, {"iteration": "3"})
+        assert player.iteration == 9 and len(player.frame["steps"]) == len(steps)
+        _from_page(player, {"iteration": -1})  # back to the first iterations
+        assert player.frame["loops"][0]["shown"] == [0, 1, 2, 3, 4]
+    finally:
+        player.close()
+    plain = StepsPlayer(jaxlab.grad_steps(lambda x: jnp.sin(x) * x, 0.5))
+    try:
+        with pytest.raises(Exception, match="no scan"):
+            plain.iteration = 2
+    finally:
+        plain.close()

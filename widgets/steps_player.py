@@ -79,6 +79,9 @@ class StepsPlayer(JaxlabWidget, static="steps_player"):
     frame = traitlets.Dict().tag(sync=True)
     # the step shown: the page writes it (front_end), the kernel may set it too
     current = traitlets.Int(0).tag(sync=True, front_end=True)
+    # the iteration stepped of the walk's long scans (-1: their first ones); the page's
+    # iteration control writes it and the kernel steps the walk again there
+    iteration = traitlets.Int(-1).tag(sync=True, front_end=True)
 
     def __init__(self, steps: Any, current: int | None = None, **kwargs: Any) -> None:
         frame = _frame_of(steps)
@@ -96,6 +99,37 @@ class StepsPlayer(JaxlabWidget, static="steps_player"):
         if not 0 <= value < max(n, 1):
             raise traitlets.TraitError(f"current={value}: the steps are numbered 0 to {n - 1}")
         return int(value)
+
+    @traitlets.validate("iteration")
+    def _valid_iteration(self, proposal: dict[str, Any]) -> int:
+        value = int(proposal["value"])
+        longest = max((int(loop.get("length", 0)) for loop in self._loops()), default=0)
+        if not -1 <= value < longest:
+            raise traitlets.TraitError(
+                f"iteration={value}: this walk's scans run iterations 0 to {longest - 1}"
+                if longest
+                else f"iteration={value}: this walk has no scan past its stepped iterations"
+            )
+        return value
+
+    def _loops(self) -> list[dict[str, Any]]:
+        loops = self.frame.get("loops") if isinstance(self.frame, dict) else None
+        return [x for x in loops if isinstance(x, dict)] if isinstance(loops, list) else []
+
+    @traitlets.observe("iteration")
+    def _step_again(self, change: dict[str, Any]) -> None:
+        """Another iteration chosen: the walk stepped again there, the player opened on
+        that iteration's first step."""
+        again = getattr(self._steps, "again", None)
+        if again is None:
+            return
+        k = None if change["new"] < 0 else int(change["new"])
+        walk = again(k)
+        self._steps = walk
+        first = next((s.index for s in walk.steps if k is not None and s.iteration == k), 0)
+        with self.hold_sync():
+            self.frame = walk.frame()
+            self.current = first
 
     @property
     def steps(self) -> Any:

@@ -15,9 +15,33 @@ from ..graph.port_names import position
 from ..program.static_leaves import split_static
 from .record import BACKWARD, Step, short
 
-__all__ = ["ITERATIONS", "custom_rules", "gather_custom", "scan_runs"]
+__all__ = [
+    "ITERATIONS",
+    "custom_rules",
+    "gather_custom",
+    "loop_record",
+    "scan_runs",
+    "shown_iterations",
+]
 
-ITERATIONS = 5  # a scan's iterations stepped one by one; the rest said in a note
+ITERATIONS = 5  # a scan's iterations stepped one by one; past them, one chosen iteration
+
+
+def shown_iterations(length: int, reverse: bool, iteration: int | None) -> list[int]:
+    """The iterations of a scan body stepped, in the order the scan runs them: every one
+    up to ``ITERATIONS``; past that the one ``iteration`` chosen (the player's control,
+    ``grad_steps(..., iteration=k)``), else the first ``ITERATIONS`` run."""
+    order = list(range(length - 1, -1, -1)) if reverse else list(range(length))
+    if length <= ITERATIONS:
+        return order
+    if iteration is not None:
+        return [min(max(int(iteration), 0), length - 1)]
+    return order[:ITERATIONS]
+
+
+def loop_record(name: str, length: int, shown: list[int]) -> dict[str, Any]:
+    """A long scan as the player's iteration control reads it."""
+    return {"name": name, "length": int(length), "shown": [int(t) for t in shown]}
 
 
 def scan_runs(ev: Any) -> list[tuple[int, int, int, bool]]:

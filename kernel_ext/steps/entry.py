@@ -35,8 +35,10 @@ from .boxes import (
     custom_rules,
     gather_custom,
     jvp_rules,
+    loop_record,
     rule_positions,
     scan_runs,
+    shown_iterations,
 )
 from .layout import Layout
 from .record import GradSteps, Step, passes_note
@@ -78,6 +80,7 @@ def grad_steps(
     *args: Any,
     argnums: int | Sequence[int] | None = None,
     mode: str = "reverse",
+    iteration: int | None = None,
     **kwargs: Any,
 ) -> GradSteps:
     """The chain rule of ``fun(*args, **kwargs)`` one equation at a time.
@@ -86,8 +89,10 @@ def grad_steps(
     ones, each step's numbers from one run of that program; ``mode="forward"``: the
     tangents of ``jax.jvp``, the first chosen argument's leaves seeded with ones.
     ``argnums`` chooses the arguments (default the first), as ``%grad`` does.
+    A scan of more than five iterations steps its first five; ``iteration=k`` steps its
+    body at iteration ``k`` instead (the player's iteration control does this).
     """
-    return steps_for_call(fun, args, kwargs, argnums=argnums, mode=mode)
+    return steps_for_call(fun, args, kwargs, argnums=argnums, mode=mode, iteration=iteration)
 
 
 @jaxlab_work()
@@ -101,9 +106,43 @@ def steps_for_call(
     mode: str = "reverse",
     arg_names: Sequence[str | None] | None = None,
     kwarg_names: dict[str, str | None] | None = None,
+    iteration: int | None = None,
 ) -> GradSteps:
     """``grad_steps`` for a parsed call (``%grad --steps``): arguments chosen by
-    position (``argnums``) or name (``wrt``), named as the call line names them."""
+    position (``argnums``) or name (``wrt``), named as the call line names them. The
+    walk keeps how to step it again at another iteration of its long scans (``again``)."""
+    result = _steps_for_call(
+        fun, args, kwargs, argnums, wrt, mode, arg_names, kwarg_names, iteration
+    )
+
+    def again(k: int | None) -> GradSteps:
+        return steps_for_call(
+            fun,
+            args,
+            kwargs,
+            argnums=argnums,
+            wrt=wrt,
+            mode=mode,
+            arg_names=arg_names,
+            kwarg_names=kwarg_names,
+            iteration=k,
+        )
+
+    result.again = again if result.loops else None
+    return result
+
+
+def _steps_for_call(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    argnums: int | str | Sequence[int] | None,
+    wrt: str | Sequence[str] | None,
+    mode: str,
+    arg_names: Sequence[str | None] | None,
+    kwarg_names: dict[str, str | None] | None,
+    iteration: int | None,
+) -> GradSteps:
     if mode not in MODES:
         raise StepsError(f"mode must be 'reverse' or 'forward', not {mode!r}")
     if not callable(fun):
@@ -116,7 +155,9 @@ def steps_for_call(
     if mode == "forward":
         from .forward import forward_steps
 
-        return forward_steps(fun, args, kwargs, wrt=places, masks=masks, name=name, n_in=n_in)
+        return forward_steps(
+            fun, args, kwargs, wrt=places, masks=masks, name=name, n_in=n_in, iteration=iteration
+        )
     try:
         graph = gradient_graph(
             fun,
@@ -135,7 +176,7 @@ def steps_for_call(
             "(%grad --steps --jvp)"
         ) from e
     rules = custom_rules(fun, args, kwargs)
-    return reverse_steps(graph, flat_leaves(fun, args, kwargs), name, n_in, rules)
+    return reverse_steps(graph, flat_leaves(fun, args, kwargs), name, n_in, rules, iteration)
 
 
 def reverse_steps(
@@ -144,9 +185,11 @@ def reverse_steps(
     name: str,
     n_in: int,
     rules: dict[tuple[str, int, int], str] | None = None,
+    iteration: int | None = None,
 ) -> GradSteps:
     """Step the gradient program ``graph`` draws (``graph.jaxpr``) on ``flat``;
-    ``rules``: the custom_vjp calls' places and their backward rules' names."""
+    ``rules``: the custom_vjp calls' places and their backward rules' names;
+    ``iteration``: the one stepped of a scan past ``ITERATIONS``."""
     ev = evaluate(graph.jaxpr, flat, policy=STEPPED)
     given: dict[int, str] = {}
     seed: int | None = None
@@ -183,16 +226,20 @@ def reverse_steps(
     records: list[Step] = []
     where: list[Any] = []
     notes: list[str] = []
+    loops: list[dict[str, Any]] = []
     runs = {first: (end, length, rev) for first, end, length, rev in scan_runs(ev)}
     k = 0
     while k < len(ev.steps):
         end, length, rev = runs.get(k, (k + 1, 0, False))
-        order = range(length - 1, -1, -1) if rev else range(length)
-        shown: list[int | None] = list(order)
+        shown: list[int | None] = list(shown_iterations(length, rev, iteration))
         if length > ITERATIONS:
-            loop = ev.steps[k].node_id.split("/")[0]
-            notes.append(f"{loop}: {ITERATIONS} of {length} iterations stepped")
-            shown = shown[:ITERATIONS]
+            loop = (layout.box(ev.steps[k].node_id) or [ev.steps[k].node_id.split("/")[0]])[-1]
+            loops.append(loop_record(loop, length, [t for t in shown if t is not None]))
+            said = ", ".join(str(t) for t in shown)
+            notes.append(
+                f"{loop}: {len(shown)} of {length} iterations stepped ({said}); "
+                "choose another with the player's iteration control"
+            )
         for t in shown if length else [None]:
             for j in range(k, end):
                 if j in walk.hidden:
@@ -212,7 +259,7 @@ def reverse_steps(
         notes.append(said)
     for i, record in enumerate(steps):
         record.index = i
-    result = GradSteps(function=fname, mode="reverse", steps=steps, graph=graph)
+    result = GradSteps(function=fname, mode="reverse", steps=steps, graph=graph, loops=loops)
     outs = [n for n in graph.nodes if n.kind == m.OUTPUT]
     producers: dict[str, int] = {}
     for record in steps:

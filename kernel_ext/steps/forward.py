@@ -19,7 +19,7 @@ from ..graph.gradient import differentiated_leaves, leaf_names
 from ..graph.interpret import evaluate
 from ..graph.port_names import position
 from ..program.static_leaves import split_static
-from .boxes import ITERATIONS, scan_runs
+from .boxes import ITERATIONS, loop_record, scan_runs, shown_iterations
 from .layout import Layout
 from .naming import Names, dot
 from .record import FORWARD, TANGENT, GradSteps, Step, passes_note, short
@@ -75,8 +75,10 @@ def forward_steps(
     masks: dict[int | str, Sequence[bool]],
     name: str,
     n_in: int,
+    iteration: int | None = None,
 ) -> GradSteps:
-    """Step ``jax.jvp`` of ``fun`` with the first chosen argument's leaves seeded."""
+    """Step ``jax.jvp`` of ``fun`` with the first chosen argument's leaves seeded
+    (``iteration``: the one stepped of a scan past ``ITERATIONS``)."""
     first = wrt[:1]
     seeded = differentiated_leaves(args, kwargs, first, {k: masks[k] for k in first})
     names = leaf_names(fun, args, kwargs)
@@ -118,24 +120,37 @@ def forward_steps(
             _name_tangent(naming, ev, k, where, tangent)
         else:
             naming.name_forward(st)
-    runs = {first: (end, length) for first, end, length, _ in scan_runs(ev)}
+    runs = {first: (end, length, rev) for first, end, length, rev in scan_runs(ev)}
+    loops: list[dict[str, Any]] = []
+    notes: list[str] = []
+    recorded: dict[int, int] = {}  # evaluation step -> its last record
     k = 0
     while k < len(ev.steps):  # a scan's body iteration by iteration, as in reverse mode
-        end, length = runs.get(k, (k + 1, 0))
-        for t in list(range(min(length, ITERATIONS))) if length else [None]:
+        end, length, rev = runs.get(k, (k + 1, 0, False))
+        shown: list[int | None] = list(shown_iterations(length, rev, iteration))
+        if length > ITERATIONS:
+            loop = (layout.box(ev.steps[k].node_id) or [ev.steps[k].node_id.split("/")[0]])[-1]
+            loops.append(loop_record(loop, length, [t for t in shown if t is not None]))
+            said = ", ".join(str(t) for t in shown)
+            notes.append(
+                f"{loop}: {len(shown)} of {length} iterations stepped ({said}); "
+                "choose another with the player's iteration control"
+            )
+        for t in shown if length else [None]:
             for j in range(k, end):
                 st = ev.steps[j]
                 is_t = any(s in tangent for s in st.outputs)
+                recorded[j] = len(steps)
                 steps.append(_record(naming, ev, st, is_t, layout, len(steps), t))
         k = end
-    result = GradSteps(function=fname, mode="forward", steps=steps, graph=graph)
-    producers = {s: i for i, st in enumerate(ev.steps) for s in st.outputs}
+    result = GradSteps(function=fname, mode="forward", steps=steps, graph=graph, loops=loops)
+    producers = {s: recorded[i] for i, st in enumerate(ev.steps) for s in st.outputs}
     for k, slot in enumerate(ev.outputs[n_out:]):
         result.tangents[out_names[n_out + k]] = ev.values[slot]
         if slot in producers:
             result.targets[out_names[n_out + k]] = producers[slot]
     seeded_arg = seeded_names[0].split("[")[0].split(".")[0] if seeded_names else "x"
-    result.notes = [f"{dot(seeded_arg)} = 1 seeded: one forward pass per input direction"]
+    result.notes = [f"{dot(seeded_arg)} = 1 seeded: one forward pass per input direction", *notes]
     size = sum(int(np.size(ev.values[s])) for s in ev.outputs[:n_out])
     result.passes_note = passes_note(n_in, size)  # a Jacobian's columns and rows
     result.n_equations = graph.n_equations

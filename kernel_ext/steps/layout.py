@@ -5,11 +5,14 @@ off the Graph the step's program is drawn as.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..graph import model as m
 
 __all__ = ["Layout"]
+
+_WRAPS = re.compile(r"^(\w+\()+|\)+$")  # transpose(jvp(block)) -> block, as graph/groups
 
 
 class Layout:
@@ -39,9 +42,11 @@ class Layout:
         return node_id
 
     def box(self, node_id: str) -> list[str]:
-        """The boxes holding the equation, outermost first (``jit inner``, ``cond branch 1``)."""
+        """The boxes holding the equation, outermost first (``scope block``, ``jit inner``,
+        ``cond branch 1``): the named scopes of the top-level equation holding it, then the
+        drawing's boxes."""
         parts = node_id.split("/")
-        found = []
+        found = self._scopes(parts[0])
         for k in range(1, len(parts)):
             here = "/".join(parts[:k])
             if here in self.clusters:
@@ -51,6 +56,19 @@ class Layout:
             elif here in self.nodes:
                 found.append(self.nodes[here].label)
         return found
+
+    def _scopes(self, head: str) -> list[str]:
+        """``jax.named_scope``'s names over top-level equation ``head`` (``e4``), outermost
+        first; a transposed or linearized equation keeps its scope's name (``transpose(jvp(
+        block))`` is ``block``)."""
+        from ..graph.walk import name_stack
+
+        closed = getattr(self.graph, "jaxpr", None)
+        eqns = getattr(getattr(closed, "jaxpr", None), "eqns", None)
+        if not eqns or head[:1] != "e" or not head[1:].isdigit() or int(head[1:]) >= len(eqns):
+            return []
+        names = [_WRAPS.sub("", c) for c in name_stack(eqns[int(head[1:])]).split("/")]
+        return [f"scope {n}" for n in names if n]
 
     def label(self, step: Any) -> str:
         n = self.nodes.get(step.node_id)

@@ -13,6 +13,7 @@ At the bottom of ``steps/``: they import nothing of the package.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +120,10 @@ class Step:
         return f"{self.index:>4} {self.kind:<8}  {self.text}{it}{where}{fan}"
 
 
+def _run_key(step: Step) -> tuple[list[str], str, int | None]:
+    return (step.box[:1], step.kind, step.iteration)
+
+
 @dataclass
 class GradSteps:
     """A chain rule walk: ``steps`` in JAX's order, and what it ends with."""
@@ -134,6 +139,30 @@ class GradSteps:
     targets: dict[str, int] = field(default_factory=dict)  # "∂f/∂w" -> step producing it
     n_equations: int = 0  # equations of the program stepped (nested ones included)
     graph: Any = field(default=None, repr=False, compare=False)  # the Graph drawn
+    # scans past the iterations stepped one by one: {"name", "length", "shown"}
+    loops: list[dict[str, Any]] = field(default_factory=list)
+    # the same walk at another iteration of its long scans (None: nothing to choose)
+    again: Callable[[int | None], GradSteps] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def boxes(self) -> list[tuple[str, int, int]]:
+        """The boxes a player closes into one step each: (name, first step, last step) of
+        every run of two or more consecutive steps of one pass inside one outermost box
+        (``jit inner``, ``scope block``, ``cond branch 1``, a scan body's iteration)."""
+        found: list[tuple[str, int, int]] = []
+        k = 0
+        while k < len(self.steps):
+            first = self.steps[k]
+            end = k + 1
+            key = _run_key(first)
+            if first.box:
+                while end < len(self.steps) and _run_key(self.steps[end]) == key:
+                    end += 1
+            if end - k >= 2:
+                it = f", iteration {first.iteration}" if first.iteration is not None else ""
+                found.append((first.box[0] + it, k, end - 1))
+            k = end
+        return found
 
     def frame(self, current: int = 0) -> dict[str, Any]:
         """Everything the player needs, JSON-able (see notes/steps_contract.md)."""
@@ -142,6 +171,8 @@ class GradSteps:
             "mode": self.mode,
             "svg": self.svg,
             "steps": [s.frame() for s in self.steps],
+            "boxes": [{"name": n, "first": a, "last": b} for n, a, b in self.boxes],
+            "loops": [dict(loop) for loop in self.loops],
             "targets": dict(self.targets),
             "current": int(current),
             "passes_note": self.passes_note,

@@ -422,3 +422,166 @@ def test_forged_frames_draw_what_they_can_and_run_nothing(
     assert hostile in hostile_case["title"]  # the name is text, never markup
     assert seen["results"][5]["steps"] == 20_000  # capped, still drawn
     assert seen["results"][8]["error"] and "no list of steps" in seen["results"][8]["error"]
+
+
+# ---------------------------------------------------------------- boxes
+BOXED_SOURCE = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def inner(x):
+    return jnp.tanh(x) * 2.0
+
+
+def g(x, w):
+    with jax.named_scope("scaled"):
+        z = x * w + 1.0
+    return inner(z) ** 2
+"""
+BOXED = """async ([source, state]) => {
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  const widget = (await import(url)).default;
+  window.__written = [];
+  const model = { get: (k) => state[k], set: (k, v) => { state[k] = v; window.__written.push(v); },
+                  on() {}, off() {}, save_changes() {}, send() {} };
+  const el = document.createElement("div");
+  document.body.replaceChildren(el);
+  widget.render({ model, el });
+}"""
+SEEN = """() => {
+  const root = document.querySelector(".jaxlab-sp");
+  const marks = {};
+  for (const g of root.querySelectorAll("g.node")) {
+    marks[g.querySelector(":scope > title").textContent] = g.dataset.spState || "";
+  }
+  return {
+    current: Number(root.dataset.current),
+    box: root.dataset.closedBox,
+    counter: root.querySelector(".jaxlab-sp-counter").textContent,
+    words: root.querySelector(".jaxlab-sp-words").innerText,
+    items: [...root.querySelectorAll(".jaxlab-sp-item")].filter((li) => !li.hidden)
+      .map((li) => Number(li.dataset.step)),
+    marks,
+  };
+}"""
+
+
+def test_a_jit_and_a_named_scope_are_one_step_closed_and_open_into_their_steps(
+    page: Any, tmp_path: Path
+) -> None:
+    """Boxes start closed: a closed box is one step (all its nodes lit, its first numbers
+    in and last out); ▶ passes it whole; "open" plays its steps one by one; a target
+    inside a closed box opens it; "open boxes" opens them all."""
+    import runpy
+
+    import jaxlab
+    from jaxlab.widgets._base import module_source
+
+    path = tmp_path / "boxed.py"
+    path.write_text(BOXED_SOURCE)
+    walk = jaxlab.grad_steps(runpy.run_path(str(path))["g"], 0.4, 1.5, argnums=(0, 1))
+    frame = walk.frame()
+    steps = frame["steps"]
+    n = len(steps)
+    boxes = {(b["name"], b["first"], b["last"]) for b in frame["boxes"]}
+    assert {("scope scaled", 0, 1), ("jit inner", 2, 4)} <= boxes  # forward: scope, jit
+    assert any(name == "jit inner" and steps[a]["kind"] == "backward" for name, a, _ in boxes)
+    stops = n - sum(b - a for _, a, b in boxes)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto("about:blank")
+    page.evaluate(BOXED, [module_source("steps_player"), {"frame": frame, "current": 0}])
+
+    seen = page.evaluate(SEEN)  # the scope, closed: one step
+    assert seen["current"] == 0 and seen["box"] == "scope scaled"
+    assert (
+        seen["counter"] == f"step 1 / {stops}" and "scope scaled (closed: 2 steps)" in seen["words"]
+    )
+    assert {seen["marks"][steps[i]["node"]] for i in (0, 1)} == {"current"}
+    assert steps[1]["text"] in seen["words"]  # its last step's words: what it ends with
+    page.locator(".jaxlab-sp-next").click()  # ▶ passes the whole box: the jit, closed
+    seen = page.evaluate(SEEN)
+    assert seen["current"] == 2 and seen["box"] == "jit inner"
+    assert {seen["marks"][steps[i]["node"]] for i in (2, 3, 4)} == {"current"}
+    assert {seen["marks"][steps[i]["node"]] for i in (0, 1)} == {"done-forward"}
+    assert seen["items"][:4] == [0, 2, 5, 6]  # the list: one line a closed box
+    page.locator(".jaxlab-sp-open").click()  # opened: its steps one by one
+    seen = page.evaluate(SEEN)
+    assert seen["current"] == 2 and seen["box"] == "" and f"Step 3 of {n}" in seen["words"]
+    assert seen["marks"][steps[3]["node"]] == "pending" and steps[2]["text"] in seen["words"]
+    for i in (3, 4, 5):
+        page.locator(".jaxlab-sp-next").click()
+        seen = page.evaluate(SEEN)
+        assert seen["current"] == i and steps[i]["text"] in seen["words"], i
+    assert seen["counter"] == f"step 5 / {stops + 2}"  # the scope still one step
+    # The step producing ∂g/∂x sits inside a closed box (the scope's backward run): the
+    # jump opens that box and shows the very step.
+    w = frame["targets"]["∂g/∂x"]
+    assert any(a < w <= b for _, a, b in boxes), (w, boxes)
+    page.locator(".jaxlab-sp-jump").select_option(label="∂g/∂x")
+    seen = page.evaluate(SEEN)
+    assert seen["current"] == w and seen["box"] == "" and steps[w]["text"] in seen["words"]
+    page.locator(".jaxlab-sp-close").click()  # closed again around the step shown
+    seen = page.evaluate(SEEN)
+    assert seen["box"] == "scope scaled" and seen["current"] < w
+    page.locator(".jaxlab-sp-boxes").click()  # every box open: every step a stop
+    seen = page.evaluate(SEEN)
+    assert seen["items"] == list(range(n)) and seen["counter"].endswith(f"/ {n}")
+    page.locator(".jaxlab-sp").focus()
+    page.keyboard.press("End")
+    assert page.evaluate(SEEN)["current"] == n - 1
+    page.wait_for_function(f"() => window.__written.at(-1) === {n - 1}")  # the index written
+    assert errors == []
+
+
+# ---------------------------------------------------------------- a long scan
+SCAN_SOURCE = """\
+def h(x):
+    def body(c, _):
+        return jnp.sin(c) * 1.1, c
+
+    out, _ = jax.lax.scan(body, x, None, length=12)
+    return out
+"""
+
+
+def test_a_long_scans_iteration_is_chosen_in_the_page_and_stepped_by_the_kernel(
+    open_notebook: Any, tmp_path: Path
+) -> None:
+    """Past five iterations a scan steps the one chosen: the page's control asks the
+    kernel, which steps the walk again there; the page then plays that iteration's
+    numbers (checked against the walk made here at that iteration)."""
+    import runpy
+
+    import jaxlab
+
+    path = tmp_path / "scan_source.py"
+    path.write_text("import jax\nimport jax.numpy as jnp\n" + SCAN_SOURCE)
+    want = jaxlab.grad_steps(runpy.run_path(str(path))["h"], 0.7, iteration=9).frame()
+    first = next(i for i, s in enumerate(want["steps"]) if s["iteration"] == 9)
+    cells = [
+        "%load_ext jaxlab\nimport jax, jax.numpy as jnp\n" + SCAN_SOURCE + "x = 0.7\n",
+        "%grad --steps h(x)",
+    ]
+    notebook = open_notebook("steps_scan.ipynb", cells)
+    notebook.run_all()
+    _wait_step(notebook, 0)
+    words = notebook.locator(".jaxlab-sp-loops").inner_text()
+    assert "0, 1, 2, 3, 4 of 12" in words and "11, 10, 9, 8, 7 of 12" in words
+    choose = notebook.locator(".jaxlab-sp-iteration")
+    choose.fill("9")
+    choose.dispatch_event("change")
+    notebook.locator(".jaxlab-sp-loops").filter(has_text="9 of 12").first.wait_for()
+    shown = _wait_step(notebook, first)  # the kernel's new walk, opened on iteration 9
+    box = next(b for b in want["boxes"] if b["first"] == first)  # the body, closed
+    assert "iteration 9" in box["name"] and f"{box['name']} (closed" in shown["words"]
+    assert notebook.locator(".jaxlab-sp-item").count() == len(want["steps"])
+    notebook.locator(".jaxlab-sp-open").click()
+    words = notebook.locator(".jaxlab-sp-words")
+    words.filter(has_text=want["steps"][first]["text"]).wait_for()
+    notebook.locator(".jaxlab-sp-next").click()
+    shown = _wait_step(notebook, first + 1)
+    assert want["steps"][first + 1]["text"] in shown["words"]
+    assert want["steps"][first + 1]["iteration"] == 9

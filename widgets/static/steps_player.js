@@ -81,6 +81,37 @@ function readStep(value) {
   };
 }
 
+/** Boxes (a jit, a named scope, a loop's iteration) as runs of steps: in order, apart,
+ * two steps at least; anything else left out. */
+function readBoxes(value, n) {
+  const boxes = [];
+  let end = -1;
+  for (const raw of Array.isArray(value) ? value.slice(0, MOST_STEPS) : []) {
+    const box = obj(raw);
+    const first = index(box.first, n - 1);
+    const last = index(box.last, n - 1);
+    if (first === null || last === null || first <= end || last <= first) continue;
+    boxes.push({ name: str(box.name, 300) || "box", first, last });
+    end = last;
+  }
+  return boxes;
+}
+
+/** Scans past the iterations stepped one by one: {name, length, shown}. */
+function readLoops(value) {
+  const loops = [];
+  for (const raw of Array.isArray(value) ? value.slice(0, MOST_LIST) : []) {
+    const loop = obj(raw);
+    const length = index(loop.length, 1e9);
+    if (!length) continue;
+    const shown = Array.isArray(loop.shown)
+      ? loop.shown.slice(0, MOST_LIST).filter((t) => index(t, length - 1) !== null)
+      : [];
+    loops.push({ name: str(loop.name, 300) || "scan", length, shown });
+  }
+  return loops;
+}
+
 /** The frame as this view draws it; throws Refused when there is nothing to play. */
 function readFrame(value) {
   const raw = obj(value);
@@ -97,6 +128,8 @@ function readFrame(value) {
     svg: typeof raw.svg === "string" && raw.svg.length <= MOST_SVG ? raw.svg : "",
     steps,
     targets,
+    boxes: readBoxes(raw.boxes, steps.length),
+    loops: readLoops(raw.loops),
     passes_note: str(raw.passes_note),
     notes: strings(raw.notes),
   };
@@ -205,6 +238,27 @@ function words(frame, i) {
   return panel;
 }
 
+/** The words of a closed box shown as one step: its steps' first numbers in, last out. */
+function boxWords(frame, box) {
+  const first = frame.steps[box.first];
+  const last = frame.steps[box.last];
+  const count = box.last - box.first + 1;
+  const panel = [
+    h("div", `jaxlab-sp-kind jaxlab-sp-kind-${last.kind}`,
+      `Steps ${box.first + 1}–${box.last + 1} of ${frame.steps.length} · ${PASS_WORDS[last.kind]}`),
+    h("div", "jaxlab-sp-equation", `${box.name} (closed: ${count} steps)`),
+  ];
+  if (last.text) panel.push(row("jaxlab-sp-rule", "ends with", last.text));
+  if (last.kind === "backward") {
+    if (first.cotangent_in.length) panel.push(row("", "arriving", first.cotangent_in.join(", ")));
+    if (last.cotangent_out.length) panel.push(row("", "leaving", last.cotangent_out.join(", ")));
+  } else {
+    if (first.values_in.length) panel.push(row("", "in", first.values_in.join(", ")));
+    if (last.values_out.length) panel.push(row("", "out", last.values_out.join(", ")));
+  }
+  return panel;
+}
+
 function button(text, title, cls) {
   const b = h("button", `jaxlab-sp-button ${cls}`, text);
   b.type = "button";
@@ -253,6 +307,17 @@ function draw(model, el, frame) {
   slider.setAttribute("aria-label", "step");
   const counter = h("span", "jaxlab-sp-counter");
   bar.append(first, prev, play, next, last, speed, slider, counter);
+  // Boxes start closed, one step each (the program's own structure first); a box opens
+  // into its steps (its button, a step inside it chosen, "open boxes").
+  const boxes = frame.boxes;
+  const boxOf = new Int32Array(n).fill(-1);
+  boxes.forEach((b, k) => boxOf.fill(k, b.first, b.last + 1));
+  const closed = new Set(boxes.map((_, k) => k));
+  let toggle = null;
+  if (boxes.length) {
+    toggle = button("open boxes", "open every box into its steps", "jaxlab-sp-boxes");
+    bar.append(toggle);
+  }
   let jump = null;
   if (frame.targets.length) {
     jump = h("select", "jaxlab-sp-jump");
@@ -267,6 +332,32 @@ function draw(model, el, frame) {
     bar.append(jump);
   }
   root.append(bar);
+  if (frame.loops.length) {
+    // A long scan steps one iteration chosen here: the kernel steps the walk again there
+    // (a page without a kernel keeps the iterations it was saved with).
+    const longest = Math.max(...frame.loops.map((l) => l.length));
+    const loopBar = h("div", "jaxlab-sp-loops");
+    const label = h("label", "jaxlab-sp-label", "iteration ");
+    const choose = h("input", "jaxlab-sp-iteration");
+    choose.type = "number";
+    choose.min = "0";
+    choose.max = String(longest - 1);
+    choose.step = "1";
+    choose.setAttribute("aria-label", "the scan iteration stepped");
+    const chosen = index(model.get("iteration"), longest - 1);
+    choose.value = chosen === null ? "" : String(chosen);
+    choose.placeholder = "0…" + (longest - 1);
+    label.append(choose);
+    const said = frame.loops.map((l) => `${l.name}: ${l.shown.join(", ")} of ${l.length}`);
+    loopBar.append(label, h("span", "jaxlab-sp-note", ` stepped: ${said.join("; ")}`));
+    choose.addEventListener("change", () => {
+      const k = index(Number(choose.value), longest - 1);
+      if (k === null) return;
+      model.set("iteration", k);
+      model.save_changes();
+    });
+    root.append(loopBar);
+  }
 
   const body = h("div", "jaxlab-sp-body");
   const pane = h("div", "jaxlab-sp-pane");
@@ -281,6 +372,7 @@ function draw(model, el, frame) {
   const items = frame.steps.map((step, i) => {
     const li = h("li", `jaxlab-sp-item jaxlab-sp-item-${step.kind}`, step.text || step.equation);
     li.dataset.step = String(i);
+    li.value = i + 1; // numbered by step whatever boxes hide
     return li;
   });
   list.append(...items);
@@ -309,24 +401,54 @@ function draw(model, el, frame) {
     if (!stepsOf.has(node)) stepsOf.set(node, []);
     stepsOf.get(node).push(i);
   });
-  const stateOf = (node, at) => {
+  const stateOf = (node, lo, hi) => {
     let state = "pending";
     for (const i of stepsOf.get(node)) {
-      if (i < at) state = `done-${frame.steps[i].kind}`;
-      else if (i === at) state = "current";
+      if (i < lo) state = `done-${frame.steps[i].kind}`;
+      else if (i <= hi) state = "current";
     }
     return state;
   };
-  const paint = (node, at) => {
-    const state = stateOf(node, at);
+  const paint = (node, lo, hi) => {
+    const state = stateOf(node, lo, hi);
     if (node.dataset.spState === state) return;
     if (node.dataset.spState) node.classList.remove(`jaxlab-sp-${node.dataset.spState}`);
     node.classList.add(`jaxlab-sp-${state}`);
     node.dataset.spState = state;
   };
-  for (const node of stepsOf.keys()) paint(node, -1);
+  for (const node of stepsOf.keys()) paint(node, -1, -1);
+
+  // The stops: every step outside a closed box, and a closed box's first step (the box).
+  let stops = [];
+  const stopAt = new Int32Array(n); // the position of the stop that shows step i
+  const restop = () => {
+    stops = [];
+    for (let i = 0; i < n; i++) {
+      const k = boxOf[i];
+      const hidden = k >= 0 && closed.has(k) && i !== boxes[k].first;
+      if (!hidden) stops.push(i);
+      items[i].hidden = hidden;
+    }
+    let p = 0;
+    for (let i = 0; i < n; i++) {
+      while (stops[p] < i) p++;
+      stopAt[i] = p;
+    }
+    boxes.forEach((b, k) => {
+      const step = frame.steps[b.first];
+      items[b.first].textContent = closed.has(k)
+        ? `▸ ${b.name}: ${b.last - b.first + 1} steps`
+        : step.text || step.equation;
+    });
+    slider.max = String(stops.length - 1);
+    if (toggle) toggle.textContent = closed.size ? "open boxes" : "close boxes";
+  };
+  restop();
 
   let shown = -1;
+  let shownLo = -1; // the steps lit as this step: a closed box's all
+  let shownHi = -1;
+  let again = false;
   let lit = [];
   let timer = null;
   let syncTimer = null;
@@ -346,35 +468,69 @@ function draw(model, el, frame) {
   };
   const go = (target, { send = true } = {}) => {
     const to = Math.max(0, Math.min(n - 1, Math.round(target)));
-    if (to === shown) return;
+    const k = boxOf[to];
+    if (k >= 0 && closed.has(k) && to !== boxes[k].first) {
+      closed.delete(k); // a step inside a closed box was asked for: the box opens
+      restop();
+    }
+    const box = k >= 0 && closed.has(k) ? boxes[k] : null;
     const from = shown;
+    const fromLo = shownLo;
+    const fromHi = shownHi;
+    const lo = to;
+    const hi = box ? box.last : to;
+    if (to === from && hi === fromHi && !again) return;
+    again = false;
     shown = to;
-    // only the nodes of the steps between the old index and the new change state
-    const lo = Math.max(0, Math.min(from, to));
-    const hi = Math.max(from, to);
+    shownLo = lo;
+    shownHi = hi;
+    // only the nodes of the steps between the old span and the new change state
     const touched = new Set();
-    for (let i = lo; i <= hi; i++) {
+    const upTo = Math.min(n - 1, Math.max(fromHi, hi));
+    for (let i = Math.max(0, Math.min(fromLo, lo)); i <= upTo; i++) {
       const node = nodes.get(frame.steps[i].node);
       if (node) touched.add(node);
     }
-    for (const node of touched) paint(node, to);
+    for (const node of touched) paint(node, lo, hi);
     for (const edge of lit) edge.classList.remove("jaxlab-sp-edge-in", "jaxlab-sp-edge-fan");
     const step = frame.steps[to];
     lit = into.get(step.node) || [];
     const edgeClass = step.fanout ? "jaxlab-sp-edge-fan" : "jaxlab-sp-edge-in";
     for (const edge of lit) edge.classList.add(edgeClass);
-    panel.replaceChildren(...words(frame, to));
+    if (box) {
+      const open = button("open", `open ${box.name} into its steps`, "jaxlab-sp-open");
+      open.addEventListener("click", () => {
+        closed.delete(k);
+        restop();
+        manual(box.first);
+      });
+      panel.replaceChildren(...boxWords(frame, box), open);
+    } else {
+      const said = words(frame, to);
+      if (k >= 0) {
+        const shut = button("close", `close ${boxes[k].name} into one step`, "jaxlab-sp-close");
+        shut.addEventListener("click", () => {
+          closed.add(k);
+          restop();
+          manual(boxes[k].first);
+        });
+        said.push(shut);
+      }
+      panel.replaceChildren(...said);
+    }
     if (from >= 0 && items[from]) items[from].classList.remove("jaxlab-sp-item-current");
     items[to].classList.add("jaxlab-sp-item-current");
     const item = items[to];
     if (item.offsetTop < list.scrollTop || item.offsetTop + item.offsetHeight > list.scrollTop + list.clientHeight) {
       list.scrollTop = Math.max(0, item.offsetTop - list.clientHeight / 2);
     }
-    slider.value = String(to);
-    counter.textContent = `step ${to + 1} / ${n}`;
-    prev.disabled = first.disabled = to === 0;
-    next.disabled = last.disabled = to === n - 1;
+    const at = stopAt[to];
+    slider.value = String(at);
+    counter.textContent = `step ${at + 1} / ${stops.length}`;
+    prev.disabled = first.disabled = at === 0;
+    next.disabled = last.disabled = at === stops.length - 1;
     root.dataset.current = String(to);
+    root.dataset.closedBox = box ? box.name : "";
     const node = nodes.get(step.node);
     if (node) centre(node);
     if (send) {
@@ -388,23 +544,35 @@ function draw(model, el, frame) {
     play.textContent = "play";
     root.classList.remove("jaxlab-sp-playing");
   };
+  // the stop `by` stops away from the one shown (clamped to the first and last)
+  const stopFrom = (by) => stops[Math.max(0, Math.min(stops.length - 1, stopAt[shown] + by))];
   const start = () => {
-    if (shown >= n - 1) go(0);
+    if (stopAt[shown] >= stops.length - 1) go(stops[0]);
     play.textContent = "pause";
     root.classList.add("jaxlab-sp-playing");
     timer = setInterval(() => {
-      if (shown >= n - 1) stop();
-      else go(shown + 1);
+      if (stopAt[shown] >= stops.length - 1) stop();
+      else go(stopFrom(1));
     }, Number(speed.value) || 500);
   };
   const manual = (to) => {
     stop();
     go(to);
   };
-  first.addEventListener("click", () => manual(0));
-  prev.addEventListener("click", () => manual(shown - 1));
-  next.addEventListener("click", () => manual(shown + 1));
-  last.addEventListener("click", () => manual(n - 1));
+  first.addEventListener("click", () => manual(stops[0]));
+  prev.addEventListener("click", () => manual(stopFrom(-1)));
+  next.addEventListener("click", () => manual(stopFrom(1)));
+  last.addEventListener("click", () => manual(stops[stops.length - 1]));
+  if (toggle) {
+    toggle.addEventListener("click", () => {
+      const k = boxOf[shown];
+      if (closed.size) closed.clear();
+      else boxes.forEach((_, j) => closed.add(j));
+      restop();
+      again = true; // the stops changed: the counter and slider even where the step stays
+      manual(k >= 0 && closed.has(k) ? boxes[k].first : shown);
+    });
+  }
   play.addEventListener("click", () => (timer === null ? start() : stop()));
   speed.addEventListener("change", () => {
     if (timer !== null) {
@@ -412,7 +580,7 @@ function draw(model, el, frame) {
       start();
     }
   });
-  slider.addEventListener("input", () => manual(Number(slider.value)));
+  slider.addEventListener("input", () => manual(stops[Number(slider.value)] ?? 0));
   if (jump) {
     jump.addEventListener("change", () => {
       if (jump.value !== "") manual(Number(jump.value));
@@ -426,10 +594,10 @@ function draw(model, el, frame) {
   root.addEventListener("keydown", (ev) => {
     const inControl = ev.target instanceof Element && ev.target.matches("select, input");
     const moves = {
-      ArrowRight: () => manual(shown + 1),
-      ArrowLeft: () => manual(shown - 1),
-      Home: () => manual(0),
-      End: () => manual(n - 1),
+      ArrowRight: () => manual(stopFrom(1)),
+      ArrowLeft: () => manual(stopFrom(-1)),
+      Home: () => manual(stops[0]),
+      End: () => manual(stops[stops.length - 1]),
       " ": () => (timer === null ? start() : stop()),
     };
     if (inControl || !moves[ev.key] || ev.ctrlKey || ev.metaKey || ev.altKey) return;
