@@ -167,27 +167,41 @@ def memory_part() -> list[str]:
     return problems
 
 
+def _report(problems: list[str]) -> int:
+    for p in problems:
+        print(f"problem: {p}")
+    return 1 if problems else 0
+
+
 def main() -> int:
+    """Each part in a process of its own, one after the other: an accelerator is held by
+    one process at a time (a TPU's second process fails to open the chip), and %memory
+    must see a fresh process's allocations."""
     if sys.argv[1:] == ["--memory"]:
-        problems = memory_part()
-        for p in problems:
-            print(f"problem: {p}")
-        return 1 if problems else 0
+        return _report(memory_part())
+    if sys.argv[1:] == ["--main"]:
+        return _report(main_part())
     t0 = time.perf_counter()
-    problems = main_part()
-    for prealloc in ("true", "false"):
-        title = f"%memory, XLA_PYTHON_CLIENT_PREALLOCATE={prealloc} (a fresh process)"
+    problems: list[str] = []
+    parts = [("the magics (a fresh process)", "--main", {})] + [
+        (
+            f"%memory, XLA_PYTHON_CLIENT_PREALLOCATE={prealloc} (a fresh process)",
+            "--memory",
+            {"XLA_PYTHON_CLIENT_PREALLOCATE": prealloc},
+        )
+        for prealloc in ("true", "false")
+    ]
+    for title, flag, extra in parts:
         print(f"\n=== {title}", flush=True)
-        env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": prealloc}
-        done = subprocess.run([sys.executable, __file__, "--memory"], env=env, check=False)
+        env = {**os.environ, **extra}
+        done = subprocess.run([sys.executable, __file__, flag], env=env, check=False)
         if done.returncode:
             problems.append(f"{title}: exit status {done.returncode}")
     print(
         f"\nload average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; "
         f"whole check {time.perf_counter() - t0:.1f} s"
     )
-    for p in problems:
-        print(f"problem: {p}")
+    _report(problems)
     word = "FAIL" if problems else "PASS"
     print(f"{word} device check: every cell ran and found what it must ({len(problems)} problems)")
     return 1 if problems else 0

@@ -32,6 +32,9 @@ from typing import Any, NamedTuple
 _DISPATCH = re.compile(r"^(?:PjitFunction|PmapFunction)\((.*)\)$")
 _MODULE_RUN = re.compile(r"^(.*?)(?:\(\d+\))?$")  # GPU modules read "jit_f(12)"
 SYNC_PREFIX = "jaxlab-sync#"  # the sync recorder's TraceAnnotation names
+# The Python thread's line: "python" on a CPU host, "python3" beside a TPU's runtime (read
+# off a trace recorded on a TPU v5e with JAX 0.10.2: tests/data/tpu_v5e.xplane.pb.gz).
+_PYTHON_LINES = ("python", "python3")
 
 # JAX's own annotated steps of a first call (jax.profiler.annotate_function in jax/_src),
 # by the names JAX 0.10 and 0.12 give them. Tracing has no event of its own there: it is
@@ -117,7 +120,7 @@ def _read_events(data: Any) -> tuple[list[_Raw], list[_Raw]]:
     for plane in data.planes:
         for line in plane.lines:
             line_name = line.name
-            if line_name == "python":
+            if line_name in _PYTHON_LINES:
                 _read_python_line(line, plane.name, python, device)
             elif line_name == "XLA Modules":
                 for event in line.events:
