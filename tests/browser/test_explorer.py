@@ -163,3 +163,83 @@ def test_a_slider_moves_the_answer_and_its_derivative_and_the_saved_view_keeps_t
     assert want in shown and f"{2 * math.pi * math.sqrt(1 / last):.4g}" in shown
     assert notebook.locator(".jaxlab-ex").count() == 0  # no live view without a kernel
     assert page.requests.outside() == []
+
+
+# A derivative rule planted wrong (custom_jvp: d sqrt(x) = t / sqrt(x), twice the truth),
+# a fall time that is NaN below a height, and a line to fit: one notebook, one kernel.
+PLANTED = "explorer_planted.ipynb"
+PLANTED_CELLS = [
+    "%load_ext jaxlab\n"
+    "import jax, jax.numpy as jnp, jaxlab\n"
+    "@jax.custom_jvp\n"
+    "def root(x):\n"
+    "    return jnp.sqrt(x)\n"
+    "@root.defjvp\n"
+    "def root_jvp(primals, tangents):\n"
+    "    (x,), (t,) = primals, tangents\n"
+    "    return jnp.sqrt(x), t / jnp.sqrt(x)  # planted: the rule is t / (2 sqrt(x))\n"
+    "def period(g=9.81, length=1.0):\n"
+    "    return 2 * jnp.pi * root(length / g)\n"
+    "planted = jaxlab.explore(period, g=(1.0, 20.0), length=1.0)",
+    "planted",  # a view at the end of a cell shows the live Explorer
+    "def fall_time(h=1.0, g=9.81):\n"
+    "    return jnp.sqrt(2 * h / g - 0.1)\n"
+    "jaxlab.explore(fall_time, h=(0.0, 2.0), g=9.81)",
+    "ts = jnp.linspace(0.0, 1.0, 20)\n"
+    "def line(a=1.0):\n"
+    "    return a * ts\n"
+    "jaxlab.explore(line, a=(0.0, 5.0), target=3.0 * ts)",
+]
+
+
+def test_the_drawn_derivative_check_fails_on_a_planted_rule_and_failures_sweeps_fits_draw(
+    open_notebook: Any, page: Any
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    notebook = open_notebook(PLANTED, PLANTED_CELLS)
+    notebook.run_all()
+    views = notebook.locator(".jaxlab-ex")
+    views.nth(2).wait_for()
+    assert views.count() == 3
+    planted, fall, fit = views.nth(0), views.nth(1), views.nth(2)
+
+    # The planted rule: the period drawn is right, its drawn derivative is twice the truth,
+    # and the check the first test makes on the page's numbers fails on it.
+    planted.locator('.jaxlab-ex-control[data-name="g"] input[type="range"]').focus()
+    page.keyboard.press("End")
+    notebook.locator('.jaxlab-ex[data-seq="1"]').first.wait_for()
+    g, value, slope = _shown(planted)
+    assert g == 20.0
+    assert value == pytest.approx(2 * math.pi * math.sqrt(1 / 20.0), rel=2e-3)
+    with pytest.raises(AssertionError):
+        _check_analytic(g, value, slope)
+    assert slope == pytest.approx(-value / g, rel=2e-3)  # -T/g: the planted rule's number
+
+    # Sweep: 64 values in one call, drawn against g with the current value marked.
+    planted.locator('.jaxlab-ex-control[data-name="g"] .jaxlab-ex-sweep').click()
+    caption = planted.locator(".jaxlab-ex-caption", has_text="against g (● now")
+    caption.wait_for()
+    assert planted.locator("svg .jaxlab-ex-curve").count() >= 1
+    assert planted.locator("svg .jaxlab-ex-mark").count() >= 1
+
+    # A NaN: the last good answer stays drawn, the slider is flagged, the error names the
+    # user's line.
+    good = fall.locator(".jaxlab-ex-value").inner_text()
+    fall.locator('.jaxlab-ex-control[data-name="h"] input[type="range"]').focus()
+    page.keyboard.press("Home")  # h = 0: sqrt(-0.1)
+    error = fall.locator(".jaxlab-ex-error")
+    page.wait_for_function("(el) => el.textContent.includes('NaN')", arg=error.element_handle())
+    assert "sqrt" in error.inner_text() and "last good values" in error.inner_text()
+    assert fall.locator('.jaxlab-ex-control.jaxlab-ex-flagged[data-name="h"]').count() == 1
+    assert fall.locator(".jaxlab-ex-value").inner_text() == good
+
+    # Fit: the button runs the fit, the slider follows to the target's a = 3, the loss drawn.
+    fit.locator(".jaxlab-ex-fitbutton").click()
+    page.wait_for_function(
+        "(el) => /\\((steps done|converged)\\)/.test(el.textContent)",
+        arg=fit.locator(".jaxlab-ex-fit").element_handle(),
+    )
+    a = float(fit.locator('.jaxlab-ex-control[data-name="a"] .jaxlab-ex-readout').inner_text())
+    assert a == pytest.approx(3.0, rel=0.02)
+    assert fit.locator("svg .jaxlab-ex-loss").count() == 1
+    assert page.requests.outside() == []

@@ -191,7 +191,12 @@ function scalarPanel(box, p, f) {
   const slope = param === f.moved && finite(p.tangent) ? p.tangent : slopes[k];
   const half = (Math.max(...xs.filter(Number.isFinite)) - Math.min(...xs.filter(Number.isFinite))) / 6;
   const lines = [];
-  if (Number.isFinite(slope) && Number.isFinite(half)) lines.push([cur - half, y - slope * half, cur + half, y + slope * half, "jaxlab-ex-tangent"]);
+  if (Number.isFinite(slope) && Number.isFinite(half)) {
+    // the tangent, a third of the sweep wide, kept inside the sweep's values
+    const xa = Math.max(cur - half, Math.min(...xs.filter(Number.isFinite)));
+    const xb = Math.min(cur + half, Math.max(...xs.filter(Number.isFinite)));
+    lines.push([xa, y + slope * (xa - cur), xb, y + slope * (xb - cur), "jaxlab-ex-tangent"]);
+  }
   box.append(h("div", "jaxlab-ex-caption", `${p.path || "output"} against ${param} (● now, slope ${fmt(slope)})`));
   box.append(chart([{ xs, ys, cls: "jaxlab-ex-curve" }], { marks: [[cur, y]], lines, label: `sweep over ${param}` }));
 }
