@@ -454,9 +454,235 @@ def profile_timeline_cases() -> list[tuple[str, Any]]:
     return cases
 
 
+# A 2x2 grey PNG, as arrays/png.py writes a heat map (base64, with its data: prefix).
+PNG_2X2 = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAAAAABX3VL4AAAADklEQVR4nGNsYGBi"
+    "YAAAApIAhPd8o1gAAAAASUVORK5CYII="
+)
+
+
+def explorer_good() -> dict[str, Any]:
+    """An Explorer's state (widgets/explorer.py): the core's frame() of a function with a
+    slider, a log slider, a checkbox, a static and a fixed argument, answering one panel of
+    each kind, a sweep, the bar and a fit under way."""
+    controls = [
+        {
+            "name": "g",
+            "kind": "float",
+            "value": 9.81,
+            "lo": 1.0,
+            "hi": 20.0,
+            "scale": "linear",
+            "step": 0.019,
+            "range_note": "range given (1 .. 20)",
+            "flag": None,
+            "path": "g",
+        },
+        {
+            "name": "k",
+            "kind": "float",
+            "value": 0.5,
+            "lo": 0.01,
+            "hi": 10.0,
+            "scale": "log",
+            "step": None,
+            "range_note": "range given (log)",
+            "flag": None,
+            "path": "k",
+        },
+        {
+            "name": "damped",
+            "kind": "bool",
+            "value": False,
+            "lo": None,
+            "hi": None,
+            "scale": "linear",
+            "step": None,
+            "range_note": "checkbox (static)",
+            "flag": None,
+            "path": "damped",
+        },
+        {
+            "name": "n",
+            "kind": "static",
+            "value": 3,
+            "lo": None,
+            "hi": None,
+            "scale": "linear",
+            "step": None,
+            "range_note": "static: a change compiles again",
+            "flag": None,
+            "path": "n",
+        },
+        {
+            "name": "x",
+            "kind": "fixed",
+            "value": "f32[4]",
+            "lo": None,
+            "hi": None,
+            "scale": "linear",
+            "step": None,
+            "range_note": "held fixed",
+            "flag": None,
+            "path": "x",
+        },
+    ]
+    panels = [
+        {
+            "path": "['period']",
+            "kind": "scalar",
+            "value": 2.006,
+            "text": "2.006",
+            "history": [2.1, 2.05, 2.006],
+            "tangent": -0.1022,
+            "sweep": {
+                "param": "g",
+                "xs": [1.0, 7.3, 13.7, 20.0],
+                "ys": [6.28, 2.32, 1.70, 1.40],
+                "slopes": [-3.14, -0.16, -0.06, -0.035],
+                "current": 9.81,
+            },
+            "note": None,
+        },
+        {
+            "path": "['theta']",
+            "kind": "line",
+            "x": [0.0, 0.25, 0.5, 0.75],
+            "y": [0.0, 0.9, -0.7, -0.4],
+            "tangent": [0.0, -0.08, -0.28, 0.55],
+            "delta": 0.019,
+            "note": None,
+        },
+        {
+            "path": "['path']",
+            "kind": "path",
+            "xy": [[0.0, 0.0], [0.2, 1.9], [0.4, 3.9]],
+            "tangent": [[0.0, 0.0], [0.0, 0.2], [0.0, 0.4]],
+            "delta": 0.019,
+            "note": None,
+        },
+        {
+            "path": "['map']",
+            "kind": "heatmap",
+            "shape": [2, 2],
+            "png": PNG_2X2,
+            "lo": 0.0,
+            "hi": 1.5,
+            "sens_png": PNG_2X2,
+            "sens_lo": -0.2,
+            "sens_hi": 0.2,
+            "note": None,
+        },
+        {"path": "['count']", "kind": "text", "text": "3", "note": "an integer: no derivative"},
+    ]
+    frame = {
+        "function": "sim",
+        "seq": 4,
+        "controls": controls,
+        "moved": "g",
+        "panels": panels,
+        "bar": [
+            {"name": "g", "value": -0.1022, "scaled": -1.94, "of": "sim['period']"},
+            {"name": "k", "value": 1.003, "scaled": 3.76, "of": "sim['period']"},
+        ],
+        "derivative_words": "d sim['period'] / d g = -0.1022 per unit",
+        "fit": {"running": True, "loss": [1.0, 0.5, 0.25], "step": 3, "ended": ""},
+        "error": None,
+        "notes": ["checkbox: damped - static", "held fixed: x (f32[4])"],
+        "compiles": 2,
+    }
+    return {"frame": frame, "fittable": True, "_twin_id": TWIN}
+
+
+def with_frame(good: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**good, "frame": {**good["frame"], **changes}}
+
+
+def with_panel(good: dict[str, Any], index: int, **changes: Any) -> dict[str, Any]:
+    panels = list(good["frame"]["panels"])
+    panels[index] = {**panels[index], **changes}
+    return with_frame(good, panels=panels)
+
+
+def explorer_cases() -> list[tuple[str, Any]]:
+    good = explorer_good()
+    frame = good["frame"]
+    control = frame["controls"][0]
+    sweep = frame["panels"][0]["sweep"]
+    many = [0.5] * 200_001  # past the page's 200,000 values of one curve
+    cases: list[tuple[str, Any]] = [("good", good)]
+    cases += [
+        (
+            "a slider's range upside down",
+            with_frame(good, controls=[{**control, "lo": 20.0, "hi": 1.0}]),
+        ),
+        (
+            "a slider's range one point",
+            with_frame(good, controls=[{**control, "lo": 5.0, "hi": 5.0}]),
+        ),
+        (
+            "a slider's range huge",
+            with_frame(good, controls=[{**control, "lo": -1e308, "hi": 1e308}]),
+        ),
+        (
+            "a log slider through zero",
+            with_frame(good, controls=[{**control, "scale": "log", "lo": -1.0, "hi": 1.0}]),
+        ),
+        (
+            "a control's value an object",
+            with_frame(good, controls=[{**control, "value": {"a": 1}}]),
+        ),
+        ("a control's kind unknown", with_frame(good, controls=[{**control, "kind": "<b>"}])),
+        ("controls by the thousand", with_frame(good, controls=[control] * 1000)),
+        ("controls of nulls", with_frame(good, controls=[None, 3])),
+        ("a panel's kind unknown", with_panel(good, 0, kind="__proto__")),
+        ("a line of 200,001 values", with_panel(good, 1, y=many, x=None, tangent=None)),
+        ("a line's x shorter than y", with_panel(good, 1, x=[0.0])),
+        ("a line's values strings", with_panel(good, 1, y=["a", "b"], tangent=["c"])),
+        ("a line's delta huge", with_panel(good, 1, delta=1e308)),
+        ("a path of nulls", with_panel(good, 2, xy=[None, [1], "x"], tangent=[None])),
+        ("a heat map not base64", with_panel(good, 3, png="%%%<script>", sens_png=7)),
+        (
+            "a heat map's SVG a script",
+            with_panel(good, 3, png=None, svg="<svg onload='alert(1)'></svg>"),
+        ),
+        ("a sweep of strings", with_panel(good, 0, sweep={**sweep, "xs": "1,2", "ys": ["a"]})),
+        (
+            "a sweep far out",
+            with_panel(good, 0, sweep={**sweep, "current": 1e308, "slopes": [1e308] * 4}),
+        ),
+        ("a history of 200,001 values", with_panel(good, 0, history=many)),
+        ("panels by the hundred", with_frame(good, panels=[frame["panels"][0]] * 100)),
+        ("bar of nulls and strings", with_frame(good, bar=[None, {"name": 3, "scaled": "x"}])),
+        ("bar all zero", with_frame(good, bar=[{"name": "g", "value": 0.0, "scaled": 0.0}])),
+        ("fit loss strings", with_frame(good, fit={"running": "yes", "loss": "x", "step": {}})),
+        ("error of objects", with_frame(good, error={"message": {}, "where": [], "param": 3})),
+        ("notes of objects", with_frame(good, notes=[{}, None, 7])),
+        ("seq a string", with_frame(good, seq="4")),
+    ]
+    cases += every_value_forged(good, ["frame", "fittable"])
+    keys = [
+        "function",
+        "seq",
+        "controls",
+        "moved",
+        "panels",
+        "bar",
+        "derivative_words",
+        "fit",
+        "error",
+        "notes",
+        "compiles",
+    ]
+    for name, state in every_value_forged(frame, keys):
+        cases.append((f"frame's {name}", {**good, "frame": state}))
+    return cases
+
+
 CLASSES = {
     "array_view": array_view_cases,
     "compile_monitor": compile_monitor_cases,
+    "explorer": explorer_cases,
     "graph_explorer": graph_explorer_cases,
     "profile_timeline": profile_timeline_cases,
 }
