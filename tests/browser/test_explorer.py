@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -80,7 +83,7 @@ def _check_analytic(g: float, value: float, slope: float) -> None:
 
 
 def test_a_slider_moves_the_answer_and_its_derivative_and_the_saved_view_keeps_the_last(
-    lab: Any, open_notebook: Any, page: Any
+    lab: Any, open_notebook: Any, page: Any, tmp_path: Path
 ) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
     notebook = open_notebook(NAME, CELLS)
@@ -163,6 +166,36 @@ def test_a_slider_moves_the_answer_and_its_derivative_and_the_saved_view_keeps_t
     assert want in shown and f"{2 * math.pi * math.sqrt(1 / last):.4g}" in shown
     assert notebook.locator(".jaxlab-ex").count() == 0  # no live view without a kernel
     assert page.requests.outside() == []
+
+    # Exported to HTML and opened with the network blocked: the same last state and words.
+    html = tmp_path / "explorer.html"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "html",
+            "--output",
+            str(html.with_suffix("")),
+            str(lab.root / NAME),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    local = ("file:", "data:")
+    page.route(
+        "**/*",
+        lambda route: route.continue_() if route.request.url.startswith(local) else route.abort(),
+    )
+    page.goto(html.as_uri())
+    exported = page.locator(".jaxlab-twin")
+    exported.first.wait_for(state="visible")
+    shown = exported.inner_text()
+    assert "the sliders need a running kernel" in shown and want in shown
 
 
 # A derivative rule planted wrong (custom_jvp: d sqrt(x) = t / sqrt(x), twice the truth),
