@@ -537,9 +537,10 @@ function draw(model, el, state) {
   function cueNow() {
     const pw = pane.clientWidth, ph = svg.clientHeight || Number(svg.getAttribute("height"));
     if (pw <= 0) return; // not laid out yet: the observer calls again when it is
+    // What is drawn (the margin around it may be cut off: nothing is there).
     const { x, y, k } = state.at_view;
-    const wide = x < -1 || x + width * k > pw + 1;
-    const tall = y < -1 || y + height * k > ph + 1;
+    const wide = x + PAD * k < -1 || x + (PAD + view.width) * k > pw + 1;
+    const tall = y + PAD * k < -1 || y + (PAD + view.height) * k > ph + 1;
     const says = wide && tall ? "↔↕ bigger than this pane" : wide ? "↔ wider than this pane" : tall ? "↕ taller than this pane" : "";
     const how = live ? ": drag to pan, or fit to close what does not fit" : ": drag to pan";
     cue.textContent = says ? says + how : "";
