@@ -75,6 +75,7 @@ class _Target:
     timeit_loops: int = 1
     compile_s: float = 0.0
     compiled: bool = False  # XLA compiled during the first call (not earlier in the session)
+    single: bool = False  # the call returns one array: awaited by its own method (rounds.py)
     output: str = ""
     arrays: int = 0
     out_bytes: int = 0
@@ -196,6 +197,7 @@ def _first_call(t: _Target) -> None:
     _refuse_result(t.name, out)
     arrays = [x for x in jax.tree_util.tree_leaves(out) if isinstance(x, jax.Array)]
     t.arrays, t.out_bytes = len(arrays), sum(x.nbytes for x in arrays)
+    t.single = isinstance(out, jax.Array)
     if arrays:
         t.output = ", ".join(short_type(x) for x in arrays[:4])
         if len(arrays) > 4:
@@ -210,10 +212,10 @@ def _first_call(t: _Target) -> None:
 
 def _ready_round(t: _Target, n: int) -> float:
     if t.slow or (not t.rounds and t.compile_s >= SLOW_S):
-        per_call, returns = timed.recorded_round(t.call, n)
+        per_call, returns = timed.recorded_round(t.call, n, t.single)
         t.returns += returns
         return per_call
-    return timed.ready_round(t.call, n)
+    return timed.ready_round(t.call, n, t.single)
 
 
 def _choose_runs(t: _Target, runs: int | None) -> None:
@@ -222,9 +224,9 @@ def _choose_runs(t: _Target, runs: int | None) -> None:
     if runs is not None:
         t.runs = runs
         return
-    first, returns = timed.recorded_round(t.call, 1)
+    first, returns = timed.recorded_round(t.call, 1, t.single)
     if first < SLOW_S:
-        auto = functools.partial(timed.ready_round, t.call)
+        auto = functools.partial(timed.ready_round, t.call, single=t.single)
         t.runs, per_call = timed.autorange(auto, timed.MAX_RUNS)
         t.rounds.append(per_call)
         return
@@ -320,11 +322,11 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
         dispatch = naive = unblocked = ready
     elif t.slow:
         if not t.returns:  # a single round with its count given: one call more tells it
-            t.returns = timed.recorded_round(t.call, 1)[1]
+            t.returns = timed.recorded_round(t.call, 1, t.single)[1]
         dispatch = naive = unblocked = statistics.median(t.returns)
     else:
         calls = max(3, min(DISPATCH_CALLS, int(timed.ROUND_S / ready)))  # within about a round
-        dispatch = statistics.median(timed.recorded_round(t.call, calls)[1])
+        dispatch = statistics.median(timed.recorded_round(t.call, calls, t.single)[1])
         naive = statistics.median(timed.single_unblocked(t.call, NAIVE_CALLS))
         unblocked = statistics.median(t.unblocked)
     cost = call_cost(t.fun, t.args, t.kwargs) if asynchronous else CallCost()
