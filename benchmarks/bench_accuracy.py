@@ -6,8 +6,8 @@ Reference: ``timeit`` of the blocked call as a user writes it, ``f(x).block_unti
 (the number of calls chosen by ``timeit``'s own autorange, the median of 7 repeats),
 measured before and after each ``jaxlab.bench(f, x)``, over six kinds of call: a 1×1 add,
 256² and 2048² matmuls, a 1M-element elementwise chain, a 1,000-step scan, a host callback.
-(``jax.block_until_ready`` walks its argument as a tree: 0.5-0.7 µs a call more than the
-array's own method, 18% of a 1×1 add, which %bench's rounds paid until they awaited one
+(``jax.block_until_ready`` walks its argument as a tree: 0.6-2 µs a call more than the
+array's own method, 18-28% of a 1×1 add, which %bench's rounds paid until they awaited one
 array by its method; issue 33.)
 
 Targets (one PASS/FAIL line each):

@@ -238,7 +238,7 @@ def test_the_headline_is_one_call_awaited_before_the_next():
 def test_one_array_is_awaited_by_its_own_method_as_the_users_timeit_awaits_it(monkeypatch):
     """A call returning one array is awaited by ``out.block_until_ready()``, as the user's
     ``%timeit f(x).block_until_ready()``: ``jax.block_until_ready`` walks a tree first,
-    0.5-0.7 µs a call, which read a 1×1 add 18% slower than that timeit (issue 33;
+    0.6-2 µs a call, which read a 1×1 add 18-28% slower than that timeit (issue 33;
     benchmarks/bench_accuracy.py). Each call still finds the previous one's output ready;
     several arrays are awaited by jax.block_until_ready, every one of them."""
     from jaxlab.timing import bench as bench_module

@@ -30,8 +30,8 @@ def ready_round(call: Callable[[], Any], n: int, single: bool = False) -> float:
 
     ``single``: the call returns one array, awaited by its own method, as the user's
     ``%timeit f(x).block_until_ready()`` awaits it: ``jax.block_until_ready`` walks its
-    argument as a tree first, 0.5-0.7 µs a call here, which read a 1×1 add (3.4 µs) 18%
-    slower than that ``timeit`` (benchmarks/bench_accuracy.py)."""
+    argument as a tree first, 0.6-2 µs a call, which read a 1×1 add 18-28% slower than
+    that ``timeit`` (7.0 against 9.0 µs on an idle machine; benchmarks/bench_accuracy.py)."""
     clock = time.perf_counter
     with collector_paused():
         if single:
