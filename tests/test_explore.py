@@ -447,6 +447,29 @@ def test_explores_compilations_are_jaxlabs_not_the_users(ip):
     assert view.compiles == 2
 
 
+def test_a_range_starts_at_the_functions_default_else_its_middle_and_a_bool_is_a_checkbox():
+    def signed_area(a, b=1.0, c=1.0, positive=True):
+        return a * b * c if positive else -a * b * c
+
+    view = explore(signed_area, a=(0.0, 10.0), b=(0.0, 4.0), c=(2.0, 4.0))
+    a, b, c = (view.layout.control(n) for n in "abc")
+    assert view.values == {"a": 5.0, "b": 1.0, "c": 3.0, "positive": True}
+    assert "starts at the middle" in a.range_note  # no default
+    assert "starts at the function's default" in b.range_note
+    assert "starts at the middle" in c.range_note  # its default is outside the range
+    control = view.layout.control("positive")
+    assert control.kind == "bool" and "checkbox" in control.range_note
+    assert float(view.output) == pytest.approx(15.0)
+    view.set(positive=False)  # a checkbox: its setting is static, compiled once each
+    assert float(view.output) == pytest.approx(-15.0)
+    assert float(view.sensitivity["a"]) == pytest.approx(-3.0)
+    assert view.compiles == 2
+    view.set(positive=True)
+    assert view.compiles == 2
+    with pytest.raises(ExploreError, match="checkbox"):
+        view.set(positive=1)
+
+
 def test_a_log_range_starts_in_its_geometric_middle_and_sweeps_evenly_in_log():
     view = explore(small_angle_period, g=(0.1, 10.0, "log"), length=1.0)
     g = view.layout.control("g")

@@ -9,8 +9,9 @@ Records at the bottom, the drawing of the answer above them, the entry on top; o
 * :mod:`~jaxlab.explore.compiled`: the function jitted once with the sliders traced: the
   output, its ``jax.jvp`` tangent and (scalar outputs) every slider's derivative in one
   call; a sweep's ``jax.vmap``; the compilations counted;
-* :mod:`~jaxlab.explore.nans`: where a NaN first appeared, by the user's line;
-* :mod:`~jaxlab.explore.fit`: the optax fit toward ``target=``;
+* :mod:`~jaxlab.explore.nans`: where a NaN first appeared (or a failure passed), by the
+  user's line;
+* :mod:`~jaxlab.explore.fit`: the fit toward ``target=`` (optax's Adam, else its own);
 * :mod:`~jaxlab.explore.panels`: the answer drawn by its kind (``arrays/``' colours);
 * :mod:`~jaxlab.explore.frames`: ``frame()``, the JSON the page draws;
 * :mod:`~jaxlab.explore.exploration`: :class:`Exploration` and :func:`explore`.

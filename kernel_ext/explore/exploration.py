@@ -29,26 +29,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..explain.explanation import explain
-from ..explain.source import user_frames, user_line
-from ..explain.trace_failure import first_line
 from ..session import jaxlab_work
 from .compiled import Compiled, float_dtype, is_float
 from .controls import Control, ExploreError, Layout, lay_out
 from .frames import Frames
-from .nans import first_non_finite
+from .nans import failure_words, first_non_finite
 from .record import FitState, Sweep
 
 HISTORY = 60  # a scalar's sparkline: its last 60 values
-
-
-def failure_words(error: BaseException) -> tuple[str, str | None]:
-    """The error's first line, and the user's innermost line it passed through."""
-    message = f"{type(error).__name__}: {first_line(error)}"
-    frames = user_frames(error.__traceback__)
-    if not frames:
-        return message, None
-    line = user_line(*frames[-1])
-    return message, f"{line.label}: `{line.text}`" if line.text else line.label
 
 
 class Exploration:
@@ -441,15 +429,11 @@ class Exploration:
         self._stop.set()
 
     def _ipython_display_(self) -> None:
-        """``view`` at the end of a cell: the live Explorer (as ``%explore`` shows it),
-        else, without the widgets, this repr."""
+        """``view`` at the end of a cell: the live Explorer, as ``%explore`` shows it."""
         from IPython.display import display
 
-        try:
-            from jaxlab.widgets.explorer import Explorer
-        except ImportError:
-            print(repr(self))
-            return
+        from jaxlab.widgets.explorer import Explorer
+
         display(Explorer(self))
 
     def __repr__(self) -> str:

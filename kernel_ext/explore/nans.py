@@ -1,4 +1,5 @@
-"""Where a NaN or Inf first appeared in the user's function, at the values that made it.
+"""Where a NaN or Inf first appeared in the user's function, at the values that made it
+(and :func:`failure_words`: where a move that raised passed through the user's code).
 
 The function is traced once at those values (under ``jaxlab_work``) and its equations
 run one by one; the first whose inputs are finite and whose result is not is where it
@@ -20,7 +21,8 @@ import jax
 import numpy as np
 
 from .._jax_compat import bind_equation, equation_frames
-from ..explain.source import is_user_file, label
+from ..explain.source import is_user_file, label, user_frames, user_line
+from ..explain.trace_failure import first_line
 from ..session import jaxlab_work
 
 
@@ -96,3 +98,13 @@ def first_non_finite(fn: Callable[..., Any], *args: Any) -> NonFiniteSite | None
             return _walk(closed, jax.tree_util.tree_leaves(args))
     except Exception:  # the hunt is a courtesy: the failure itself is reported anyway
         return None
+
+
+def failure_words(error: BaseException) -> tuple[str, str | None]:
+    """The error's first line, and the user's innermost line it passed through."""
+    message = f"{type(error).__name__}: {first_line(error)}"
+    frames = user_frames(error.__traceback__)
+    if not frames:
+        return message, None
+    line = user_line(*frames[-1])
+    return message, f"{line.label}: `{line.text}`" if line.text else line.label
