@@ -119,6 +119,35 @@ def test_the_boxes_the_tutorials_prose_names_are_in_the_first_view(programs: Any
     step.close()
 
 
+def test_repeated_update_calls_are_one_box_that_opens_to_them(programs: Any) -> None:
+    # 09's ``jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)``: six calls of the
+    # same two equations, one per parameter, drawn as one ``<lambda> ×6`` box.
+    step = _first(programs, TRAIN_09)
+    boxes = [c for c in step.model["clusters"] if c["label"].startswith("<lambda>")]
+    assert [c["label"] for c in boxes] == ["<lambda> ×6"], boxes
+    assert f"cluster:{boxes[0]['id']}" in step.view["nodes"]
+    step.toggle(boxes[0]["id"])
+    calls = sorted(c["label"] for c in step.model["clusters"] if c["label"].startswith("<lambda> "))
+    assert calls == sorted(["<lambda> ×6", *(f"<lambda> {k}" for k in range(6))]), calls
+    step.close()
+
+    # Calls of more than a few equations each stay one box per call: a 3-layer MLP's
+    # layers are told apart (layer 0, 1, 2), folded only past INLINE_INSTANCES.
+    def layer(p, x):
+        return jnp.tanh(x @ p["W"] + p["b"])
+
+    def mlp(params, x):
+        for p in params:
+            x = layer(p, x)
+        return jnp.mean(x**2)
+
+    params = [{"W": jnp.full((4, 4), 0.1), "b": jnp.zeros(4)} for _ in range(3)]
+    w = GraphExplorer(jaxlab.jaxpr_graph(mlp, params, jnp.ones((2, 4)), explore=True))
+    labels = sorted(c["label"] for c in w.model["clusters"] if c["label"].startswith("layer"))
+    assert [label.split(" (")[0] for label in labels] == ["layer 0", "layer 1", "layer 2"]
+    w.close()
+
+
 def test_what_does_not_fit_is_left_closed_and_said(programs: Any) -> None:
     graph, asked = programs[RUN_06]
     w = GraphExplorer(graph, opened=asked)

@@ -27,6 +27,10 @@ from .walk import name_stack
 _PACKAGE = str(Path(__file__).resolve().parents[1])  # jaxlab's own frames are not the user's
 _LIBRARY = ("site-packages", "dist-packages", "<frozen", "/lib/python3")
 INLINE_INSTANCES = 6  # more call instances than this: one "layer ×20" box that opens to them
+# Calls alike of at most this many equations each, at least FOLD_INSTANCES of them (a
+# ``jax.tree.map(lambda p, g: p - 0.1 * g, ...)``'s update of each parameter): one
+# ``<lambda> ×6`` box that opens to them, not a row of six boxes of two equations (issue 34).
+FOLD_EQUATIONS, FOLD_INSTANCES = 2, 3
 
 
 class Step(NamedTuple):
@@ -198,16 +202,26 @@ def _by_call(
             name = f"{name} ({paths[lo].steps[level + 1].name} ×{count})"
     if len(calls) == 1:
         return [Piece(lo, hi, name, ("path", level + 1))]
-    if not inline and len(calls) > INLINE_INSTANCES:
-        return [Piece(lo, hi, f"{name} ×{len(calls)}", ("calls", level))]
     n = len(calls)
     first = sigs[: calls[0][1] - lo + 1]
+    if not inline and (n > INLINE_INSTANCES or _small_repeats(sigs, calls, lo)):
+        return [Piece(lo, hi, f"{name} ×{n}", ("calls", level))]
     found: list[Piece] = []
     for k, (a, b) in enumerate(calls):
         number = n - 1 - k if backward[lo] else k  # the backward pass runs the calls in reverse
         same = k > 0 and sigs[a - lo : b - lo + 1] == first
         found.append(Piece(a, b, name, ("path", level + 1), number, same))
     return found
+
+
+def _small_repeats(sigs: list[Any], calls: list[tuple[int, int]], lo: int) -> bool:
+    """Whether ``calls`` are at least ``FOLD_INSTANCES`` calls made of the same few
+    equations (at most ``FOLD_EQUATIONS`` each): folded into one box, they read as the
+    one step they are (the update of every parameter)."""
+    if len(calls) < FOLD_INSTANCES or calls[0][1] - calls[0][0] + 1 > FOLD_EQUATIONS:
+        return False
+    first = sigs[: calls[0][1] - lo + 1]
+    return all(sigs[a - lo : b - lo + 1] == first for a, b in calls)
 
 
 def _repeats_below(paths: list[Path_], lo: int, hi: int, level: int) -> bool:

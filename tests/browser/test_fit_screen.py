@@ -173,7 +173,7 @@ def _first_views(page: Any, notebook: Any) -> None:
         outside = v["extent"][2] > v["pane"][2] + 1
         assert ("wider than this pane" in v["cue"]) == outside, (name, v)
         cued += outside
-    assert cued >= 2  # 06's run and 09's train_step at least are wider than 700 px
+    assert cued >= 2  # 06's run and the RNN's gradient are wider than 644 px
     page.set_viewport_size({"width": 1280, "height": 720})
     assert not any(v["cue"] for v in page.evaluate(EXPLORERS)[:-1])
 
