@@ -8,10 +8,13 @@
 
 The frame (``GradSteps.frame()``: the drawing, every step's words and numbers, the targets
 "∂f/∂w" -> step) travels to the page once, in the ``frame`` trait; stepping is the page's
-own (⏮ ◀ ▶ ⏭, play at a speed, arrow keys, a slider, jump to a target), so a step costs
-no kernel round trip. The page writes back only ``current``, the step shown (a quarter
-second after stepping settles), so a saved notebook, its static twin and the docs site
-show the step the view was left on. The twin holds the current step's words, the drawing
+own (⏮ ◀ ▶ ⏭, play at a speed, arrow keys, a slider, jump to a target; a box, a jit or
+named scope or scan iteration, starts closed as one step and opens into its steps), so a
+step costs no kernel round trip. The page writes back ``current``, the step shown (a
+quarter second after stepping settles), so a saved notebook, its static twin and the docs
+site show the step the view was left on; and ``iteration``, a long scan's iteration
+chosen, for which the kernel steps the walk again (``GradSteps.again``) and sends the new
+frame. The twin holds the current step's words, the drawing
 with its nodes marked (done, this step, to come) and the whole walk as text: readable
 with no kernel and no script.
 """

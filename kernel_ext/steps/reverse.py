@@ -179,14 +179,30 @@ class Walk:
                 return
         origins = [o for o in (self._origin(c, reads) for c in cts) if o is not None]
         origin = origins[0] if origins else None
+        inside = origin is not None and self._inside_branch_of(k, origin)
         for out in outs:
             target = self._target(origin, reads, out) if origin is not None else None
+            if inside:  # a cond branch's transpose: its operand's cotangent is its last
+                target = None
             if target is not None:
                 self._cotangent(out, target)
             else:
                 if origin is not None:
                     self.temp_of[out] = origin
                 self.names.name[out] = self.names.temporary()
+
+    def _inside_branch_of(self, k: int, origin: int) -> bool:
+        """Whether backward step ``k`` runs inside the transposed branch of the cond that
+        forward step ``origin`` is, before that branch's last step (whose results are the
+        cotangents of the cond's operands; the steps before make temporaries)."""
+        ev = self.ev
+        if ev.steps[origin].eqn.primitive.name != "cond":
+            return False
+        parts = ev.steps[k].node_id.split("/")
+        if len(parts) < 3 or not parts[1].isdigit():
+            return False
+        branch = "/".join(parts[:2]) + "/"
+        return k + 1 < len(ev.steps) and ev.steps[k + 1].node_id.startswith(branch)
 
     def _target(self, origin: int, reads: set[int], out: int) -> int | None:
         """Which operand of the forward step ``origin`` the cotangent ``out`` is of."""

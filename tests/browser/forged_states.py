@@ -454,6 +454,89 @@ def profile_timeline_cases() -> list[tuple[str, Any]]:
     return cases
 
 
+def steps_player_good() -> dict[str, Any]:
+    """A StepsPlayer's state (widgets/steps_player.py): a frame as GradSteps.frame() makes
+    it, with a box and a long scan's loop, and the step shown."""
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 60 40" width="60pt" height="40pt">'
+        '<g id="graph0" class="graph"><title>f</title>'
+        '<g id="node1" class="node"><title>e0</title><ellipse cx="10" cy="10" rx="8" ry="5"/>'
+        '<text x="10" y="12">sin</text></g>'
+        '<g id="node2" class="node"><title>e1</title><ellipse cx="40" cy="30" rx="8" ry="5"/>'
+        '<text x="40" y="32">mul</text></g>'
+        '<g id="edge1" class="edge"><title>e0&#45;&gt;e1</title><path d="M10,15L40,25"/></g>'
+        "</g></svg>"
+    )
+    step = {
+        "index": 0,
+        "kind": "forward",
+        "equation": "sin",
+        "rule": "y = sin(x)",
+        "text": "y = sin(0.5) = 0.4794",
+        "fanout": None,
+        "node": "e0",
+        "box": ["jit inner"],
+        "of": "",
+        "source": "cell.py:2 (f)",
+        "iteration": None,
+        "values_in": ["0.5"],
+        "values_out": ["0.4794"],
+        "cotangent_in": [],
+        "cotangent_out": [],
+        "substeps": [],
+    }
+    back = {**step, "index": 2, "kind": "backward", "node": "e1", "box": [],
+            "text": "x̄ = 1 · 0.8776 = 0.8776", "cotangent_in": ["1"],
+            "cotangent_out": ["0.8776"]}  # fmt: skip
+    return {
+        "frame": {
+            "function": "f",
+            "mode": "reverse",
+            "svg": svg,
+            "steps": [step, {**step, "index": 1, "node": "e1"}, back],
+            "boxes": [{"name": "jit inner", "first": 0, "last": 1}],
+            "loops": [{"name": "scan ×12", "length": 12, "shown": [0, 1, 2, 3, 4]}],
+            "targets": {"∂f/∂x": 2},
+            "current": 0,
+            "passes_note": "1 input → 1 forward pass, 1 output → 1 reverse pass",
+            "notes": [],
+        },
+        "current": 1,
+        "iteration": -1,
+        "_twin_id": TWIN,
+    }
+
+
+def steps_player_cases() -> list[tuple[str, Any]]:
+    good = steps_player_good()
+    frame = good["frame"]
+    step = frame["steps"][0]
+
+    def with_frame(**changed: Any) -> dict[str, Any]:
+        return {**good, "frame": {**frame, **changed}}
+
+    cases: list[tuple[str, Any]] = [("good", good)]
+    cases += [
+        ("boxes overlapping, backwards, past the end", with_frame(boxes=[
+            {"first": 0, "last": 2}, {"first": 1, "last": 0}, {"first": 2, "last": 99},
+            {"first": "0", "last": 1.5}, None, "box"])),
+        ("boxes by the hundred thousand", with_frame(boxes=[{"first": 0, "last": 1}] * 100_000)),
+        ("loops forged", with_frame(loops=[{"length": 1e300}, {"length": -3, "shown": "x"},
+                                           {"length": 12, "shown": [99, "1", None]}, None])),
+        ("a step's box a string", with_frame(steps=[{**step, "box": "<b>x</b>"}])),
+        ("steps by the hundred thousand", with_frame(steps=[step] * 100_000)),
+        ("iteration forged", {**good, "iteration": 1e300}),
+        ("current past the end", {**good, "current": 10**12}),
+    ]  # fmt: skip
+    cases += every_value_forged(good, ["frame", "current"])
+    cases += [
+        (f"frame {k} {name}", with_frame(**{k: deep() if name == "deep" else value}))
+        for k in ("steps", "boxes", "loops")
+        for name, value in BAD_VALUES
+    ]
+    return cases
+
+
 # A 2x2 grey PNG, as arrays/png.py writes a heat map (base64, with its data: prefix).
 PNG_2X2 = (
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAAAAABX3VL4AAAADklEQVR4nGNsYGBi"
@@ -685,4 +768,5 @@ CLASSES = {
     "explorer": explorer_cases,
     "graph_explorer": graph_explorer_cases,
     "profile_timeline": profile_timeline_cases,
+    "steps_player": steps_player_cases,
 }

@@ -4,9 +4,13 @@
 //           an element whose id is its "node", or a <g class="node"> whose <title> is it),
 //           steps: [{index, kind: "forward"|"backward"|"tangent", equation, rule, text,
 //                    fanout, node, box, values_in, values_out, cotangent_in, cotangent_out}],
-//           targets: {"∂f/∂w": step index}, passes_note, notes}
+//           targets: {"∂f/∂w": step index}, passes_note, notes,
+//           boxes: [{name, first, last}] (runs of steps a closed box shows as one step),
+//           loops: [{name, length, shown}] (scans past the iterations stepped one by one)}
 //   current: the step shown (front_end: written from here, so a saved notebook and its
 //            twin show the step the view was left on)
+//   iteration: a long scan's iteration chosen here (front_end; the kernel answers with
+//              a new frame stepped at that iteration; -1: the first ones)
 //   _twin_id: names this widget's static twin (widgets/_base.py)
 // Every step is in the frame: stepping never asks the kernel. A step changes only the
 // nodes between the old step and the new one, the lit edges and the words.
@@ -372,7 +376,7 @@ function draw(model, el, frame) {
   const items = frame.steps.map((step, i) => {
     const li = h("li", `jaxlab-sp-item jaxlab-sp-item-${step.kind}`, step.text || step.equation);
     li.dataset.step = String(i);
-    li.value = i + 1; // numbered by step whatever boxes hide
+    li.dataset.n = String(i + 1); // numbered by step whatever boxes hide (CSS)
     return li;
   });
   list.append(...items);
