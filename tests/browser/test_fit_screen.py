@@ -200,3 +200,13 @@ def _first_views(page: Any, notebook: Any) -> None:
         _check(page, "dark")
     finally:
         _theme(page, "JupyterLab Light", light=True)
+
+    # "fit" on the view bigger than its pane: never a smaller scale; the kernel closes
+    # the loop that does not fit, the view then lies within the pane and says so.
+    big = notebook.locator(".jaxlab-ge").nth(len(FITTING))
+    big.locator(".jaxlab-ge-fit").click()
+    big.locator(".jaxlab-ge-note", has_text="left closed to stay readable").wait_for()
+    after = page.evaluate(EXPLORERS)[-1]
+    assert after["scale"] == 1 and after["smallest"] >= 12 - 0.05, after
+    assert after["extent"][3] <= after["pane"][3] + 1 and after["cue"] == "", after
+    assert "1 box left closed to stay readable (click to open)" in after["notes"]
