@@ -174,6 +174,26 @@ def test_what_does_not_fit_is_left_closed_and_said(programs: Any) -> None:
         x.close()
 
 
+def test_saved_twin_draws_the_same_view_its_frames_and_what_it_left_closed(
+    programs: Any,
+) -> None:
+    # The saved notebook's twin of 06's first view: the open jit's frame, the two closed
+    # scans, the note, no "wider than this pane" (it fits), and the same size.
+    w = _first(programs, RUN_06)
+    twin = w._static_html()
+    assert "▾ jit run" in twin and twin.count("▸ scan ×10000") == 2
+    said = [n for n in w.model["notes"] if "left closed" in n]
+    assert said and said[0] in twin
+    assert "than this pane" not in twin
+    size = re.search(r'viewBox="0 0 (\d+) (\d+)"', twin)
+    assert size is not None
+    assert (int(size[1]), int(size[2])) == (
+        round(w.view["width"] + 2 * VIEW_PAD),
+        round(w.view["height"] + 2 * VIEW_PAD),
+    )
+    w.close()
+
+
 def test_fit_closes_boxes_rather_than_shrinking_text(programs: Any) -> None:
     # The 20-layer MLP's forward loop opened is far bigger than the pane: "fit" (the
     # page's button sends the pane's size) closes it and says so; the view then fits.

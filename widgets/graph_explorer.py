@@ -426,7 +426,8 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         # run, and the saved notebook shows what the user last saw (with its tooltips).
         if not self.view.get("nodes"):
             return f"<pre>{html.escape(self.error)}\n{html.escape(self._graph.describe())}</pre>"
-        return static_svg(self._drawn, self.view, self.legend)
+        notes = [str(n) for n in self.model.get("notes", [])]
+        return static_svg(self._drawn, self.view, self.legend, notes)
 
     def _static_text(self) -> str:
         return self._graph.describe()

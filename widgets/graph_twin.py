@@ -26,10 +26,15 @@ _STATIC_STYLE = (
 
 
 def static_svg(
-    graph: m.Graph, view: dict[str, Any], legend: list[dict[str, str]] | None = None
+    graph: m.Graph,
+    view: dict[str, Any],
+    legend: list[dict[str, str]] | None = None,
+    notes: list[str] | None = None,
 ) -> str:
     """An inline SVG of a laid-out view (every user string escaped, no script): boxes,
-    titles at 14 px and rows at 12 px, edges, a <title> tooltip per node."""
+    open boxes' frames, titles at 14 px and rows at 12 px, edges, a <title> tooltip per
+    node. ``notes``: what the view says (the graph's notes when not given; the live view
+    adds what it left closed to stay readable)."""
     esc = html.escape
     by_id = {n.id: n for n in graph.nodes}
     clusters = box_clusters(graph)
@@ -45,6 +50,21 @@ def static_svg(
         "</marker></defs>",
         f'<g transform="translate({pad},{pad})" fill="none" stroke="currentColor">',
     ]
+    # Open boxes: a dashed frame around their members, titled as the live view titles it.
+    frame_boxes = view.get("frame_boxes") or {}
+    for cid in view.get("frames") or ():
+        c, box = clusters.get(cid), frame_boxes.get(cid)
+        if c is None or box is None:
+            continue
+        x, y, w, h = (_num(v) for v in box)
+        out.append(
+            f'<g transform="translate({x:.1f},{y:.1f})"><title>{esc(c.label)}: '
+            f"{c.n_equations} equations</title>"
+            f'<rect width="{w:.1f}" height="{h:.1f}" rx="6" stroke-opacity="0.6" '
+            'stroke-dasharray="5 3"/>'
+            f'<text x="6" y="16" fill="currentColor" stroke="none" font-size="14" '
+            f'font-weight="600">{esc(_clip(f"▾ {shorten(c.label)}", w, 8.5))}</text></g>'
+        )
     for e in view["edges"]:
         p = [(_num(px), _num(py)) for px, py in e["points"]]
         if not p:
@@ -116,7 +136,7 @@ def static_svg(
             )
         out.append("</g>")
     out.append("</g></svg>")
-    notes = "".join(f"<div>{esc(note)}</div>" for note in graph.notes)
+    said = "".join(f"<div>{esc(note)}</div>" for note in (graph.notes if notes is None else notes))
     key = " · ".join(esc(entry.get("text", "")) for entry in legend or [])
     key = f'<div class="jaxlab-ge-legend">{key}</div>' if key else ""
     wide = width > PANE_W or height > PANE_H
@@ -128,7 +148,7 @@ def static_svg(
         else ""
     )
     drawing = f'<div style="overflow:auto;max-height:{PANE_H + 40:.0f}px">{"".join(out)}</div>'
-    return f"<div><b>{esc(graph.title)}</b>{notes}{key}{cue}{drawing}</div>"
+    return f"<div><b>{esc(graph.title)}</b>{said}{key}{cue}{drawing}</div>"
 
 
 # The live view's colours (static/graph_explorer.css), for the saved twin, which has no
