@@ -4,24 +4,29 @@
 The model is a 1,000-step pendulum integrated with ``lax.scan`` (its trajectory and its
 mean energy; ``benchmarks/explore_compute.py`` measures the kernel's share alone). One
 notebook in JupyterLab (the browser test harness, ``tests/browser/conftest.py``: a server
-on 127.0.0.1, Debian's Chromium) shows both:
+on 127.0.0.1, Debian's Chromium) shows three views:
 
 * ``Explorer(jaxlab.explore(pendulum, g=(1.0, 20.0), ...))``: each move answers with the
   trajectory drawn with its tangent band, the energy with its derivative words, and the
   sensitivity bar of every slider;
 * ``interact(show, g=FloatSlider(...))``, where ``show`` calls ``jax.jit(pendulum)`` and
   prints the energy and the last angle: a line of text, no drawing and no derivative,
-  so the least ``interact`` can do per move.
+  so the least ``interact`` can do per move;
+* ``interact(echo, g=...)``, printing the slider's value with no JAX at all: the floor of
+  a move through the kernel's messages and JupyterLab's output, which neither view can
+  go under.
 
 A move of the Explorer is an ``input`` event on its range slider (what a drag or a key
 makes); a move of ``interact`` is an ArrowRight/ArrowLeft ``keydown`` on its slider's
 handle (noUiSlider's keyboard path, one step). Latency runs from the event to the end of
 the next painted frame after the view shows the moved value (Explorer: its ``data-seq``
 reaches the move's; interact: its output prints the slider's readout), taken
-requestAnimationFrame then a message. Moves alternate between the two, one at a time
+requestAnimationFrame then a message. Moves alternate between the three, one at a time
 (never two in flight), 200 each. Then a burst for each: 200 moves 5 ms apart (a second of
 a fast hand), timed from the last move to the painted last value, and whether the view
-ended on it (the Explorer coalesces; interact queues every move).
+ended on it (the Explorer's page keeps one move in flight and sends the latest waiting;
+ipywidgets buffers a model's changes while one message is unanswered, so interact's
+slider coalesces too).
 
 Target: the Explorer's p95 under 50 ms ("when idle": the load average is printed at the
 start and the end, 2 shared cores). ``PASS``/``FAIL`` lines and ``BENCH {json}`` lines
@@ -78,6 +83,12 @@ def show(g):
 
 interact(show, g=FloatSlider(value=9.81, min=1.0, max=20.0, step=0.01));"""
 
+# The messaging floor: interact printing the slider's value, no JAX at all.
+ECHO = """def echo(g):
+    print(f"g = {g:.2f}:")
+
+interact(echo, g=FloatSlider(value=9.81, min=1.0, max=20.0, step=0.01));"""
+
 # Runs in the page, on the notebook's panel `scope`: moves alternating between the two
 # views, then a burst on each. Every wait gives up after 10 s (a move that never lands
 # is counted in `missed`, its time left out).
@@ -85,10 +96,13 @@ MEASURE = """async ([scope, moves, gap]) => {
   const panel = document.querySelector(scope);
   const ex = panel.querySelector(".jaxlab-ex");
   const exSlider = ex.querySelector('.jaxlab-ex-control[data-name="g"] input[type="range"]');
-  const it = panel.querySelector(".widget-interact");
+  const [it, echo] = panel.querySelectorAll(".widget-interact");
   const handle = it.querySelector(".noUi-handle");
   const readout = it.querySelector(".widget-readout");
   const output = it.querySelector(".widget-output");
+  const echoHandle = echo.querySelector(".noUi-handle");
+  const echoReadout = echo.querySelector(".widget-readout");
+  const echoOutput = echo.querySelector(".widget-output");
   const painted = () => new Promise((done) => requestAnimationFrame(() => {
     const channel = new MessageChannel();
     channel.port1.onmessage = () => done(performance.now());
@@ -109,17 +123,17 @@ MEASURE = """async ([scope, moves, gap]) => {
     exSlider.dispatchEvent(new Event("input", { bubbles: true }));
     return Number(ex.dataset.sent);
   };
-  const shows = (want) => () => output.textContent.includes(`g = ${want}:`);
-  const itMove = (key) => {
-    handle.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: false, cancelable: true }));
-    return readout.textContent.trim();
+  const shows = (want, out = output) => () => out.textContent.includes(`g = ${want}:`);
+  const itMove = (key, h = handle, r = readout) => {
+    h.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: false, cancelable: true }));
+    return r.textContent.trim();
   };
   const watchEx = { attributes: true, attributeFilter: ["data-seq"] };
   const watchIt = { childList: true, subtree: true, characterData: true };
   const idle = [];
   for (let i = 0; i < 60; i++) { const t0 = performance.now(); idle.push((await painted()) - t0); }
-  const explorer = [], plain = [];
-  let missedEx = 0, missedIt = 0, seed = 11;
+  const explorer = [], plain = [], floor = [];
+  let missedEx = 0, missedIt = 0, missedEcho = 0, seed = 11;
   for (let i = 0; i < moves; i++) {
     seed = (seed * 1103515245 + 12345) % 2147483648;
     let position = seed % 1001;
@@ -137,6 +151,13 @@ MEASURE = """async ([scope, moves, gap]) => {
     const landed = shown !== before && await when(output, shows(shown), watchIt);
     if (landed) plain.push((await painted()) - t0);
     else missedIt += 1;
+    const echoBefore = echoReadout.textContent.trim();
+    t0 = performance.now();
+    const echoed = itMove(key, echoHandle, echoReadout);
+    const echoLanded = echoed !== echoBefore
+      && await when(echoOutput, shows(echoed, echoOutput), watchIt);
+    if (echoLanded) floor.push((await painted()) - t0);
+    else missedEcho += 1;
   }
   const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
   // bursts: `moves` moves `gap` ms apart, then the time to the last value painted
@@ -162,8 +183,8 @@ MEASURE = """async ([scope, moves, gap]) => {
   }
   const itLanded = await when(output, shows(shown), watchIt);
   const itBurst = (await painted()) - t0;
-  return { idle, explorer, plain, missedEx, missedIt, exBurst, exLanded, itBurst, itLanded,
-           sent: Number(ex.dataset.sent) };
+  return { idle, explorer, plain, floor, missedEx, missedIt, missedEcho, exBurst, exLanded,
+           itBurst, itLanded, sent: Number(ex.dataset.sent) };
 }"""
 
 
@@ -173,7 +194,7 @@ def test_lab_half(open_notebook: Any, page: Any) -> None:
     from conftest import PANEL_ID
 
     page.set_viewport_size({"width": 1280, "height": 720})
-    notebook = open_notebook("explore_bench.ipynb", [SETUP, INTERACT])
+    notebook = open_notebook("explore_bench.ipynb", [SETUP, INTERACT, ECHO])
     notebook.run_all()
     panel = page.evaluate(PANEL_ID, notebook.name)
     page.wait_for_selector(f"#{panel} .jaxlab-ex[data-seq]")
@@ -225,10 +246,11 @@ def main() -> None:
     result = lab_page()
     if result is None:
         sys.exit(1)
-    ex, plain, idle = result["explorer"], result["plain"], result["idle"]
+    ex, plain, idle, floor = result["explorer"], result["plain"], result["idle"], result["floor"]
     rows = {
         "Explorer (answer, tangent band, derivative, bar)": ex,
         "interact (the same jitted call, printed)": plain,
+        "interact printing g, no JAX (the messaging floor)": floor,
         "a painted frame with no move (reference)": idle,
     }
     print(f"{'view':>50} {'moves':>5} {'median ms':>9} {'p95 ms':>7} {'max ms':>7}")
@@ -266,10 +288,16 @@ def main() -> None:
         "explorer_p95_ms": p95(ex),
         "interact_median_ms": statistics.median(plain),
         "interact_p95_ms": p95(plain),
+        "floor_median_ms": statistics.median(floor),
+        "floor_p95_ms": p95(floor),
         "idle_frame_median_ms": statistics.median(idle),
         "explorer_burst_ms": result["exBurst"],
         "interact_burst_ms": result["itBurst"],
-        "missed": {"explorer": result["missedEx"], "interact": result["missedIt"]},
+        "missed": {
+            "explorer": result["missedEx"],
+            "interact": result["missedIt"],
+            "floor": result["missedEcho"],
+        },
         "load": load,
     }
     print(json.dumps(figures | targets.figures()))
