@@ -1,6 +1,7 @@
 """grad_steps: the chain rule one equation at a time, checked against JAX itself."""
 
 import html
+import itertools
 import shutil
 
 import jax
@@ -271,6 +272,19 @@ def test_a_program_over_2000_equations_is_stepped_box_by_box():
     assert all(st.substeps for st in s.steps) and len(s.steps) < 300
     assert sum(len(st.substeps) for st in s.steps) > 2000  # every equation inside a box
     assert any("box by box" in n for n in s.notes)
+    # The player plays the boxes closed, each opening into its equations' steps.
+    frame = s.frame()
+    boxes = frame["boxes"]
+    assert [b["name"] for b in boxes[:200]] == [f"layer {k}" for k in range(200)]
+    assert len(frame["steps"]) == sum(max(1, len(st.substeps)) for st in s.steps)
+    assert all(a["last"] < b["first"] for a, b in itertools.pairwise(boxes))
+    first = boxes[3]["first"]
+    assert [x["text"] for x in frame["steps"][first : boxes[3]["last"] + 1]] == [
+        x.text for x in s.steps[3].substeps
+    ]
+    assert s.frame(current=3)["current"] == first  # a box is played from its first step
+    w = frame["targets"]["∂f/∂w"]
+    assert frame["steps"][w]["text"].startswith("w̄ = ")
     if shutil.which("dot"):  # each box lights a node of the (budgeted) drawing
         svg = html.unescape(s.svg)
         assert all(f"<title>{st.node}</title>" in svg for st in s.steps)

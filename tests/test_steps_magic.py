@@ -139,6 +139,26 @@ def _close(a, b):
     return np.allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
 
 
+def _plays(walk):
+    """The walk in the player: its frame JSON-able, every step played in the twin's text,
+    every target a step played; returns the frame."""
+    import json
+
+    from jaxlab.widgets import StepsPlayer
+
+    frame = json.loads(json.dumps(walk.frame()))
+    player = StepsPlayer(walk)
+    try:
+        text = player.static_bundle()["text/plain"]
+        assert all(s["text"] in text for s in frame["steps"])
+        assert frame["targets"] and all(
+            0 <= i < len(frame["steps"]) for i in frame["targets"].values()
+        )
+    finally:
+        player.close()
+    return frame
+
+
 def test_equinox_mlp_loss():
     eqx = pytest.importorskip("equinox")
     model = eqx.nn.MLP(3, 1, width_size=4, depth=2, key=jax.random.key(0))
@@ -152,6 +172,8 @@ def test_equinox_mlp_loss():
     got = list(s.adjoints.values())
     assert len(got) == len(want) and all(_close(a, b) for a, b in zip(got, want, strict=True))
     assert sum(st.kind == "backward" for st in s.steps) > 5
+    frame = _plays(s)
+    assert any(b["name"].startswith("scope eqx.nn.MLP") for b in frame["boxes"])
 
 
 def test_diffrax_solve_first_steps():
@@ -168,6 +190,16 @@ def test_diffrax_solve_first_steps():
     s = jaxlab.grad_steps(solve, y0)
     assert _close(s.adjoints["y0"], jax.grad(solve)(y0))
     assert s.steps[0].kind == "forward" and any(st.kind == "backward" for st in s.steps)
+    # Over 2,000 equations: the solve is a box, closed first, whose first steps are the
+    # solver's own first equations, with their numbers.
+    assert s.n_equations > 2000
+    frame = _plays(s)
+    (first, *_) = frame["boxes"]
+    assert first["first"] == 0 and first["name"].startswith("jit diffeqsolve")
+    played = frame["steps"][: first["last"] + 1]
+    assert len(played) > 100 and all(x["kind"] == "forward" for x in played)
+    assert all(x["box"][:1] == ["jit diffeqsolve"] for x in played[:20])
+    assert all(x["values_out"] and "?" not in x["values_out"] for x in played[:20])
 
 
 def test_flax_nnx_layer():
@@ -184,3 +216,4 @@ def test_flax_nnx_layer():
     got = list(s.adjoints.values())
     assert len(got) == len(want) and all(_close(a, b) for a, b in zip(got, want, strict=True))
     assert any(st.primitive == "dot_general" and st.kind == "backward" for st in s.steps)
+    _plays(s)

@@ -4,7 +4,7 @@
 
     steps = jaxlab.grad_steps(f, x, w)
     StepsPlayer(steps)             # or StepsPlayer(steps.frame()), a frame dict
-    StepsPlayer(steps, current=4)  # opened on the fifth step
+    StepsPlayer(steps, current=4)  # opened on the fifth step (of steps.steps)
 
 The frame (``GradSteps.frame()``: the drawing, every step's words and numbers, the targets
 "∂f/∂w" -> step) travels to the page once, in the ``frame`` trait; stepping is the page's
@@ -62,12 +62,12 @@ _SHAPES = {"polygon", "ellipse", "rect", "path", "circle"}
 ET.register_namespace("", SVG_NS)
 
 
-def _frame_of(steps: Any) -> dict[str, Any]:
+def _frame_of(steps: Any, current: int | None = None) -> dict[str, Any]:
     if isinstance(steps, Mapping):
         return dict(steps)
     frame = getattr(steps, "frame", None)
     if callable(frame):
-        made = frame()
+        made = frame() if current is None else frame(current)
         if isinstance(made, Mapping):
             return dict(made)
     raise TypeError(
@@ -87,11 +87,16 @@ class StepsPlayer(JaxlabWidget, static="steps_player"):
     iteration = traitlets.Int(-1).tag(sync=True, front_end=True)
 
     def __init__(self, steps: Any, current: int | None = None, **kwargs: Any) -> None:
-        frame = _frame_of(steps)
+        frame = _frame_of(steps, current)
         if not isinstance(frame.get("steps"), list):
             raise ValueError("a steps frame needs a 'steps' list (GradSteps.frame() makes one)")
         self._steps = None if isinstance(steps, Mapping) else steps
-        start = frame.get("current", 0) if current is None else current
+        # ``current``: a step of the GradSteps (its frame says where it is played), or of
+        # a frame dict's steps
+        n = len(getattr(self._steps, "steps", ()))
+        if self._steps is not None and current is not None and not 0 <= current < n:
+            raise traitlets.TraitError(f"current={current}: the steps are numbered 0 to {n - 1}")
+        start = frame.get("current", 0) if current is None or self._steps else current
         super().__init__(frame=frame, **kwargs)
         self.current = start
 
@@ -129,9 +134,11 @@ class StepsPlayer(JaxlabWidget, static="steps_player"):
         k = None if change["new"] < 0 else int(change["new"])
         walk = again(k)
         self._steps = walk
-        first = next((s.index for s in walk.steps if k is not None and s.iteration == k), 0)
+        frame = walk.frame()
+        played = frame["steps"]
+        first = next((i for i, s in enumerate(played) if k is not None and s["iteration"] == k), 0)
         with self.hold_sync():
-            self.frame = walk.frame()
+            self.frame = frame
             self.current = first
 
     @property
@@ -145,7 +152,8 @@ class StepsPlayer(JaxlabWidget, static="steps_player"):
         return dict(self.frame["steps"][self.current]) if self.frame["steps"] else {}
 
     def go(self, index: int) -> None:
-        """Show step ``index`` (counted from 0; negative counts from the end)."""
+        """Show step ``index`` of the steps played (``frame["steps"]``, counted from 0;
+        negative counts from the end)."""
         n = len(self.frame["steps"])
         self.current = index + n if index < 0 else index
 

@@ -247,15 +247,16 @@ def by_top_level(steps: list[Step], jaxpr: Any) -> tuple[list[Step], str]:
         for kind in dict.fromkeys(s.kind for s in group):  # a box split at the phase change
             part = [s for s in group if s.kind == kind]
             first, last = part[0], part[-1]
+            label = _held_by(part, name)
             out.append(
                 Step(
                     index=0,
                     kind=kind,
-                    equation=name,
-                    rule=f"{name}: {len(part)} equations ({last.rule})",
-                    text=f"{name}: {len(part)} {kind} equations, ending {last.text}",
+                    equation=label,
+                    rule=f"{label}: {len(part)} equations ({last.rule})",
+                    text=f"{label}: {len(part)} {kind} equations, ending {last.text}",
                     node=first.node,
-                    box=[name],
+                    box=[label],
                     primitive="box",
                     values_in=list(first.values_in),
                     values_out=list(last.values_out),
@@ -273,6 +274,21 @@ def by_top_level(steps: list[Step], jaxpr: Any) -> tuple[list[Step], str]:
         f"({len(out)} boxes), each box's equations its substeps"
     )
     return out, note
+
+
+def _held_by(part: list[Step], name: str) -> str:
+    """A box of equations by number (``equations 0–3``) named after the box holding most
+    of its steps (``jit diffeqsolve, equations 0–3``) where one holds nine in ten."""
+    if not name.startswith("equations "):
+        return name
+    counts: dict[str, int] = {}
+    for s in part:
+        if s.box:
+            counts[s.box[0]] = counts.get(s.box[0], 0) + 1
+    best = max(counts, key=lambda b: counts[b], default=None)
+    if best is None or 10 * counts[best] < 9 * len(part):
+        return name
+    return f"{best}, {name}"
 
 
 def _named(piece: Any) -> str:

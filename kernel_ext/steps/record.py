@@ -164,17 +164,43 @@ class GradSteps:
             k = end
         return found
 
+    def played(self) -> tuple[list[Step], list[tuple[str, int, int]], list[int], list[int]]:
+        """What the player plays: ``steps``, where a program too large to step equation
+        by equation has its boxes (``primitive == "box"``) opened into their equations,
+        each box a run the player shows closed; with the boxes, and where each of
+        ``steps`` begins and ends among the steps played."""
+        if not any(s.primitive == "box" and s.substeps for s in self.steps):
+            at = list(range(len(self.steps)))
+            return self.steps, self.boxes, at, at
+        played: list[Step] = []
+        boxes: list[tuple[str, int, int]] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        for step in self.steps:
+            inner = step.substeps if step.primitive == "box" and step.substeps else [step]
+            starts.append(len(played))
+            played.extend(inner)
+            ends.append(len(played) - 1)
+            if len(inner) >= 2:
+                boxes.append((step.equation, starts[-1], ends[-1]))
+        return played, boxes, starts, ends
+
     def frame(self, current: int = 0) -> dict[str, Any]:
-        """Everything the player needs, JSON-able (see notes/steps_contract.md)."""
+        """Everything the player needs, JSON-able (see notes/steps_contract.md). Its step
+        numbers count the steps played (``played()``): ``current`` (a step of ``steps``)
+        and the targets are said in them."""
+        played, boxes, starts, ends = self.played()
+        frames = [dict(s.frame(), index=i) for i, s in enumerate(played)]
+        at = starts[current] if 0 <= current < len(starts) else 0
         return {
             "function": self.function,
             "mode": self.mode,
             "svg": self.svg,
-            "steps": [s.frame() for s in self.steps],
-            "boxes": [{"name": n, "first": a, "last": b} for n, a, b in self.boxes],
+            "steps": frames,
+            "boxes": [{"name": n, "first": a, "last": b} for n, a, b in boxes],
             "loops": [dict(loop) for loop in self.loops],
-            "targets": dict(self.targets),
-            "current": int(current),
+            "targets": {k: ends[v] for k, v in self.targets.items() if 0 <= v < len(ends)},
+            "current": int(at),
             "passes_note": self.passes_note,
             "notes": list(self.notes),
         }

@@ -585,3 +585,47 @@ def test_a_long_scans_iteration_is_chosen_in_the_page_and_stepped_by_the_kernel(
     shown = _wait_step(notebook, first + 1)
     assert want["steps"][first + 1]["text"] in shown["words"]
     assert want["steps"][first + 1]["iteration"] == 9
+
+
+def test_a_program_over_2000_equations_plays_box_by_box_and_a_box_opens(page: Any) -> None:
+    """The user's top-level structure first: each ``layer k`` call one closed step; a box
+    opens into its equations; the step producing ∂f/∂w is found inside its box."""
+    import jax.numpy as jnp
+
+    import jaxlab
+    from jaxlab.widgets._base import module_source
+
+    def layer(h: Any, w: Any) -> Any:
+        return jnp.tanh(h * w + 0.1)
+
+    def f(x: Any, w: Any) -> Any:
+        h = x
+        for _ in range(200):
+            h = layer(h, w)
+        return jnp.sum(h)
+
+    walk = jaxlab.grad_steps(f, jnp.ones(3), jnp.full(3, 0.9), argnums=(0, 1))
+    assert walk.n_equations > 2000
+    frame = walk.frame()
+    steps, boxes = frame["steps"], frame["boxes"]
+    stops = len(steps) - sum(b["last"] - b["first"] for b in boxes)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto("about:blank")
+    page.evaluate(BOXED, [module_source("steps_player"), {"frame": frame, "current": 0}])
+    seen = page.evaluate(SEEN)
+    assert seen["box"] == "layer 0" and seen["counter"] == f"step 1 / {stops}"
+    assert "layer 0 (closed:" in seen["words"]
+    page.locator(".jaxlab-sp-next").click()
+    seen = page.evaluate(SEEN)
+    assert seen["box"] == "layer 1" and seen["current"] == boxes[1]["first"]
+    page.locator(".jaxlab-sp-open").click()  # layer 1's equations, one a step
+    page.locator(".jaxlab-sp-next").click()
+    seen = page.evaluate(SEEN)
+    assert seen["current"] == boxes[1]["first"] + 1 and seen["box"] == ""
+    assert steps[seen["current"]]["text"] in seen["words"]
+    w = frame["targets"]["∂f/∂w"]
+    page.locator(".jaxlab-sp-jump").select_option(label="∂f/∂w")
+    seen = page.evaluate(SEEN)
+    assert seen["current"] == w and steps[w]["text"] in seen["words"]
+    assert errors == []
