@@ -288,6 +288,20 @@ def test_each_output_kind_has_its_panel_and_the_frame_is_json():
     assert wave["tangent"][-1] == pytest.approx(math.cos(1.0), rel=1e-4)  # d sin(k t)/dk, t=1
     field = next(p for p in frame["panels"] if p["path"] == "['field']")
     assert field["png"].startswith("data:image/png;base64,") and field["sens_png"]
+    # the colour bar: the arrays' colours from the top (hi) to the bottom (lo) of the map
+    import base64
+    import zlib
+
+    bar = base64.b64decode(field["bar_png"].split(",", 1)[1])
+    width, height = int.from_bytes(bar[16:20], "big"), int.from_bytes(bar[20:24], "big")
+    assert (width, height) == (1, 64)
+    idat = bar[bar.index(b"IDAT") + 4 :]
+    rows = zlib.decompress(idat[: int.from_bytes(bar[bar.index(b"IDAT") - 4 :][:4], "big")])
+    top, bottom = rows[1:4], rows[-3:]  # each row: a filter byte, then one RGB cell
+    from jaxlab.arrays.png import VIRIDIS
+
+    assert list(top) == list(VIRIDIS[-1].astype(int)) and list(bottom) == list(VIRIDIS[0])
+    assert field["lo"] < field["hi"] and field["sens_lo"] == -field["sens_hi"]
     assert view.layout.control("flag").kind == "bool"
     view.set(flag=False)
     assert view.compiles_by["evaluate"] == 2

@@ -12,6 +12,7 @@ saved notebook's twin both draw from it::
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -68,6 +69,12 @@ def format_value(v: float) -> str:
     if v != 0 and not 1e-3 <= abs(v) < 1e5:
         return f"{v:.3e}"
     return f"{v:.4g}"
+
+
+@functools.cache
+def colour_bar_png() -> str:
+    """The heat maps' colour bar, top (hi) to bottom (lo), as a PNG of 64 x 1 cells."""
+    return png_uri(colours(np.linspace(1.0, 0.0, 64)[:, None]))
 
 
 def _heat(a: np.ndarray, lo: float, hi: float) -> str:
@@ -160,6 +167,7 @@ def panel(
         "kind": "heatmap",
         "shape": list(a.shape),
         "png": _heat(shown, lo, hi),
+        "bar_png": colour_bar_png(),
         "html": heat_map_html(shown, "float", (lo, hi)),
         "lo": lo,
         "hi": hi,

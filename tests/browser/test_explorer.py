@@ -199,7 +199,7 @@ def test_a_slider_moves_the_answer_and_its_derivative_and_the_saved_view_keeps_t
 
 
 # A derivative rule planted wrong (custom_jvp: d sqrt(x) = t / sqrt(x), twice the truth),
-# a fall time that is NaN below a height, and a line to fit: one notebook, one kernel.
+# a fall time that is NaN below a height, a heat map and a line to fit: one notebook.
 PLANTED = "explorer_planted.ipynb"
 PLANTED_CELLS = [
     "%load_ext jaxlab\n"
@@ -218,6 +218,10 @@ PLANTED_CELLS = [
     "def fall_time(h=1.0, g=9.81):\n"
     "    return jnp.sqrt(2 * h / g - 0.1)\n"
     "jaxlab.explore(fall_time, h=(0.0, 2.0), g=9.81)",
+    "def field(k=1.0):\n"
+    "    t = jnp.linspace(0.0, 1.0, 30)\n"
+    "    return jnp.sin(k * jnp.outer(t, t))\n"
+    "jaxlab.explore(field, k=(0.5, 3.0))",
     "ts = jnp.linspace(0.0, 1.0, 20)\n"
     "def line(a=1.0):\n"
     "    return a * ts\n"
@@ -232,9 +236,9 @@ def test_the_drawn_derivative_check_fails_on_a_planted_rule_and_failures_sweeps_
     notebook = open_notebook(PLANTED, PLANTED_CELLS)
     notebook.run_all()
     views = notebook.locator(".jaxlab-ex")
-    views.nth(2).wait_for()
-    assert views.count() == 3
-    planted, fall, fit = views.nth(0), views.nth(1), views.nth(2)
+    views.nth(3).wait_for()
+    assert views.count() == 4
+    planted, fall, heat, fit = (views.nth(i) for i in range(4))
 
     # The planted rule: the period drawn is right, its drawn derivative is twice the truth,
     # and the check the first test makes on the page's numbers fails on it.
@@ -265,6 +269,17 @@ def test_the_drawn_derivative_check_fails_on_a_planted_rule_and_failures_sweeps_
     assert "sqrt" in error.inner_text() and "last good values" in error.inner_text()
     assert fall.locator('.jaxlab-ex-control.jaxlab-ex-flagged[data-name="h"]').count() == 1
     assert fall.locator(".jaxlab-ex-value").inner_text() == good
+
+    # A heat map and its sensitivity map, each with its colour bar and its range's ends.
+    maps = heat.locator("img.jaxlab-ex-map")
+    assert maps.count() == 2
+    bars = heat.locator(".jaxlab-ex-cbar")
+    assert bars.count() == 2
+    assert bars.nth(0).locator(".jaxlab-ex-caption").all_inner_texts() == ["0.8415", "0"]
+    sens_hi, sens_lo = bars.nth(1).locator(".jaxlab-ex-caption").all_inner_texts()
+    assert float(sens_lo) == -float(sens_hi) > -1.0  # |d sin(k st)/dk| = |st cos(k st)| < 1
+    for img in [*maps.all(), *heat.locator("img.jaxlab-ex-cbar-img").all()]:
+        assert img.evaluate("el => el.complete && el.naturalWidth > 0")  # the PNGs decode
 
     # Fit: the button runs the fit, the slider follows to the target's a = 3, the loss drawn.
     fit.locator(".jaxlab-ex-fitbutton").click()

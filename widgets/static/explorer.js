@@ -232,15 +232,29 @@ function pathPanel(box, p, f) {
   box.append(chart(series, { width: 300, height: 300, marks: xs.length ? [[xs[0], ys[0]]] : [], label: p.path || "path" }));
 }
 
+/** The colour bar beside a map: the kernel's PNG of the colours, ``hi`` above, ``lo`` below. */
+function colourBar(p, hi, lo) {
+  const bar = image(p, "bar_png", null, "colour bar");
+  if (!bar) return null;
+  bar.className = "jaxlab-ex-cbar-img";
+  const box = h("div", "jaxlab-ex-cbar");
+  box.append(h("span", "jaxlab-ex-caption", fmt(hi)), bar, h("span", "jaxlab-ex-caption", fmt(lo)));
+  return box;
+}
+
 function heatPanel(box, p, f) {
   const row = h("div", "jaxlab-ex-maps");
   const main = image(p, "png", "svg", p.path || "output");
   if (main) row.append(main);
+  const bar = main && colourBar(p, p.hi, p.lo);
+  if (bar) row.append(bar);
   const sens = image(p, "sens_png", null, "sensitivity");
   if (sens) {
     const col = h("div", "");
     col.append(h("div", "jaxlab-ex-caption", `d / d ${f.moved || "slider"}`), sens);
     row.append(col);
+    const sensBar = colourBar(p, p.sens_hi, p.sens_lo);
+    if (sensBar) row.append(sensBar);
   }
   box.append(row);
   if (finite(p.lo) && finite(p.hi)) box.append(h("div", "jaxlab-ex-caption", `colours from ${fmt(p.lo)} to ${fmt(p.hi)}`));
