@@ -218,6 +218,10 @@ PLANTED_CELLS = [
     "def fall_time(h=1.0, g=9.81):\n"
     "    return jnp.sqrt(2 * h / g - 0.1)\n"
     "jaxlab.explore(fall_time, h=(0.0, 2.0), g=9.81)",
+    "def series(x=0.5, n=3, negate=False):\n"
+    "    total = sum(x**k for k in range(n))\n"
+    "    return -total if negate else total\n"
+    "jaxlab.explore(series, x=(0.0, 0.9), n=3, negate=False)",
     "def field(k=1.0):\n"
     "    t = jnp.linspace(0.0, 1.0, 30)\n"
     "    return jnp.sin(k * jnp.outer(t, t))\n"
@@ -236,9 +240,9 @@ def test_the_drawn_derivative_check_fails_on_a_planted_rule_and_failures_sweeps_
     notebook = open_notebook(PLANTED, PLANTED_CELLS)
     notebook.run_all()
     views = notebook.locator(".jaxlab-ex")
-    views.nth(3).wait_for()
-    assert views.count() == 4
-    planted, fall, heat, fit = (views.nth(i) for i in range(4))
+    views.nth(4).wait_for()
+    assert views.count() == 5
+    planted, fall, series, heat, fit = (views.nth(i) for i in range(5))
 
     # The planted rule: the period drawn is right, its drawn derivative is twice the truth,
     # and the check the first test makes on the page's numbers fails on it.
@@ -269,6 +273,18 @@ def test_the_drawn_derivative_check_fails_on_a_planted_rule_and_failures_sweeps_
     assert "sqrt" in error.inner_text() and "last good values" in error.inner_text()
     assert fall.locator('.jaxlab-ex-control.jaxlab-ex-flagged[data-name="h"]').count() == 1
     assert fall.locator(".jaxlab-ex-value").inner_text() == good
+
+    # A checkbox and a static whole number: each change answers, the static's compiles
+    # again and the view says so.
+    assert series.locator(".jaxlab-ex-value").inner_text() == "1.75"  # 1 + x + x^2 at 0.5
+    series.locator('.jaxlab-ex-control[data-name="negate"] input[type="checkbox"]').check()
+    series.locator(".jaxlab-ex-value", has_text="-1.75").wait_for()
+    field_n = series.locator('.jaxlab-ex-control[data-name="n"] input.jaxlab-ex-static')
+    field_n.fill("5")
+    field_n.dispatch_event("change")
+    series.locator(".jaxlab-ex-value", has_text="-1.938").wait_for()  # -(1 + ... + x^4)
+    note = series.locator(".jaxlab-ex-notes", has_text="n = 5 (was 3): compiled again")
+    assert note.count() == 1
 
     # A heat map and its sensitivity map, each with its colour bar and its range's ends.
     maps = heat.locator("img.jaxlab-ex-map")
