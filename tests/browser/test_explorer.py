@@ -306,4 +306,10 @@ def test_the_drawn_derivative_check_fails_on_a_planted_rule_and_failures_sweeps_
     a = float(fit.locator('.jaxlab-ex-control[data-name="a"] .jaxlab-ex-readout').inner_text())
     assert a == pytest.approx(3.0, rel=0.02)
     assert fit.locator("svg .jaxlab-ex-loss").count() == 1
+
+    # Every kind of view at 1280x720: no text under 12 px, none wider than its output area.
+    smallest, what = views.evaluate_all(SMALLEST_TEXT)
+    assert smallest >= 12, what
+    for i in range(5):
+        assert views.nth(i).evaluate("el => el.scrollWidth - el.clientWidth") <= 1
     assert page.requests.outside() == []
