@@ -283,7 +283,7 @@ def test_open_by_name_opens_the_boxes_the_structure_names():
 
     g = jaxlab.jaxpr_graph(mlp, PARAMS, X, explore=True)
     ids = g.rebuild.explorer.boxes_to_open(["layer"])
-    w = GraphExplorer(g, opened=ids)
+    w = GraphExplorer(g, opened=ids, fit=False)  # all asked, past a projector's pane
     # The call site's box opens to its 20 calls, and each call to its equations.
     drawn = [n["primitive"] for n in w.model["nodes"] if n["kind"] == m.EQUATION]
     assert drawn.count("tanh") == LAYERS and drawn.count("dot_general") == LAYERS

@@ -435,8 +435,10 @@ def test_open_names_what_the_explorer_opens_and_refuses_what_it_cannot(sh):
         if explorer.where[i][0].items[explorer.where[i][1]].primitive == "scan"
     ]
     assert len(scans) == 2
-    # By primitive: both scans open, their bodies (sin inside) drawn; the jit stays closed.
-    w = GraphExplorer(g, opened=explorer.boxes_to_open(["scan"]))
+    # By primitive: both scans open, their bodies (sin inside) drawn; the jit stays closed
+    # (fit=False: all that is asked, even past a projector's pane; tests/test_fit_screen.py
+    # checks what a first view keeps).
+    w = GraphExplorer(g, opened=explorer.boxes_to_open(["scan"]), fit=False)
     assert sorted(w.view["frames"]) == sorted(scans)
     drawn = {n["primitive"] for n in w.model["nodes"] if n["kind"] == "eqn"}
     assert "sin" in drawn and any(k.startswith("cluster:") for k in w.view["nodes"])
