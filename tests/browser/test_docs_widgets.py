@@ -343,9 +343,11 @@ def test_the_built_loader_trusts_exactly_the_modules_jaxlab_ships():
     assert sorted(shipped) == [
         "ArrayView",
         "CompileMonitor",
+        "Explorer",
         "GraphExplorer",
         "KeyLineage",
         "ProfileTimeline",
+        "StepsPlayer",
     ]
     from jaxlab.widgets._base import module_source
 
