@@ -440,7 +440,10 @@ def g(x, w):
         z = x * w + 1.0
     return inner(z) ** 2
 """
-BOXED = """async ([source, state]) => {
+BOXED = """async ([source, state, css]) => {
+  const style = document.createElement("style");
+  style.textContent = css || "";
+  document.head.append(style);
   const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
   const widget = (await import(url)).default;
   window.__written = [];
@@ -629,3 +632,40 @@ def test_a_program_over_2000_equations_plays_box_by_box_and_a_box_opens(page: An
     seen = page.evaluate(SEEN)
     assert seen["current"] == w and steps[w]["text"] in seen["words"]
     assert errors == []
+
+
+def test_forward_mode_plays_tangents_and_says_the_passes_a_jacobian_needs(
+    page: Any, tmp_path: Path
+) -> None:
+    """``--jvp``'s walk in the page: tangent steps done in their own colour (green), the
+    title saying n inputs → n forward passes, m outputs → m reverse passes."""
+    import jaxlab
+    from jaxlab.widgets._base import asset, module_source
+
+    walk = jaxlab.grad_steps(_f(tmp_path), 0.5, 1.2, argnums=(0, 1), mode="forward")
+    frame = walk.frame()
+    steps = frame["steps"]
+    assert frame["passes_note"] == "2 inputs → 2 forward passes, 1 output → 1 reverse pass"
+    page.goto("about:blank")
+    state = {"frame": frame, "current": 0}
+    page.evaluate(BOXED, [module_source("steps_player"), state, asset("steps_player.css")])
+    title = page.locator(".jaxlab-sp-title").inner_text()
+    assert "forward mode (tangents)" in title and frame["passes_note"] in title
+    page.locator(".jaxlab-sp").focus()
+    page.keyboard.press("End")
+    seen = page.evaluate(SEEN)
+    last = len(steps) - 1
+    assert seen["current"] == last and steps[last]["text"] in seen["words"]
+    assert "tangent (forward mode)" in seen["words"]
+    done = {
+        seen["marks"][s["node"]]
+        for i, s in enumerate(steps[:last])
+        if s["kind"] == "tangent" and all(t["node"] != s["node"] for t in steps[i + 1 :])
+    }
+    assert done == {"done-tangent"}
+    colour = page.evaluate(
+        "() => getComputedStyle(document.querySelector("
+        "'.jaxlab-sp-done-tangent ellipse, .jaxlab-sp-done-tangent polygon, "
+        ".jaxlab-sp-done-tangent path')).stroke"
+    )
+    assert colour == "rgb(26, 127, 55)"  # the tangent green, not the backward red
