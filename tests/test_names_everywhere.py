@@ -365,6 +365,13 @@ def test_the_rnn_gradients_loops_are_named_after_the_program():
     assert as_leaves(ports[backward], bwd) == bwd
     inside = {n.label for n in view.nodes if n.cluster == forward and n.kind == m.EQUATION}
     assert "h @ params['W']" in inside  # (and 1 - h² where JAX 0.12 computes it)
+    # A port drawn for a whole argument names its leaves in its hover, in order
+    for n in view.nodes:
+        group = GROUP.match(n.label) if n.kind == m.PORT else None
+        if group is not None:
+            hovered = re.findall(r"(\S+\['\w+'\]) f32", n.params)
+            assert len(hovered) == int(group["n"]), (n.label, n.params)
+            assert all(h.startswith(group["root"] + "[") for h in hovered), (n.label, n.params)
 
 
 def test_a_grouped_pytree_operand_is_named_by_its_leaf_path():

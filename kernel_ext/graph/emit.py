@@ -231,6 +231,7 @@ class _Emitter(Naming):
             port_names[sub.prefix] = self._parameter_names(sub, item)
             self._name_carry_results(item, sub, port_names[sub.prefix])
             grouped = _port_groups(port_names[sub.prefix])
+            hovers = _group_hovers(grouped, port_names[sub.prefix], sub.jaxpr.invars)
             for k, (v, fed_by) in enumerate(zip(sub.jaxpr.invars, sub.feeds, strict=True)):
                 port = f"{sub.prefix}in{grouped.get(k, (k, ''))[0]}"
                 known = port_names[sub.prefix][k]
@@ -244,6 +245,7 @@ class _Emitter(Naming):
                             grouped[k][1] if k in grouped else known or unnamed(v),
                             cluster=inner,
                             types=() if k in grouped else (type_text(v.aval),),
+                            params=hovers.get(k, ""),
                             phase=phase,
                         )
                     )
@@ -262,6 +264,7 @@ class _Emitter(Naming):
                     self._edge_from(v, result)
         named = self._result_names(item, port_names)
         grouped = _port_groups(named)
+        hovers = _group_hovers(grouped, named, eqn.outvars)
         if grouped:  # the body's results run into the one port of their argument
             moved = {results[k]: results[first] for k, (first, _) in grouped.items()}
             self.edges = [
@@ -275,7 +278,14 @@ class _Emitter(Naming):
                 result = results[grouped[k][0]]
                 if grouped[k][0] == k:
                     self.nodes.append(
-                        m.Node(result, m.PORT, grouped[k][1], cluster=item.id, phase=phase)
+                        m.Node(
+                            result,
+                            m.PORT,
+                            grouped[k][1],
+                            cluster=item.id,
+                            params=hovers.get(k, ""),
+                            phase=phase,
+                        )
                     )
             else:
                 self.nodes.append(
@@ -363,6 +373,17 @@ def _port_groups(names: list[str | None]) -> dict[int, tuple[int, str]]:
         if len(ks) > 1
         for k in ks
     }
+
+
+def _group_hovers(
+    grouped: dict[int, tuple[int, str]], names: list[str | None], values: list[Any]
+) -> dict[int, str]:
+    """Each grouped port's leaves for its hover, by its first position: the port reads
+    ``∂params (3 arrays)``, its hover ``∂params['W'] f32[4,4], ∂params['U'] …``."""
+    members: dict[int, list[tuple[str, Any]]] = {}
+    for k, (first, _) in grouped.items():
+        members.setdefault(first, []).append((names[k] or "", values[k]))
+    return {first: _leaf_list(leaves) for first, leaves in members.items()}
 
 
 def _scope(stack: str) -> str:
