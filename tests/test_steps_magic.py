@@ -216,4 +216,12 @@ def test_flax_nnx_layer():
     got = list(s.adjoints.values())
     assert len(got) == len(want) and all(_close(a, b) for a, b in zip(got, want, strict=True))
     assert any(st.primitive == "dot_general" and st.kind == "backward" for st in s.steps)
-    _plays(s)
+    # the layer is a module box, in both passes: closed, one step each
+    runs = [
+        (s.steps[a].kind, s.steps[a : b + 1]) for name, a, b in s.boxes if name == "module Linear"
+    ]
+    assert [kind for kind, _ in runs] == ["forward", "backward"]
+    assert all(any(st.primitive == "dot_general" for st in run) for _, run in runs)
+    assert not any("module" in " ".join(st.box) for st in s.steps if st.primitive == "div")
+    frame = _plays(s)
+    assert [b["name"] for b in frame["boxes"]] == ["module Linear", "module Linear"]

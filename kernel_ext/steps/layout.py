@@ -5,7 +5,9 @@ off the Graph the step's program is drawn as.
 
 from __future__ import annotations
 
+import itertools
 import re
+from pathlib import Path
 from typing import Any
 
 from ..graph import model as m
@@ -13,6 +15,9 @@ from ..graph import model as m
 __all__ = ["Layout"]
 
 _WRAPS = re.compile(r"^(\w+\()+|\)+$")  # transpose(jvp(block)) -> block, as graph/groups
+_PACKAGE = str(Path(__file__).resolve().parents[1])  # jaxlab's own frames
+_LIBRARY = ("site-packages", "dist-packages", "<frozen", "/lib/python3")
+_JAX = ("/jax/", "/jaxlib/")  # JAX's own callables (jnp.add, a custom_vjp) are no module
 
 
 class Layout:
@@ -46,7 +51,7 @@ class Layout:
         ``cond branch 1``): the named scopes of the top-level equation holding it, then the
         drawing's boxes."""
         parts = node_id.split("/")
-        found = self._scopes(parts[0])
+        found = self._scopes(parts[0]) or self._module(parts[0])
         for k in range(1, len(parts)):
             here = "/".join(parts[:k])
             if here in self.clusters:
@@ -63,12 +68,39 @@ class Layout:
         block))`` is ``block``)."""
         from ..graph.walk import name_stack
 
+        eqn = self._top(head)
+        if eqn is None:
+            return []
+        names = [_WRAPS.sub("", c) for c in name_stack(eqn).split("/")]
+        return [f"scope {n}" for n in names if n]
+
+    def _module(self, head: str) -> list[str]:
+        """``module Linear``: the library module (a class's ``__call__``, flax's, a
+        library's) the user's code called to make top-level equation ``head``, read off
+        its frames; none where the user's own code made it."""
+        from .._jax_compat import equation_frames
+
+        eqn = self._top(head)
+        if eqn is None:
+            return []
+        frames = equation_frames(eqn.source_info)
+        own = max((k for k, f in enumerate(frames) if f.file.startswith(_PACKAGE)), default=-1)
+        for caller, called in itertools.pairwise(frames[own + 1 :]):
+            library = any(part in called.file for part in _LIBRARY)
+            library = library and not any(p in called.file for p in _JAX)  # a ufunc, a rule
+            user = not any(part in caller.file for part in _LIBRARY)
+            if user and library and called.function.endswith(".__call__"):
+                owner = called.function.rsplit(".", 2)[-2]
+                public = owner and owner[0] != "_" and owner != "<locals>"  # not a wrapper
+                return [f"module {owner}"] if public else []
+        return []
+
+    def _top(self, head: str) -> Any:
         closed = getattr(self.graph, "jaxpr", None)
         eqns = getattr(getattr(closed, "jaxpr", None), "eqns", None)
         if not eqns or head[:1] != "e" or not head[1:].isdigit() or int(head[1:]) >= len(eqns):
-            return []
-        names = [_WRAPS.sub("", c) for c in name_stack(eqns[int(head[1:])]).split("/")]
-        return [f"scope {n}" for n in names if n]
+            return None
+        return eqns[int(head[1:])]
 
     def label(self, step: Any) -> str:
         n = self.nodes.get(step.node_id)
