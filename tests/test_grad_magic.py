@@ -272,7 +272,9 @@ def test_live_notebook_grad_graph_shows_the_explorer_and_static_keeps_the_svg(sh
     monkeypatch.setattr(jaxpr_magic, "get_ipython", lambda: Live())
     shown.clear()
     shell.run_line_magic("grad", "--graph loss(w, x)")
-    table, explorer = shown
+    table, explorer, steps = shown  # and the button that plays its chain rule
+    assert steps.children[0].description.startswith("▶ play the chain rule")
+    steps.close()
     assert isinstance(table, GradReport) and table.graph is None  # the table, no SVG
     assert "<svg" not in table._repr_mimebundle_()["text/html"]
     want = jax.grad(lambda w: jnp.sum(jnp.tanh(shell.user_ns["x"] @ w) ** 2))(shell.user_ns["w"])

@@ -225,3 +225,65 @@ def test_flax_nnx_layer():
     assert not any("module" in " ".join(st.box) for st in s.steps if st.primitive == "div")
     frame = _plays(s)
     assert [b["name"] for b in frame["boxes"]] == ["module Linear", "module Linear"]
+
+
+def test_live_grad_graph_has_a_button_that_plays_the_same_call(shell, monkeypatch):
+    """%grad --graph in a live notebook: the report, the explorer, and a button that,
+    clicked, shows the StepsPlayer of the same call (the values of the magic's run)."""
+    import ipywidgets
+
+    from jaxlab.magics import grad as magic
+    from jaxlab.magics import jaxpr as jaxpr_magic
+    from jaxlab.widgets import GraphExplorer, StepsPlayer
+    from jaxlab.widgets.steps_button import LABEL
+
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+
+    class Live:
+        kernel = object()
+
+    monkeypatch.setattr(jaxpr_magic, "get_ipython", lambda: Live())
+    made = []
+    try:
+        assert shell.run_line_magic("grad", "--graph --wrt x,w f(x, w)") is None
+        _, explorer, box = shown
+        made += [explorer, box]
+        assert isinstance(explorer, GraphExplorer) and isinstance(box, ipywidgets.VBox)
+        button, out = box.children
+        assert button.description == LABEL and out.outputs == ()
+        shell.run_cell("x = 2.0")  # the click plays the values the magic ran with
+        button.click()
+        player = box.player
+        made.append(player)
+        assert isinstance(player, StepsPlayer) and button.disabled
+        gx, gw = jax.grad(lambda x, w: jnp.sin(x * w) * x, (0, 1))(0.5, 1.2)
+        assert np.isclose(player.steps.adjoints["x"], gx)
+        assert np.isclose(player.steps.adjoints["w"], gw)
+        (view,) = out.outputs  # the player's view, and its twin for a saved notebook
+        data = view["data"]
+        assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == player.model_id
+        assert data["text/plain"] == player.static_bundle()["text/plain"]
+        assert "Step 1 of" in data["text/plain"]
+        # -o, a %%grad cell and --static show no button
+        shown.clear()
+        shell.run_line_magic("grad", "--graph --static f(x, w)")
+        assert len(shown) == 1
+    finally:
+        for w in made:
+            w.close()
+
+
+def test_the_button_says_why_a_walk_failed_and_stays(shell):
+    from jaxlab.widgets.steps_button import steps_button
+
+    def fails():
+        raise ValueError("a tuple output: play it with forward mode")
+
+    box = steps_button(fails)
+    button, out = box.children
+    button.click()
+    (said,) = out.outputs
+    assert "could not walk this call: a tuple output" in said["text"]
+    assert not button.disabled and not hasattr(box, "player")
+    box.close()

@@ -98,7 +98,10 @@ class GradMagics(Magics):
                 raise UsageError(failure_text(f"{magic}: differentiating {what}", e)) from e
         if args.output:
             return result
-        for shown in _views(result, static=args.static):
+        views = _views(result, static=args.static)
+        if cell is None and len(views) == 2:  # the live explorer: its steps on a click
+            views.append(_steps_button(args, source, ns))
+        for shown in views:
             display(shown)
         return None
 
@@ -219,6 +222,26 @@ def _steps(args: Any, call: Call, choose: dict[str, Any]) -> Any:
         mode="forward" if args.jvp else "reverse",
         arg_names=call.arg_names,
         kwarg_names=call.kwarg_names,
+    )
+
+
+def _steps_button(args: Any, source: str, ns: dict[str, Any]) -> Any:
+    """Under ``--graph``'s explorer: a button that plays the same call's chain rule."""
+    from jaxlab.widgets.steps_button import steps_button
+
+    from ..steps.entry import steps_for_call
+
+    call = parse_call(source, ns)  # the values of this run, kept for the click
+    choose = {"wrt": args.wrt} if args.wrt else {"argnums": args.argnums or 0}
+    return steps_button(
+        lambda: steps_for_call(
+            call.fun,
+            call.args,
+            call.kwargs,
+            **choose,
+            arg_names=call.arg_names,
+            kwarg_names=call.kwarg_names,
+        )
     )
 
 
