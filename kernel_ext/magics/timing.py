@@ -5,9 +5,11 @@
     %bench f(x)                   # first call, per-call time until ready, until it returns,
                                   # what unblocked timing claims, FLOP/s against this machine
     %bench -n 10 -r 5 f(x)        # 5 rounds of 10 calls instead of choosing like %timeit
+                                  # (default: rounds until the median is known within ±2%)
     %bench --compare g(x) f(x)    # g measured interleaved with f, and the ratio
     %bench --explain f(x)         # ... with a timeline of a few calls (dispatch vs work)
-    %bench --peak f(x)            # measure this machine's peak again first
+    %bench --peak f(x)            # measure this machine's peak again first (else: once a
+                                  # session, or this machine's kept peak, with its date)
     r = %bench -o f(x)            # the BenchResult
 
     %%profile                     # the cell under jax.profiler: a ProfileTimeline widget,
@@ -66,9 +68,10 @@ class TimingMagics(Magics):
         "-r",
         dest="repeats",
         type=int,
-        default=7,
+        default=None,
         metavar="REPEATS",
-        help="Rounds (default 7); the median is quoted.",
+        help="Rounds (default: until the median is known within ±2%%, 3 to 7 rounds); the "
+        "median is quoted.",
     )
     @argument("--compare", metavar="CALL", help="Another call, measured interleaved, e.g. g(x).")
     @argument(

@@ -10,12 +10,18 @@ and the misleading figures, measured so the difference can be shown::
     r = jaxlab.bench(f, x, compare=(g, x))        # g measured interleaved; r.ratio
     r = jaxlab.bench(f, x, runs=10, repeats=5)    # instead of choosing like %timeit
 
-Steady state: ``repeats`` rounds of ``runs`` calls (chosen as ``%timeit`` chooses its
-loops: the first of 1, 2, 5, 10, 20, ... whose round takes 0.2 s); the median round is
-quoted. Each round is followed by a pipeline round and an unblocked ``%timeit`` round, so
-all three see the same load. A slow call (``SLOW_S`` and more) is not called again for
-those: its dispatch figures are read off the timed rounds. At most two of the call's
-outputs are alive at a time, or up to ``PIPELINE_DEPTH`` small ones (``HELD_BYTES`` in all).
+Steady state: rounds of ``runs`` calls (chosen as ``%timeit`` chooses its loops: the first
+of 1, 2, 5, 10, 20, ... whose round takes 0.2 s, that round counting as the first), until
+the median is known within ``rounds.PRECISION`` (3 to 7 rounds; ``repeats`` rounds when
+given); the median round is quoted. Each of the first ``SIDE_ROUNDS`` rounds is followed
+by a short pipeline round and a short unblocked ``%timeit`` round (``SIDE_SHARE`` of its
+calls), so all three see the same load at a tenth of the cost each. A slow call
+(``SLOW_S`` and more) is not called again for those: its dispatch figures are read off
+the timed rounds. At most two of the call's outputs are alive at a time, or up to
+``PIPELINE_DEPTH`` small ones (``HELD_BYTES`` in all). XLA's cost of a call is kept per
+function and argument types: a call measured again is not costed again (``bench_cost``),
+and the machine's peak is measured once a session or read from the machine's file
+(``peak.known_peak``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import math
 import statistics
 import threading
 import time
@@ -39,9 +46,11 @@ from .bench_cost import CallCost, call_cost
 from .bench_progress import Progress
 from .result import BenchResult, CallSpan
 
-SLOW_S = 0.05  # a call this slow is not called again for the dispatch figures
+SLOW_S = 0.01  # a call this slow is not called again for the dispatch figures
 PIPELINE_DEPTH = 20  # independent calls queued before one block ...
 HELD_BYTES = 64 << 20  # ... as long as their outputs stay under this (and at least two)
+SIDE_SHARE = 0.1  # a pipeline or %timeit round makes this share of a timed round's calls
+SIDE_ROUNDS = 3  # ... and follows each of the first this many timed rounds
 NAIVE_CALLS = 7  # %timeit -n1 -r7
 DISPATCH_CALLS = 20
 TIMELINE_CALLS = 4
@@ -68,6 +77,7 @@ class _Target:
     kwargs: dict[str, Any]
     name: str
     runs: int = 0
+    runs_given: bool = False  # -n: the side rounds make as many calls as a timed round
     rounds: list[float] = field(default_factory=list)  # seconds per call of each round
     returns: list[float] = field(default_factory=list)  # slow calls: each call's return
     pipeline: list[float] = field(default_factory=list)
@@ -90,10 +100,18 @@ class _Target:
         return bool(self.rounds) and self.rounds[0] >= SLOW_S
 
     @property
+    def side_calls(self) -> int:
+        """Calls of a pipeline or unblocked round: ``SIDE_SHARE`` of a timed round's (all of
+        them with ``-n``), two at least."""
+        if self.runs_given:
+            return self.runs
+        return max(2, math.ceil(self.runs * SIDE_SHARE)) if self.runs else PIPELINE_DEPTH
+
+    @property
     def depth(self) -> int:
         """Calls queued at once in a pipeline round: bounded by their outputs' bytes, and by
-        the calls of a round (``-n 2`` asks for two calls at a time, not twenty)."""
-        return max(1, min(PIPELINE_DEPTH, self.held, self.runs or PIPELINE_DEPTH))
+        the calls of a side round (``-n 2`` asks for two calls at a time, not twenty)."""
+        return max(1, min(PIPELINE_DEPTH, self.held, self.side_calls))
 
     @property
     def held(self) -> int:
@@ -101,8 +119,8 @@ class _Target:
         return max(2, HELD_BYTES // max(1, self.out_bytes))
 
     def pipeline_round(self) -> None:
-        """As many calls as a timed round, queued ``depth`` at a time."""
-        self.pipeline.append(timed.pipeline_round(self.call, self.runs, self.depth))
+        """``side_calls`` calls, queued ``depth`` at a time."""
+        self.pipeline.append(timed.pipeline_round(self.call, self.side_calls, self.depth))
 
 
 def _name(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> str:
@@ -113,10 +131,12 @@ def _name(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) 
     return f"{getattr(fun, '__name__', type(fun).__name__)}({', '.join(parts)})"
 
 
-def _check_counts(runs: int | None, repeats: int) -> None:
+def _check_counts(runs: int | None, repeats: int | None) -> None:
     most = timed.MAX_RUNS
     if runs is not None and (not isinstance(runs, int) or runs < 1 or runs > most):
         raise BenchError(f"runs must be a whole number from 1 to {most:,}, not {runs!r}")
+    if repeats is None:  # until the median is known
+        return
     if not isinstance(repeats, int) or repeats < 1 or repeats > 1000:
         raise BenchError(f"repeats must be a whole number from 1 to 1,000, not {repeats!r}")
 
@@ -222,7 +242,7 @@ def _choose_runs(t: _Target, runs: int | None) -> None:
     """Runs per round, as %timeit chooses its loops; a slow call's count is predicted from
     one call (no rounds of 1, 2, ... calls of it), which counts as the first timed round."""
     if runs is not None:
-        t.runs = runs
+        t.runs, t.runs_given = runs, True
         return
     first, returns = timed.recorded_round(t.call, 1, t.single)
     if first < SLOW_S:
@@ -234,62 +254,77 @@ def _choose_runs(t: _Target, runs: int | None) -> None:
     if t.runs == 1:  # one call is a round: the first one measured counts
         t.rounds.append(first)
         t.returns += returns
-    else:
-        _measure_round(t)
+    else:  # its side rounds (if it turns out fast after all) follow in measure()
+        t.rounds.append(_ready_round(t, t.runs))
 
 
-def _choose_timeit_loops(t: _Target, runs: int | None) -> None:
-    """%timeit's own loop count (its autorange on unblocked calls; ``-n`` when given),
-    capped where %timeit would queue more work than a couple of rounds (hours of it, for a
-    slow call) or hold more bytes of outputs than the pipeline may."""
-    cap = max(1, HELD_BYTES // max(1, t.out_bytes))
-    if runs is not None:
-        t.timeit_loops = min(runs, cap)
-        return
-    cap = max(1, min(int(2 * timed.ROUND_S / statistics.median(t.rounds)), cap))
-    t.timeit_loops, first = timed.autorange(functools.partial(timed.unblocked_round, t.call), cap)
-    t.unblocked.append(first)
+def _choose_timeit_loops(t: _Target) -> None:
+    """The unblocked round's loops (``%timeit -n``): the side rounds' calls, capped where
+    the queued outputs would hold more bytes than the pipeline may."""
+    t.timeit_loops = max(1, min(t.side_calls, HELD_BYTES // max(1, t.out_bytes)))
 
 
-def _measure_round(t: _Target) -> None:
-    t.rounds.append(_ready_round(t, t.runs))
-    if t.slow or not t.arrays:
+def _side_rounds(t: _Target) -> None:
+    """A pipeline round and an unblocked round after one of the first ``SIDE_ROUNDS``
+    timed rounds: the same load."""
+    if t.slow or not t.arrays or len(t.pipeline) >= SIDE_ROUNDS:
         return
     t.pipeline_round()
     t.unblocked.append(timed.unblocked_round(t.call, t.timeit_loops))
 
 
+def _measure_round(t: _Target) -> None:
+    t.rounds.append(_ready_round(t, t.runs))
+    _side_rounds(t)
+
+
+def _done(targets: Sequence[_Target], repeats: int | None, precision: float) -> bool:
+    """Every target has its ``repeats`` rounds; by default, its median known to
+    ``precision`` (``rounds.known``) or ``rounds.MAX_ROUNDS`` rounds."""
+    if repeats is not None:
+        return all(len(t.rounds) >= repeats for t in targets)
+    return all(
+        len(t.rounds) >= timed.MAX_ROUNDS or timed.known(t.rounds, precision) for t in targets
+    )
+
+
 def measure(
-    targets: Sequence[_Target], runs: int | None, repeats: int, explain: bool
+    targets: Sequence[_Target],
+    runs: int | None,
+    repeats: int | None,
+    explain: bool,
+    precision: float = timed.PRECISION,
 ) -> list[BenchResult]:
-    """Measure ``targets`` side by side: their rounds alternate, so drift hits all alike."""
+    """Measure ``targets`` side by side: their rounds alternate, so drift hits all alike,
+    until each median is known to ``precision`` (or ``repeats`` rounds, when given)."""
     _check_counts(runs, repeats)
     for t in targets:
         _first_call(t)
     for t in targets:
         _choose_runs(t, runs)
-        if not t.slow and t.arrays:
-            _choose_timeit_loops(t, runs)
+        _choose_timeit_loops(t)
+        if t.rounds:  # the autorange's last round counts: its side rounds follow it
+            _side_rounds(t)
     for t in targets:  # with the runs given, a first round tells how long the rest takes
         if not t.rounds:
             _measure_round(t)
-    left = [repeats - len(t.rounds) for t in targets]
-    # a fast call's round is followed by a pipeline round (as many calls) and a %timeit round
-    estimate = sum(
-        n * t.runs * t.rounds[0] * (1 if t.slow else 2.5)
-        for n, t in zip(left, targets, strict=True)
-    )
-    progress = Progress(max(left), estimate, targets[0].name)
+    most = repeats if repeats is not None else timed.MAX_ROUNDS
+    left = max(0, most - min(len(t.rounds) for t in targets))
+    # a fast call's first rounds are followed by a pipeline round and a %timeit round
+    share = 1 + 2 * (1.0 if any(t.runs_given for t in targets) else SIDE_SHARE)
+    estimate = sum(left * t.runs * t.rounds[0] * (1 if t.slow else share) for t in targets)
+    progress = Progress(left, estimate, targets[0].name)
     with progress:
-        for i in range(max(left)):
-            for t, n in zip(targets, left, strict=True):
-                if i < n:
+        while not _done(targets, repeats, precision):
+            for t in targets:
+                if repeats is None or len(t.rounds) < repeats:
                     _measure_round(t)
             progress.advance()
     for t in targets:  # one round was all (-r 1): the pipeline is still measured once
         if not t.slow and t.arrays and not t.pipeline:
             t.pipeline_round()
-    return [_result(t, repeats, explain) for t in targets]
+    goal = precision if repeats is None else None
+    return [_result(t, goal, explain) for t in targets]
 
 
 def _timeline(t: _Target) -> tuple[CallSpan, ...]:
@@ -314,7 +349,7 @@ def _array_bytes(tree: Any) -> int:
     return sum(x.nbytes for x in jax.tree_util.tree_leaves(tree) if isinstance(x, jax.Array))
 
 
-def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
+def _result(t: _Target, goal: float | None, explain: bool) -> BenchResult:
     ready = statistics.median(t.rounds)
     asynchronous = t.arrays > 0
     derived = t.slow or not asynchronous
@@ -325,7 +360,7 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
             t.returns = timed.recorded_round(t.call, 1, t.single)[1]
         dispatch = naive = unblocked = statistics.median(t.returns)
     else:
-        calls = max(3, min(DISPATCH_CALLS, int(timed.ROUND_S / ready)))  # within about a round
+        calls = max(3, min(DISPATCH_CALLS, t.side_calls))  # about a side round's calls
         dispatch = statistics.median(timed.recorded_round(t.call, calls, t.single)[1])
         naive = statistics.median(timed.single_unblocked(t.call, NAIVE_CALLS))
         unblocked = statistics.median(t.unblocked)
@@ -333,9 +368,9 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
     flops, moved = cost.flops, cost.bytes_accessed
     peak, above = None, ""
     if flops or moved:
-        from .peak import machine_peak
+        from .peak import known_peak
 
-        peak = machine_peak()  # one per session: never changed by a call
+        peak = known_peak()  # one per session (or the machine's kept one): never changed
         faster = [
             kind
             for kind, done, best in (("flops", flops, peak.flops_s), ("bytes", moved, peak.bytes_s))
@@ -356,7 +391,9 @@ def _result(t: _Target, repeats: int, explain: bool) -> BenchResult:
         timeit_s=unblocked,
         timeit_loops=t.timeit_loops if not derived else 1,
         runs=t.runs,
-        repeats=repeats,
+        repeats=len(t.rounds),
+        precision=timed.median_precision(t.rounds) if len(t.rounds) > 1 else None,
+        precision_goal=goal,
         pipeline_s=statistics.median(t.pipeline) if t.pipeline else None,
         pipeline_calls=t.depth if t.pipeline else 0,
         derived=derived and asynchronous,
@@ -395,10 +432,11 @@ def bench_targets(
     other: _Target | None = None,
     *,
     runs: int | None = None,
-    repeats: int = 7,
+    repeats: int | None = None,
     explain: bool = False,
 ) -> BenchResult:
-    """``main`` measured (with ``other`` interleaved, attached as ``compare``)."""
+    """``main`` measured (with ``other`` interleaved, attached as ``compare``); ``repeats``
+    None: rounds until the median is known within ``rounds.PRECISION`` (3 to 7)."""
     results = measure([main] if other is None else [main, other], runs, repeats, explain)
     if other is None:
         return results[0]
@@ -409,7 +447,7 @@ def bench(
     fun: Callable[..., Any],
     *args: Any,
     runs: int | None = None,
-    repeats: int = 7,
+    repeats: int | None = None,
     compare: tuple[Any, ...] | Callable[[], Any] | None = None,
     explain: bool = False,
     **kwargs: Any,
@@ -417,6 +455,7 @@ def bench(
     """Measure ``fun(*args, **kwargs)``: first call, per call until ready, and what naive
     timing says.
 
+    ``repeats``: rounds (default: until the median is known within ±2%, 3 to 7 rounds);
     ``compare``: ``(g, *g_args)`` (or a function of no arguments) measured interleaved;
     ``explain``: keep a timeline of a few calls (dispatch returning, work finishing). An
     error of the call itself is raised as it is.

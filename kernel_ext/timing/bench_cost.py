@@ -6,11 +6,19 @@ whether it runs as one compiled program or op by op.
     c = call_cost(f, (x,), {})
     c.flops, c.bytes_accessed     # XLA's cost analysis, loop bodies times their trip counts
     c.jitted, c.dispatches        # False, 14: an un-jitted f dispatches 14 operations a call
+
+Work already done is reused: a jitted function's trace, lowering and executable are JAX's
+own, cached by its first call; the cost (with its loops counted whole, which compiles each
+loop body) is kept per function and argument types, so a call measured again, or
+re-run in a notebook, is not costed again. A function called with unhashable static
+arguments, or one that cannot be weakly referenced, is costed each time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import weakref
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +47,53 @@ def _positive(value: float | None) -> float | None:
     return value if value and value > 0 else None
 
 
+_KEPT: weakref.WeakKeyDictionary[Any, dict[Hashable, CallCost]] = weakref.WeakKeyDictionary()
+
+
+def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable | None:
+    """What the cost of a call depends on besides the function: the arguments' structure,
+    each array's shape, dtype, weak type and sharding, any other leaf's value (None: a leaf
+    that cannot be hashed, so the cost is not kept)."""
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+    parts: list[Hashable] = [tree]
+    for leaf in leaves:
+        if isinstance(leaf, jax.Array):
+            parts.append((leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding))
+        elif hasattr(leaf, "shape") and hasattr(leaf, "dtype"):  # a NumPy array: its type
+            parts.append(("host", tuple(leaf.shape), str(leaf.dtype)))
+        else:
+            parts.append((type(leaf), leaf))
+    key = tuple(parts)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def call_cost(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallCost:
+    """``fun(*args, **kwargs)``'s cost: kept from an earlier call of the same function on
+    the same argument types, else traced and compiled as jaxlab's own work."""
+    key = signature(args, kwargs)
+    try:
+        kept = _KEPT.get(fun, {}) if key is not None else {}
+    except TypeError:  # not weakly referable, or unhashable
+        kept, key = {}, None
+    if key in kept:
+        return kept[key]
+    cost = _cost(fun, args, kwargs)
+    if key is not None:
+        with contextlib.suppress(TypeError):  # not weakly referable
+            _KEPT.setdefault(fun, {})[key] = cost
+    return cost
+
+
+def forget_costs() -> None:
+    """Drop the kept costs (the next call of each function is costed again)."""
+    _KEPT.clear()
+
+
+def _cost(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallCost:
     """Trace and compile ``fun(*args, **kwargs)`` as jaxlab's own work, for its costs."""
     lower = getattr(fun, "lower", None)
     compiled_whole = callable(lower)

@@ -110,6 +110,20 @@ def _unsteady_note(r: BenchResult) -> str:
     )
 
 
+def _percent(fraction: float) -> str:
+    return f"{100 * fraction:.2g}%" if fraction < 0.1 else f"{100 * fraction:.0f}%"
+
+
+def _known(r: BenchResult) -> str:
+    """``", known within ±0.4% (95%)"``; with the goal missed, what to do about it."""
+    if r.precision is None or r.precision != r.precision or r.precision == float("inf"):
+        return ""
+    known = f", known within ±{_percent(r.precision)} (95%)"
+    if r.precision_goal is not None and r.precision > r.precision_goal:
+        known += f", not the ±{_percent(r.precision_goal)} the rounds stop at (-r 20: more)"
+    return known
+
+
 def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'s' if n != 1 else ''}"
 
@@ -126,8 +140,8 @@ def _rows(r: BenchResult) -> list[tuple[str, str, str]]:
             "per call, each awaited",
             seconds(r.ready_s),
             "call, wait for every output, call again (a loop that reads `float(loss)`); "
-            f"median of {_count(r.repeats, 'round')} of {_count(r.runs, 'call')}, "
-            f"rounds {spread}",
+            f"median of {_count(r.repeats, 'round')} of {_count(r.runs, 'call')}"
+            f"{_known(r)}, rounds {spread}",
         )
     )
     if r.unsteady:

@@ -7,6 +7,7 @@ A record (frozen, JSON-ready through ``to_dict``) that renders without a kernel:
     r.pipeline_s       # per call when independent calls are queued back to back
     r.dispatch_s       # per call, until the call returned (the work may still be queued)
     r.naive_s          # what `%timeit -n1 f(x)` would claim; r.naive_ratio: how far off
+    r.precision        # 0.004: the median is known within ±0.4% (95%)
     r.compile_s        # the first call: compile plus one run
     r.flops_fraction   # achieved FLOP/s over this machine's measured peak (None above it)
     r.above_peak       # "bytes": faster than memory streams, so it ran from cache
@@ -59,7 +60,7 @@ class BenchResult:
     timeit_s: float  # what %timeit with its loop count (no blocking) reports, interleaved
     timeit_loops: int
     runs: int  # calls per round
-    repeats: int
+    repeats: int  # rounds measured
     pipeline_s: float | None = None  # per call, independent calls queued back to back
     pipeline_calls: int = 0  # calls queued before one block (the pipeline's depth)
     derived: bool = False  # dispatch, naive and %timeit figures read off the timed rounds
@@ -77,6 +78,8 @@ class BenchResult:
     compiled: bool = True  # the first call compiled (in this measurement): its row is shown
     data_bytes: int = 0  # the call's array arguments and outputs
     cache_bytes: int | None = None  # this machine's last-level cache (None: not known)
+    precision: float | None = None  # the median's 95% half-width over it (0.004: ±0.4%)
+    precision_goal: float | None = None  # rounds stopped once within this (None: -r given)
     timeline: tuple[CallSpan, ...] = ()  # --explain: a few calls' dispatch and ready times
     compare: BenchResult | None = None  # --compare: the other call, measured interleaved
 

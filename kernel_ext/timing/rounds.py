@@ -7,12 +7,21 @@ seven times), and runs with Python's garbage collector paused, as ``timeit`` run
     per_call, returns = ready_round(call, 3, record=True)   # ... and each call's return
     pipeline_round(call, 100, depth=20)          # 20 independent calls queued, one block
     unblocked_round(call, 50)                    # %timeit's loop: nothing awaited inside
+    known([2.01e-3, 2.0e-3, 2.02e-3])            # True: the median is known within ±2%
+
+Rounds stop as soon as the median is known to ``PRECISION`` (``known``): the half-width of
+its 95% interval, ``t · 1.2533 · s / √n`` (the median's standard error for normal rounds,
+``s`` their standard deviation, ``t`` Student's for n - 1 degrees of freedom), over the
+median, after at least ``MIN_ROUNDS``. An outlier round widens the interval, so the rounds
+go on; a steady call stops at three.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -22,6 +31,11 @@ from .collector import collector_paused
 
 ROUND_S = 0.2  # a round of calls lasts at least this long (as %timeit's autorange)
 MAX_RUNS = 100_000
+PRECISION = 0.02  # rounds stop once the median is known within ±2% (95%) ...
+MIN_ROUNDS = 3  # ... after at least this many
+MAX_ROUNDS = 7  # ... or after this many (%timeit's default), known or not
+# Student's t for a 95% interval, by degrees of freedom (n - 1 rounds); beyond: 1.96 + 2.5/df
+_T95 = (12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
 
 def ready_round(call: Callable[[], Any], n: int, single: bool = False) -> float:
@@ -134,3 +148,20 @@ def autorange(per_call: Callable[[int], float], cap: int) -> tuple[int, float]:
         if n * t >= ROUND_S or n >= cap:
             break
     return n, t
+
+
+def median_precision(per_call: Sequence[float]) -> float:
+    """The half-width of the median's 95% interval over the median (0.01: known within
+    ±1%); infinite with fewer than two rounds."""
+    n = len(per_call)
+    middle = statistics.median(per_call) if n else 0.0
+    if n < 2 or middle <= 0:
+        return math.inf
+    df = n - 1
+    t = _T95[df - 1] if df <= len(_T95) else 1.96 + 2.5 / df
+    return t * 1.2533 * statistics.stdev(per_call) / math.sqrt(n) / middle
+
+
+def known(per_call: Sequence[float], precision: float = PRECISION) -> bool:
+    """Whether rounds may stop: ``MIN_ROUNDS`` at least, the median known to ``precision``."""
+    return len(per_call) >= MIN_ROUNDS and median_precision(per_call) <= precision
