@@ -179,11 +179,62 @@ def test_each_sampler_drawn_from_a_key_known_by_its_split_is_one_event():
     plain = draws(jax.random.key(20))
     with notes_by_token() as by_token, track_keys():
         tracked = draws(jax.random.key(20))
-    # every call took the short path but three: the seed's split (recorded at once, the
-    # seed known by its object) and the two calls given its keys (read)
-    assert sum(by_token) == 2 * len(DRAWS) - 3
+    # every call took the short path but one: the seed's split (recorded at once, the
+    # seed known by its object; its keys are then known by their token as a noted split's)
+    assert sum(by_token) == 2 * len(DRAWS) - 1
     assert all(np.array_equal(a, b) for a, b in zip(plain, tracked, strict=True))
     ops = [e.op for e in key_lineage().events]
     assert ops == ["key"] + [op for name, _ in DRAWS for op in ("split", name)]
     assert key_lineage().reuses == ()
     assert len(key_lineage().nodes) == 1 + 2 * len(DRAWS)
+
+
+def pairs(steps: int, seed: int = 3) -> None:
+    key = jax.random.key(seed)
+    for _ in range(steps):
+        key, sub = jax.random.split(key)
+        jax.random.normal(sub, (3,))
+
+
+def test_a_cell_run_again_from_one_seed_is_noted_by_token_and_its_keys_are_new():
+    """The second run of a loop from the same seed: every key's data was consumed by the
+    first run, so none is noted by data; its keys are known by their splits' tokens all the
+    same (no read each), they are new keys (no reuse), and a reuse in it is still told."""
+    key_lineage().clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with notes_by_token() as first, track_keys():
+            pairs(30)
+        with notes_by_token() as again, track_keys():
+            pairs(30)
+    lineage = key_lineage()
+    assert lineage.reuses == ()
+    assert sum(again) == 2 * 30 - 1 and sum(first) == sum(again)  # all but the seed's split
+    assert len([e for e in lineage.events if e.op == "split"]) == 60
+    draws = [e for e in lineage.events if e.op == "normal"]
+    assert len({e.inputs for e in draws}) == 60  # 60 draws, 60 keys
+    with pytest.warns(JaxlabWarning, match="normal"), track_keys():
+        key = jax.random.key(3)
+        for _ in range(3):
+            key, sub = jax.random.split(key)
+        jax.random.normal(sub, (2,))
+        jax.random.normal(sub, (2,))
+    assert len(key_lineage().reuses) == 1
+
+
+def test_a_loop_run_twice_by_token_gives_the_records_its_data_gives():
+    """Records made in line for keys known by their token (an eager loop's every call,
+    its second run from the same seed too) are those the general way makes from data."""
+    found = []
+    for known in (True, False):
+        key_lineage().clear()
+        with notes_by_token(known) as by_token, track_keys():
+            pairs(4 * events.UNREAD_SPLITS)
+            jax.random.normal(jax.random.key(9))  # recorded by data: the noted made first
+            pairs(4 * events.UNREAD_SPLITS)
+        found.append({**key_lineage().to_dict(), "by token": sum(by_token)})
+    known, read = found
+    assert known.pop("by token") == 2 * (2 * 4 * events.UNREAD_SPLITS - 1)
+    assert read.pop("by token") == 0
+    assert known == read
+    assert known["reuses"] == []

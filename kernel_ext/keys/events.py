@@ -24,15 +24,26 @@ from typing import Any
 
 import numpy as np
 
+from . import store as _store
 from .calls import Call, data_bytes, dtype_name
 from .model import KeyReuse
 from .replay import replay
 from .site import Site
-from .store import _GONE, _NOTE, _NOTED_LIMIT, _TOKENS, EAGER_KEYS, MAX_REUSES, KeyStore, _add_one
+from .store import (
+    _GONE,
+    _NOTE,
+    _NOTED_LIMIT,
+    _TOKENS,
+    EAGER_KEYS,
+    MAX_REUSES,
+    KeyStore,
+    _add_one,
+)
 from .store import _Pending as _Pending
 
 MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
 UNREAD_SPLITS = 16  # a noted split's keys are read once this many later ones are noted
+_RECORDED = "<recorded split>"  # a split recorded when called, in _noted for its keys' tokens
 MAX_KIDS = 4096  # keys known by their split's index (beyond, the dead are dropped)
 _SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per shape, shared
 
@@ -93,8 +104,21 @@ class KeyRecorder(KeyStore):
             else:
                 self._flush_calls()
                 found = self._derived(op, parents, children, impl, site, traced, obj, out, shape)
+                if lazy and not traced and len(shape) == 1 and 0 < shape[0] <= EAGER_KEYS:
+                    self._known_split(impl, site, shape[0], out)
         self._notify()
         return found
+
+    def _known_split(self, impl: str, site: Site, count: int, out: Any) -> None:
+        """A split just recorded (nothing noted before it: noted calls are recorded first)
+        whose keys are known by object once unpacked, as a noted split's are: a cell run
+        again from one seed (its keys' data consumed before, so never noted by data) then
+        notes its loop's calls as the first run did, with no read of their data. Its entry
+        in ``_noted`` only holds the keys for their tokens; it records nothing."""
+        if self._calls or self._noted or len(self._noted) >= _NOTED_LIMIT:
+            return
+        self._noted += (_RECORDED, None, impl, site, count, None, self._last_pending, out)
+        self._noted_split(0, count, out)
 
     def consumed(
         self,
@@ -118,13 +142,15 @@ class KeyRecorder(KeyStore):
         self._notify()
         return found
 
-    def _consumed(self, op, rows, impl, shape, dtype, site, traced, obj) -> list[Any]:
-        inputs = self._inputs(rows, impl, site, traced, obj)
+    def _consumed(self, op, rows, impl, shape, dtype, site, traced, obj, node=None) -> list[Any]:
+        inputs = self._inputs(rows, impl, site, traced, obj) if node is None else [node]
         event = self._event(op, "consume", tuple(inputs), shape, dtype, site, traced)
         return self._consume(inputs, event)
 
-    def _derived(self, op, parents, children, impl, site, traced, obj, out, shape) -> list[Any]:
-        inputs = self._inputs(parents, impl, site, traced, obj)
+    def _derived(
+        self, op, parents, children, impl, site, traced, obj, out, shape, node=None
+    ) -> list[Any]:
+        inputs = self._inputs(parents, impl, site, traced, obj) if node is None else [node]
         made = children.shape[:-1] if children is not None else shape
         event = self._event(op, "derive", tuple(inputs), made, "key", site, traced)
         found = self._consume(inputs, event) if op == "split" else []
@@ -299,12 +325,31 @@ class KeyRecorder(KeyStore):
         self._by_token = False
         self._token_base += _TOKENS
         self._data_from = self._token_base - 1
+        # where in `noted` a split is -> its first key's node: a key known by its token is
+        # that split's i-th key, found with no look-up of its data (a flat walk, in order)
+        firsts: dict[int, int] = {}
+        nodes, consumed = self._nodes, self._consumed_by
         for at in range(0, len(noted), _NOTE):
             op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
+            if op is _RECORDED:  # a split recorded when called: its keys' data, for tokens
+                blob = out if isinstance(out, bytes) else data_bytes([out])[0]
+                noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(shape, -1)
+                if ref is not None:
+                    self._flush()  # its keys made (their data read now, once)
+                    if ref.first >= 0:
+                        firsts[at] = ref.first
+                continue
             shape = (shape,) if type(shape) is int else _shared(shape)  # (a split's count)
+            node = None
             if type(raw) is int:  # a key's token: key t % 16 of the split noted at t // 16 * 8
                 t = raw % _TOKENS
-                raw = noted[t // 16 * 8 + 7][t % 16].tobytes()  # (its keys read by now)
+                where, i = t // 16 * 8, t % 16
+                first = firsts.get(where)
+                if first is not None and first + i in nodes and first + i not in consumed:
+                    node = first + i  # that key, by identity (not forgotten, not used)
+                    if self._chained(op, node, impl, site, shape, dtype, out, noted, at, firsts):
+                        continue
+                raw = noted[where + 7][i].tobytes()  # (its keys read by now)
                 obj = None  # known by its data: the newest key of that data not yet used
             else:
                 obj = ref()
@@ -313,11 +358,62 @@ class KeyRecorder(KeyStore):
                 blob = out if isinstance(out, bytes) else data_bytes([out])[0]
                 count = math.prod(shape)
                 out = noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(count, -1)
-                found = self._derived(op, raw, None, impl, site, False, obj, out, shape)
+                rows = out if len(shape) == 1 else None  # one row each: made at once
+                found = self._derived(op, raw, rows, impl, site, False, obj, out, shape, node)
+                if rows is not None and self._last_pending is not None:
+                    first = self._last_pending.first
+                    if first >= 0:
+                        firsts[at] = first
             else:
                 dtype = dtype if type(dtype) is str else dtype_name(dtype)
-                found = self._consumed(op, raw, impl, shape, dtype, site, False, obj)
+                found = self._consumed(op, raw, impl, shape, dtype, site, False, obj, node)
             self._unwarned.extend(found)  # none: data consumed before is never noted
+
+    def _chained(self, op, node, impl, site, shape, dtype, out, noted, at, firsts) -> bool:
+        """The record of a noted draw, or split into one row of at most ``EAGER_KEYS``
+        keys, of ``node`` (a key known by its token: neither forgotten nor used), made in
+        line: what ``_consumed``/``_derived`` make of it, without looking the key up or
+        waiting in ``_pending`` (an eager loop's every call). False: not that case (or
+        near a cap): the caller records it the general way."""
+        nodes, events = self._nodes, self._events
+        split = dtype is None
+        count = shape[0] if split and len(shape) == 1 else 0
+        if (
+            (split and not 0 < count <= EAGER_KEYS) or self._pending
+            or len(events) >= _store.MAX_EVENTS or len(nodes) + count >= _store.MAX_NODES
+        ):  # fmt: skip
+            return False
+        site_id = self._site_id(site)
+        index = self._next_event
+        self._next_event = index + 1
+        held = nodes[node]
+        up = (held[2], self._site_list[held[6]].where)  # its key's row in the site table
+        if split:
+            events[index] = (op, "derive", (node,), shape, "key", site_id, False, False)
+        else:
+            dtype = dtype if type(dtype) is str else dtype_name(dtype)
+            events[index] = event = (op, "consume", (node,), shape, dtype, site_id, False, False)
+            self.sites.used((op, site.where, up), event, site)
+        _add_one(self._consumers, node, index)
+        self._consumed_by[node] = index
+        if held[0]:
+            self._consumed_data.add(held[0])
+        self._event_cache = None
+        if split:  # its keys, one node each, as _flush makes them
+            blob = out if isinstance(out, bytes) else data_bytes([out])[0]
+            noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(count, -1)  # for tokens
+            width = len(blob) // count
+            first = self._next_node
+            self.sites.made((op, site.where), site, False, up, count)
+            by_data = self._by_data
+            for i in range(count):
+                raw = blob[i * width : (i + 1) * width]
+                nodes[first + i] = (raw, impl, op, node, i, index, site_id, False)
+                _add_one(by_data, raw, first + i)
+            self._next_node = first + count
+            self._node_cache = None
+            firsts[at] = first
+        return True
 
     # ----------------------------------------------------------------- reuses to warn
     def first_warning(self, reuse: KeyReuse) -> bool:

@@ -50,6 +50,7 @@ class _Pending:
     site: Site
     traced: bool
     source: Any = None  # the key array a split made (its data read later: no stall)
+    first: int = -1  # its first key's node, once made (the others follow it)
 
 
 def _add_one(found: dict[Any, int | list[int]], key: Any, value: int) -> None:
@@ -95,6 +96,7 @@ class KeyStore:
             self._site_ids: dict[int, int] = {}  # id(a Site held in _site_list) -> place
             self._by_data: dict[bytes, int | list[int]] = {}
             self._pending: list[_Pending] = []
+            self._last_pending: _Pending | None = None
             self._calls: deque[Call] = deque()
             self._events: dict[int, tuple[Any, ...]] = {}
             # node -> the events that consumed it: one as an int, more as a list (a loop's
@@ -189,6 +191,7 @@ class KeyStore:
 
     def _add(self, pending: _Pending) -> None:
         self._pending.append(pending)
+        self._last_pending = pending
         small = pending.rows is not None and len(pending.rows) <= EAGER_KEYS
         if small or len(self._pending) > 256:
             self._flush()
@@ -211,6 +214,7 @@ class KeyStore:
                     )  # fmt: skip
                 continue
             parent, split = p.parents[0], p.origin == "split"
+            p.first = self._next_node
             self._made(p.origin, p.site, p.traced, parent, count)  # once, with the count
             for i in range(count):
                 self._node(
