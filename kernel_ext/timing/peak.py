@@ -176,7 +176,7 @@ def _matmul_flops(platform: str) -> tuple[list[float], int]:
         matmul = jax.jit(jnp.matmul).lower(a, a).compile()
         _timed(matmul, a, a)  # the first run pages memory in
         took = _timed(matmul, a, a)
-        if took >= KERNEL_S / 3 or n >= largest:
+        if took >= KERNEL_S / 2 or n >= largest:
             work = 2.0 * n**3
             return [work / _timed(matmul, a, a) for _ in range(TRIES)], n
         # the power of two nearest the size predicted to last KERNEL_S, twice n at least:
