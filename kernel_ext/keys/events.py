@@ -56,6 +56,12 @@ def _shared(shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape if found is None else found
 
 
+def _row(held: tuple[bytes, int], i: int) -> bytes:
+    """Key ``i``'s data of a split's keys held as (their bytes, each key's width)."""
+    blob, width = held
+    return blob[i * width : (i + 1) * width]
+
+
 class KeyRecorder(KeyStore):
     """The store, filled: what the ``jax.random`` wrappers, the compiled calls and the
     traces tell it, and the reuses found, for the caller to warn about."""
@@ -349,7 +355,8 @@ class KeyRecorder(KeyStore):
                     node = first + i  # that key, by identity (not forgotten, not used)
                     if self._chained(op, node, impl, site, shape, dtype, out, noted, at, firsts):
                         continue
-                raw = noted[where + 7][i].tobytes()  # (its keys read by now)
+                held = noted[where + 7]  # its keys read by now: rows, or (bytes, width)
+                raw = held[i].tobytes() if type(held) is not tuple else _row(held, i)
                 obj = None  # known by its data: the newest key of that data not yet used
             else:
                 obj = ref()
@@ -394,15 +401,19 @@ class KeyRecorder(KeyStore):
             dtype = dtype if type(dtype) is str else dtype_name(dtype)
             events[index] = event = (op, "consume", (node,), shape, dtype, site_id, False, False)
             self.sites.used((op, site.where, up), event, site)
-        _add_one(self._consumers, node, index)
+        consumers = self._consumers
+        if node in consumers:
+            _add_one(consumers, node, index)
+        else:
+            consumers[node] = index
         self._consumed_by[node] = index
         if held[0]:
             self._consumed_data.add(held[0])
         self._event_cache = None
         if split:  # its keys, one node each, as _flush makes them
             blob = out if isinstance(out, bytes) else data_bytes([out])[0]
-            noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(count, -1)  # for tokens
             width = len(blob) // count
+            noted[at + 7] = (blob, width)  # for the tokens of its keys
             first = self._next_node
             self.sites.made((op, site.where), site, False, up, count)
             by_data = self._by_data
