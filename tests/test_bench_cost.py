@@ -342,3 +342,12 @@ def test_the_real_peak_is_a_power_of_two_matmul_and_a_stream_past_the_cache(tmp_
     low, high = p.bytes_range
     assert 0 < low <= p.bytes_s <= high and p.flops_range[0] <= p.flops_s <= p.flops_range[1]
     assert p.measure_s > 0
+
+
+def test_a_measurement_that_may_stop_early_says_up_to_how_many_rounds(capsys):
+    from jaxlab.timing.bench_progress import Progress
+
+    with Progress(rounds=6, seconds=3.0, name="f(x)", most=True) as p:
+        p.advance()
+    err = capsys.readouterr().err
+    assert "measuring up to 6 rounds, about 3 s at most" in err and err.count("\n") == 1

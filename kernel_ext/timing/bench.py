@@ -313,7 +313,7 @@ def measure(
     # a fast call's first rounds are followed by a pipeline round and a %timeit round
     share = 1 + 2 * (1.0 if any(t.runs_given for t in targets) else SIDE_SHARE)
     estimate = sum(left * t.runs * t.rounds[0] * (1 if t.slow else share) for t in targets)
-    progress = Progress(left, estimate, targets[0].name)
+    progress = Progress(left, estimate, targets[0].name, most=repeats is None)
     with progress:
         while not _done(targets, repeats, precision):
             for t in targets:

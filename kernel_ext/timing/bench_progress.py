@@ -31,8 +31,11 @@ def _in_kernel() -> bool:
 class Progress:
     """A bar in a notebook, one line elsewhere, nothing for a short measurement."""
 
-    def __init__(self, rounds: int, seconds: float, name: str) -> None:
+    def __init__(self, rounds: int, seconds: float, name: str, most: bool = False) -> None:
+        """``most``: ``rounds`` is the most there may be (they stop once the median is
+        known), said as "up to"."""
         self.rounds, self.seconds, self.name = rounds, seconds, name
+        self.most = most
         self.bar: Any = None
 
     def __enter__(self) -> Progress:
@@ -43,9 +46,10 @@ class Progress:
 
             self.bar = tqdm(total=self.rounds, desc=f"%bench {self.name}", leave=False)
         else:
+            most = ("up to ", " at most") if self.most else ("", "")
             sys.stderr.write(
-                f"%bench {self.name}: measuring {self.rounds} rounds, "
-                f"about {self.seconds:.0f} s …\n"
+                f"%bench {self.name}: measuring {most[0]}{self.rounds} rounds, "
+                f"about {self.seconds:.0f} s{most[1]} …\n"
             )
             sys.stderr.flush()
         return self
