@@ -12,6 +12,7 @@ MLP's gradient, an RNN's gradient (a scan of 50) and an optax Adam step.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -105,10 +106,23 @@ def test_first_view_fits_the_pane_at_scale_1_with_full_size_text(programs: Any, 
     w.close()
 
 
+def _notebook_open_words(name: str, cell: int) -> list[str]:
+    """The ``--open`` words of a tutorial's ``%jaxpr`` cell."""
+    book = json.loads((Path(__file__).parents[1] / "notebooks" / name).read_text())
+    source = "".join(book["cells"][cell]["source"])
+    found = re.search(r"%jaxpr --open (\S+)", source)
+    assert found is not None, source
+    return found[1].split(",")
+
+
 def test_the_boxes_the_tutorials_prose_names_are_in_the_first_view(programs: Any) -> None:
-    # 06: "two `scan` clusters" inside the jit, which is open.
+    # 06: the two `scan` boxes inside the open jit, the first (Euler's) drawn open.
     run = _first(programs, RUN_06)
-    assert _labels(run).count("scan ×10000") == 2
+    clusters = box_clusters(run.drawn)
+    scans = [c for c in clusters.values() if c.label == "scan ×10000"]
+    assert len(scans) == 2
+    assert [c.id for c in scans if c.id in run.view["frames"]] == ["e0/e0"], run.opened
+    assert _labels(run).count("scan ×10000") == 1  # Verlet's, closed
     assert any(c["label"] == "jit run" for c in run.model["clusters"]) and run.view["frames"]
     run.close()
     # 09: "the `loss_fn` box" and "the `<lambda>` boxes" of the update, in the open jit.
@@ -117,6 +131,40 @@ def test_the_boxes_the_tutorials_prose_names_are_in_the_first_view(programs: Any
     assert "loss_fn" in shown and any(s.startswith("<lambda>") for s in shown), shown
     assert "e0" in step.opened
     step.close()
+
+
+def test_06_first_view_shows_sin_inside_an_open_scan_body(programs: Any) -> None:
+    # Tutorial 06's prose: the scan body holds the forces grad derived, "`sin` from
+    # differentiating `cos`". Its first view, opened as its cell's --open words ask and
+    # kept within the pane at full size, draws a `sin` equation inside an open scan.
+    x64 = jax.config.jax_enable_x64
+    try:
+        words = bench.pendulum_run()[2]  # the words the fixture opened (x64 put back)
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+    assert _notebook_open_words("06_pendulum_energy.ipynb", 12) == words
+    run = _first(programs, RUN_06)
+    assert fits(run.view)
+    parents = {c.id: c.parent for c in run.drawn.clusters}
+    kinds = {c.id: c.primitive for c in run.drawn.clusters}
+
+    def inside_open_scan(cluster: str | None) -> bool:
+        while cluster is not None:
+            if kinds.get(cluster) == "scan" and cluster in run.view["frames"]:
+                return True
+            cluster = parents.get(cluster)
+        return False
+
+    sines = [
+        n
+        for n in run.drawn.nodes
+        if n.primitive == "sin" and n.kind == m.EQUATION and n.id in run.view["nodes"]
+    ]
+    assert sines and all(inside_open_scan(n.cluster) for n in sines), run.opened
+    assert "cos" in _labels(run)  # what it differentiates, beside it
+    # The view says what it left closed (the other scan among them).
+    assert any("left closed to stay readable" in note for note in run.model["notes"])
+    run.close()
 
 
 def test_repeated_update_calls_are_one_box_that_opens_to_them(programs: Any) -> None:
@@ -177,11 +225,13 @@ def test_what_does_not_fit_is_left_closed_and_said(programs: Any) -> None:
 def test_saved_twin_draws_the_same_view_its_frames_and_what_it_left_closed(
     programs: Any,
 ) -> None:
-    # The saved notebook's twin of 06's first view: the open jit's frame, the two closed
-    # scans, the note, no "wider than this pane" (it fits), and the same size.
+    # The saved notebook's twin of 06's first view: the open jit's frame, the first scan
+    # open and the second closed, the note, no "wider than this pane" (it fits), and the
+    # same size.
     w = _first(programs, RUN_06)
     twin = w._static_html()
-    assert "▾ jit run" in twin and twin.count("▸ scan ×10000") == 2
+    assert "▾ jit run" in twin and twin.count("▸ scan ×10000") == 1
+    assert twin.count("▾ scan ×10000") == 1 and ">sin<" in twin
     said = [n for n in w.model["notes"] if "left closed" in n]
     assert said and said[0] in twin
     assert "than this pane" not in twin
@@ -239,7 +289,9 @@ def test_many_arrays_into_an_open_box_are_one_labelled_bundle(programs: Any) -> 
     # The parameters into the open loop: one bundle for every range they feed.
     params = [e for e in edges if e["src"] == "in0" and e["dst"] == forward]
     assert len(params) == 1 and params[0]["kind"] == "bundle"
-    assert params[0]["label"].endswith(" arrays") and len(params[0]["pairs"]) >= 10
+    # It counts arrays, not drawn edges: each layer reads its W and b, 40 arrays in all
+    # through the one ``params`` node (its edge to a layer carries two).
+    assert params[0]["label"] == "40 arrays" and len(params[0]["pairs"]) >= 10
     assert not [e for e in edges if e["src"] == "in0" and e["dst"] in members]
     w.close()
 

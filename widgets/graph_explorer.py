@@ -381,7 +381,9 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
             return
         try:
             drawn = self._draw(frozenset(self.opened))
-            chosen = visible(drawn, self.opened)
+            explorer = _explorer_of(self._graph)
+            key = frozenset(c for c in self.opened if not c.startswith("scope:"))
+            chosen = visible(drawn, self.opened, explorer.carried(key) if explorer else None)
             used: dict[Any, dict[str, Any]] = {}
             laid = lay_out(drawn, chosen, self._layouts, used)
         except BaseException as e:

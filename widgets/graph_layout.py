@@ -18,7 +18,7 @@ other. No user text reaches dot: its nodes are numbered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from jaxlab.graph import model as m
@@ -33,8 +33,13 @@ CACHE_MOST = 512  # per-cluster layouts kept
 # The pane a view is laid out to suit (px at scale 1, 12 px text): a projector's 1280x720
 # less JupyterLab's margins. A box laid out taller or wider is laid out left to right too,
 # and the shape that needs less shrinking to fit is kept (issue 34).
-PANE_W, PANE_H = 1040.0, 700.0  # JupyterLab's output at 1280 px is about 1,050 px wide
+# JupyterLab's output pane at 1280x720, the file browser put away, measured by
+# tests/browser/test_fit_screen.py: 1100 px wide; the explorer's pane at most 700 px tall.
+PANE_W, PANE_H = 1100.0, 700.0
 VIEW_PAD = 16.0  # the page's margin around the drawing (graph_explorer.js's PAD)
+# A node is at least this many title characters wide (a 73 px "cos"): boxes as wide as
+# their text, so a scan body of short operations fits a projector's pane (issue 34).
+NAME_LEAST = 6
 BUNDLE_ABOVE = 3  # more edges than this from one box into one open box: one bundle
 
 # Nodes that stand for what they hold, drawn as closed boxes ("cluster:<id>") that open.
@@ -55,17 +60,27 @@ def _closed_parent(
     return None
 
 
-def visible(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
+def visible(
+    graph: m.Graph,
+    opened: Iterable[str],
+    carried: Mapping[tuple[str, str], frozenset[int]] | None = None,
+) -> dict[str, Any]:
     """What is drawn with the clusters ``opened`` open: nodes, closed clusters as boxes
     (``"cluster:<id>"``; so are collapsed programs and runs), edges between them, the
-    open clusters to frame, and ``rep``: each node's id -> what it is drawn as."""
+    open clusters to frame, and ``rep``: each node's id -> what it is drawn as.
+    ``carried``: the arrays each of the graph's edges carries (the explorer's
+    ``Explorer.carried``); ``arrays`` then holds those of each drawn edge whose graph
+    edges all say theirs (a bundle's label counts them)."""
     opened = set(opened)
     parent = {c.id: c.parent for c in graph.clusters}
     rep: dict[str, str] = {}
     nodes: list[str] = []
     boxes: list[str] = []
+    merged = _pass_through(graph, opened, parent)
     for n in graph.nodes:
         closed = _closed_parent(n.cluster, opened, parent)
+        if n.id in merged:
+            continue
         if closed is None and n.kind in _BOXES:
             rep[n.id] = "cluster:" + n.id
             boxes.append(rep[n.id])
@@ -76,26 +91,74 @@ def visible(graph: m.Graph, opened: Iterable[str]) -> dict[str, Any]:
             rep[n.id] = "cluster:" + closed
             if rep[n.id] not in boxes:
                 boxes.append(rep[n.id])
+    rep.update(merged)
     frames = [
         c.id
         for c in graph.clusters
         if c.id in opened and _closed_parent(c.id, opened, parent) is None
     ]
     edges: dict[tuple[str, str], str] = {}
-    counts: dict[tuple[str, str], int] = {}  # arrays each drawn edge stands for
+    counts: dict[tuple[str, str], int] = {}  # graph edges each drawn edge stands for
+    arrays: dict[tuple[str, str], frozenset[int]] = {}
+    unknown: set[tuple[str, str]] = set()  # a graph edge whose arrays were not counted
     for e in graph.edges:
         a, b = rep[e.src], rep[e.dst]
         if a != b:
             edges.setdefault((a, b), e.kind)
             counts[(a, b)] = counts.get((a, b), 0) + 1
+            found = None if carried is None else carried.get((e.src, e.dst))
+            if found is None:
+                unknown.add((a, b))
+            else:
+                arrays[(a, b)] = arrays.get((a, b), frozenset()) | found
     return {
         "nodes": nodes,
         "boxes": boxes,
         "frames": frames,
         "edges": list(edges.items()),
         "counts": counts,
+        "arrays": {pair: found for pair, found in arrays.items() if pair not in unknown},
         "rep": rep,
     }
+
+
+def _pass_through(
+    graph: m.Graph, opened: set[str], parent: dict[str, str | None]
+) -> dict[str, str]:
+    """The ports of an open whole-program ``jit`` (the one box of the top level, which
+    holds nothing else but inputs and outputs) that only pass an input in or an output
+    out under the same name, each -> that input or output: drawn once, outside the
+    frame, they save the frame two rows of repeated names (issue 34). A loop's or a
+    cond's ports say what each iteration or branch receives, and stay."""
+    calls = {c.id for c in graph.clusters if c.primitive in ("jit", "pjit")}
+    tops = {c for c in opened if c in calls and parent.get(c, "") is None}
+    ends = (m.INPUT, m.OUTPUT, m.CONST)
+    whole = [n for n in graph.nodes if n.cluster is None and n.kind not in ends]
+    if len(tops) != 1 or whole or sum(p is None for p in parent.values()) != 1:
+        return {}
+    by_id = {n.id: n for n in graph.nodes}
+    into: dict[str, list[str]] = {}
+    out_of: dict[str, list[str]] = {}
+    for e in graph.edges:
+        into.setdefault(e.dst, []).append(e.src)
+        out_of.setdefault(e.src, []).append(e.dst)
+    merged: dict[str, str] = {}
+    for n in graph.nodes:
+        if n.kind != m.PORT or n.cluster not in tops:
+            continue
+        for ends, back, kind in ((into, out_of, m.INPUT), (out_of, into, m.OUTPUT)):
+            outer = ends.get(n.id, [])
+            if len(outer) != 1 or outer[0] not in by_id:
+                continue
+            o = by_id[outer[0]]
+            if (
+                o.kind == kind
+                and o.label == n.label
+                and o.types == n.types
+                and back.get(o.id) == [n.id]
+            ):
+                merged[n.id] = o.id
+    return merged
 
 
 def box_clusters(graph: m.Graph) -> dict[str, m.Cluster]:
@@ -161,23 +224,31 @@ def _size(
         texts = [" ".join(n.types)]
         texts += [f"= {n.value.text()}"] if n.value is not None else []
         texts += [f"∂ {n.adjoint.text()}"] if n.adjoint is not None else []
-        width = max([len(shorten(n.label)), *(len(t) * 7 / 8.5 for t in texts), 14])
+        width = max([len(shorten(n.label)), *(len(t) * 7 / 8.5 for t in texts), NAME_LEAST])
     return min(max(width * 8.5 + 22, 60), 440), rows * 17 + 12
 
 
 def _bundle(
-    a: str, b: str, points: list[list[float]], pairs: list[tuple[str, str]], counts: dict[Any, int]
+    a: str, b: str, points: list[list[float]], pairs: list[tuple[str, str]], view: dict[str, Any]
 ) -> dict[str, Any]:
     """One drawn edge for the arrays from ``a`` into an open box ``b`` (or out of one):
-    labelled with how many arrays it carries ("40 arrays"), never a band of 40 curves.
-    ``pairs``: the drawn ends it stands for (the dependency highlight follows them)."""
-    n = sum(counts.get(pair, 1) for pair in pairs)
+    labelled with how many distinct arrays it carries ("40 arrays": an argument drawn as
+    one node sends several along one edge, an array read in two boxes counts once), never
+    a band of 40 curves. Where the arrays of some edge are not known it says how many
+    edges it stands for ("12 edges"). ``pairs``: the drawn ends it stands for (the
+    dependency highlight follows them)."""
+    arrays: Mapping[tuple[str, str], frozenset[int]] = view.get("arrays", {})
+    if all(pair in arrays for pair in pairs):
+        label = f"{len(frozenset().union(*(arrays[pair] for pair in pairs)))} arrays"
+    else:
+        counts = view.get("counts", {})
+        label = f"{sum(counts.get(pair, 1) for pair in pairs)} edges"
     return {
         "src": a.removeprefix("frame:"),
         "dst": b.removeprefix("frame:"),
         "points": points,
         "kind": "bundle",
-        "label": f"{n} arrays",
+        "label": label,
         "pairs": [list(pair) for pair in pairs],
     }
 
@@ -332,7 +403,7 @@ def lay_out(
             moved = [[round(x + dx, 1), round(y + dy, 1)] for x, y in points]
             pairs = bundles.get((unit, a, b))
             if pairs:  # one bundle, dot's own spline, for every array crossing the border
-                paths.append(_bundle(a, b, moved, pairs, view.get("counts", {})))
+                paths.append(_bundle(a, b, moved, pairs, view))
             if a.startswith("frame:") or b.startswith("frame:"):
                 continue  # drawn below from node to node, across the frame's border
             paths.append({"src": a, "dst": b, "points": moved, "kind": kinds.get((a, b), "")})
@@ -345,7 +416,7 @@ def lay_out(
         if a in ends_of and b in ends_of and all((p["src"], p["dst"]) != drawn for p in paths):
             # a hub's bundle: hubs are not laid out by dot
             points = _curve(ends_of[a], ends_of[b])
-            paths.append(_bundle(a, b, points, pairs, view.get("counts", {})))
+            paths.append(_bundle(a, b, points, pairs, view))
     for (a, b), kind in view["edges"]:
         if (a, b) in bundled:
             continue

@@ -49,6 +49,7 @@ RUN_ITEMS = 32  # most equations an open block shows before it groups them into 
 GROUP_INPUTS = 100  # more inputs and outputs than this: one node per argument
 ARGUMENT_LEAVES = 8  # a pytree argument of more arrays than this: one node (its leaves on hover)
 SEARCH_MOST = 200  # matches listed by a search (all are counted)
+CARRIED_KEPT = 8  # views whose edges' arrays are kept (the GraphExplorer asks the last)
 
 
 class Explorer:
@@ -94,6 +95,7 @@ class Explorer:
         self._argument_of: dict[Any, str] | None = None
         self._leaves_of: Counter[str] = Counter()
         self.n_equations = tree.n_equations  # counted once: every view says it
+        self._carried: dict[frozenset[str], dict[tuple[str, str], frozenset[int]]] = {}
 
     def _index(self, block: Block) -> None:
         for k, item in enumerate(block.items):
@@ -276,6 +278,13 @@ class Explorer:
             emitter.output_names = self.output_names
         emitter.program(self.tree, self.input_names)
         edges = tuple(dict.fromkeys(emitter.edges))
+        # The arrays each drawn edge carries, counted where the emitter saw them (an edge
+        # it rerouted, or one added when assembling, is not counted: None for those).
+        self._carried[opened] = {
+            pair: frozenset(map(id, found)) for pair, found in emitter.carried.items()
+        }
+        while len(self._carried) > CARRIED_KEPT:
+            self._carried.pop(next(iter(self._carried)))
         graph = assemble(
             self.tree,
             emitter,
@@ -287,6 +296,13 @@ class Explorer:
             n_equations=self.n_equations,
         )
         return dataclasses.replace(graph, rebuild=Views(self), view_of=opened)
+
+    def carried(self, opened: frozenset[str]) -> dict[tuple[str, str], frozenset[int]]:
+        """The arrays (their identities) each edge of the view of ``opened`` carries, by
+        (src, dst); an edge the emitter did not count (see :meth:`graph`) is absent."""
+        if opened not in self._carried:
+            self.graph(opened)  # not drawn lately: emitted again to count them
+        return self._carried[opened]
 
     # ------------------------------------------------------------------ finding
     def holders(self, node_id: str) -> list[str]:
@@ -314,13 +330,15 @@ class Explorer:
         """The ids to open, outermost first, so that every nested program whose primitive
         or name is one of ``words`` (``scan``, ``shard_map``, ``while``, ``pjit``'s
         function name) is drawn open with what holds it; a number ``N`` opens every nested
-        program down to depth N. What a tutorial's figure walks through opens as its text
-        says (``%jaxpr --open scan``)."""
+        program down to depth N. In program order (a view opens them so, breadth-first,
+        as far as they fit). What a tutorial's figure walks through opens as its text says
+        (``%jaxpr --open scan``)."""
         wanted = {w.strip().lower() for w in words if w.strip()}
         depth = max((int(w) for w in wanted if w.isdigit()), default=0)
         found: list[str] = []
-        for node_id in self.nested:
-            block, k = self.where[node_id]
+        for node_id, (block, k) in self.where.items():  # in program order
+            if node_id not in self.nested:
+                continue
             item = block.items[k]
             names = {item.primitive.lower(), str(item.eqn.params.get("name", "")).lower()}
             if names & wanted or item.depth <= depth:

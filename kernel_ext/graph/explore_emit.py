@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol
 
+import jax.extend.core as jcore
+
 from . import model as m
 from .emit import _Emitter, _phase
 from .plan import _Plan
@@ -73,9 +75,22 @@ class ExplorePlan(_Plan):
 
 
 class ExploreEmitter(_Emitter):
-    """Emits a block as its runs: closed runs one SEGMENT node, open ones a cluster."""
+    """Emits a block as its runs: closed runs one SEGMENT node, open ones a cluster.
+    ``carried``: the arrays (jaxpr Vars) each edge carries, by (src, dst): an argument
+    drawn as one node sends several arrays along one edge (issue 34's bundle labels)."""
 
     plan: ExplorePlan
+
+    def __init__(self, plan: ExplorePlan, *, grad: bool) -> None:
+        super().__init__(plan, grad=grad)
+        self.carried: dict[tuple[str, str], set[Any]] = {}
+
+    def _edge_from(self, var: Any, dst: str) -> None:
+        super()._edge_from(var, dst)
+        if not isinstance(var, jcore.Literal):
+            src = self.var_node.get(var)
+            if src is not None and src != dst:
+                self.carried.setdefault((src, dst), set()).add(var)
 
     def block(self, block: Block, cluster: str | None, phase: str | None) -> None:
         self._range(block, 0, len(block.items) - 1, cluster, phase)
