@@ -30,7 +30,7 @@ average is printed with every figure: the machine is shared, and only side-by-si
 mean anything under load::
 
     .venv/bin/python benchmarks/bench_cost.py
-    .venv/bin/python benchmarks/bench_cost.py --only scan --pairs 3
+    .venv/bin/python benchmarks/bench_cost.py --only scan --pairs 5   # 3 by default
 """
 
 from __future__ import annotations
@@ -229,7 +229,9 @@ def shell() -> InteractiveShell:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="the kinds whose name holds this text")
-    parser.add_argument("--pairs", type=int, default=2, help="%%bench runs per kind")
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="%%bench runs per kind (odd: a true median)"
+    )
     parser.add_argument("--no-peak", action="store_true", help="skip the peak's own figure")
     options = parser.parse_args()
     targets = Targets()
