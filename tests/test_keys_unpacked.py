@@ -238,3 +238,22 @@ def test_a_loop_run_twice_by_token_gives_the_records_its_data_gives():
     assert read.pop("by token") == 0
     assert known == read
     assert known["reuses"] == []
+
+
+def test_records_by_token_past_the_caps_are_those_its_data_gives(monkeypatch):
+    """Past the store's caps the oldest keys and events are forgotten alike, whichever
+    way the records were made (a 100,000-pair cell runs past them)."""
+    from jaxlab.keys import store
+
+    monkeypatch.setattr(store, "MAX_NODES", 60)
+    monkeypatch.setattr(store, "MAX_EVENTS", 50)
+    found = []
+    for known in (True, False):
+        key_lineage().clear()
+        with notes_by_token(known) as by_token, track_keys():
+            pairs(80)
+        found.append({**key_lineage().to_dict(), "by token": sum(by_token)})
+    known, read = found
+    assert known.pop("by token") > 100 and read.pop("by token") == 0
+    assert known == read
+    assert known["dropped"] > 0 and len(known["nodes"]) <= 60 and len(known["events"]) <= 50

@@ -385,10 +385,7 @@ class KeyRecorder(KeyStore):
         nodes, events = self._nodes, self._events
         split = dtype is None
         count = shape[0] if split and len(shape) == 1 else 0
-        if (
-            (split and not 0 < count <= EAGER_KEYS) or self._pending
-            or len(events) >= _store.MAX_EVENTS or len(nodes) + count >= _store.MAX_NODES
-        ):  # fmt: skip
+        if (split and not 0 < count <= EAGER_KEYS) or self._pending:
             return False
         site_id = self._site_id(site)
         index = self._next_event
@@ -410,6 +407,9 @@ class KeyRecorder(KeyStore):
         if held[0]:
             self._consumed_data.add(held[0])
         self._event_cache = None
+        if len(events) > _store.MAX_EVENTS:  # the oldest out, as _event does
+            for old in list(events)[: max(1, _store.MAX_EVENTS // 10)]:
+                del events[old]
         if split:  # its keys, one node each, as _flush makes them
             blob = out if isinstance(out, bytes) else data_bytes([out])[0]
             width = len(blob) // count
@@ -421,7 +421,9 @@ class KeyRecorder(KeyStore):
                 raw = blob[i * width : (i + 1) * width]
                 nodes[first + i] = (raw, impl, op, node, i, index, site_id, False)
                 _add_one(by_data, raw, first + i)
-            self._next_node = first + count
+                self._next_node = first + i + 1
+                if len(nodes) > _store.MAX_NODES:  # the oldest forgotten, as _node does
+                    self._forget(max(1, _store.MAX_NODES // 10))
             self._node_cache = None
             firsts[at] = first
         return True
