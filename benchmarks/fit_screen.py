@@ -4,12 +4,12 @@ For every program a tutorial or the issue names (tutorial 06's ``run`` opened as
 ``%jaxpr --open scan,hamiltonian`` line asks, tutorial 09's ``train_step``, a 20-layer
 MLP's gradient, a 2-scan integrator, an optax training step, an RNN's gradient), prints
 the GraphExplorer's first view (width × height in px at scale 1), the smallest text it
-draws when shown whole in a 1040 × 700 pane (12 px × the scale "fit" must use to show all
+draws when shown whole in a 1100 × 700 pane (12 px × the scale "fit" must use to show all
 of it: below 12 the view did not fit), what it left closed; and ``%grad --split``'s three
 programs' sizes for ``sin(x)·x²`` and a 2-layer MLP at their smallest readable size (12 px
-text). PASS when every view fits 1040 × 700 at scale 1 (text 12 px: the pane
+text). PASS when every view fits 1100 × 700 at scale 1 (text 12 px: the pane
 ``graph_layout`` lays first views out for, JupyterLab's output at 1280 × 720) and every
-split program is at most 700 px tall and fits a 1040 px output::
+split program is at most 700 px tall and fits a 1100 px output::
 
     .venv/bin/python benchmarks/fit_screen.py
 """

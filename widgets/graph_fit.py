@@ -26,7 +26,7 @@ TRIES_MOST = 24  # layouts tried to fit one view (each opens one more box)
 
 def left_closed_note(n: int) -> str:
     """What a view says about the boxes it did not open to stay readable."""
-    return f"{n} box{'es' if n != 1 else ''} left closed to stay readable (click to open)"
+    return f"{n} box{'es' if n != 1 else ''} left closed to stay readable"
 
 
 def fitting(

@@ -34,7 +34,7 @@ CACHE_MOST = 512  # per-cluster layouts kept
 # less JupyterLab's margins. A box laid out taller or wider is laid out left to right too,
 # and the shape that needs less shrinking to fit is kept (issue 34).
 # JupyterLab's output pane at 1280x720, the file browser put away, measured by
-# tests/browser/test_fit_screen.py: 1100 px wide; the explorer's pane at most 700 px tall.
+# tests/browser/test_fit_screen_in_lab.py: 1100 px wide; the explorer's pane at most 700 px tall.
 PANE_W, PANE_H = 1100.0, 700.0
 VIEW_PAD = 16.0  # the page's margin around the drawing (graph_explorer.js's PAD)
 # A node is at least this many title characters wide (a 73 px "cos"): boxes as wide as
@@ -146,8 +146,8 @@ def _pass_through(
     for n in graph.nodes:
         if n.kind != m.PORT or n.cluster not in tops:
             continue
-        for ends, back, kind in ((into, out_of, m.INPUT), (out_of, into, m.OUTPUT)):
-            outer = ends.get(n.id, [])
+        for links, back, kind in ((into, out_of, m.INPUT), (out_of, into, m.OUTPUT)):
+            outer = links.get(n.id, [])
             if len(outer) != 1 or outer[0] not in by_id:
                 continue
             o = by_id[outer[0]]

@@ -10,16 +10,8 @@ level's runs are ``run0-119``, ``run120-239`` ...
 
 Search looks at the whole program (primitive, equation id, source line, argument and
 output names), not only at what is drawn; :meth:`Explorer.holders` says which closed
-boxes hold a match, outermost first, so that opening them shows it. A view is emitted by
-``explore_emit`` (what the explorer knows about the program is all it asks) and put
-together by ``assemble``, as the budgeted drawing is.
-
->>> explorer = Explorer(closed, walk(closed.jaxpr), title="grad(loss)", grad=True,
-...                     input_names=["params", "x"])                       # doctest: +SKIP
->>> explorer.holders("e700/e3")                                           # doctest: +SKIP
-['run0-716', 'run675-701', 'e700']
->>> explorer.graph(frozenset({"run0-716"}))                              # doctest: +SKIP
-<Graph grad(loss): 10002 equations, 41 nodes (29 operations), 1 clusters ...>
+boxes hold a match, outermost first (``['run0-716', 'run675-701', 'e700']``), so that
+opening them shows it. Views are emitted by ``explore_emit``, joined by ``assemble``.
 """
 
 from __future__ import annotations

@@ -223,4 +223,4 @@ def _first_views(page: Any, notebook: Any) -> None:
     after = page.evaluate(EXPLORERS)[-1]
     assert after["scale"] == 1 and after["smallest"] >= 12 - 0.05, after
     assert after["extent"][3] <= after["pane"][3] + 1 and after["cue"] == "", after
-    assert "1 box left closed to stay readable (click to open)" in after["notes"]
+    assert "1 box left closed to stay readable" in after["notes"]
