@@ -42,6 +42,9 @@ def _link_jupyter_server_extension(serverapp: Any) -> None:
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     from .contents import WidgetTrustContentsManager
+    from .nodelay import without_nagle
 
     if isinstance(serverapp.contents_manager, WidgetTrustContentsManager):
         serverapp.log.info("jaxlab: untrusted notebooks reach the page without widget state")
+    if without_nagle(serverapp.web_app.settings):
+        serverapp.log.info("jaxlab: kernel websockets send at once (TCP_NODELAY)")
