@@ -205,7 +205,10 @@ ALL_RUN = f"""(name) => {{
 }}"""
 
 
+# (null until JupyterLab has started and exposed itself: a freshly loaded page is waited for,
+# not failed, by wait_for_function)
 PANEL_ID = """(name) => {
+  if (!window.jupyterapp || !window.jupyterapp.shell) { return null; }
   for (const w of window.jupyterapp.shell.widgets('main')) {
     if (w.context && w.context.path === name) { return w.id; }
   }
@@ -221,6 +224,7 @@ SAVE = """async (name) => {
 }"""
 # Shut the notebook's kernel down and close its tab (reopened, it has no live models).
 CLOSE = """async (name) => {
+  if (!window.jupyterapp || !window.jupyterapp.shell) { return false; }
   for (const w of window.jupyterapp.shell.widgets('main')) {
     if (w.context && w.context.path === name) {
       await w.sessionContext.shutdown();
