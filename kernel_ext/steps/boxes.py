@@ -5,7 +5,7 @@ into one step that names the user's rule (its equations kept as the step's subst
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -22,6 +22,7 @@ __all__ = [
     "loop_record",
     "scan_runs",
     "shown_iterations",
+    "stepped",
 ]
 
 ITERATIONS = 5  # a scan's iterations stepped one by one; past them, one chosen iteration
@@ -65,6 +66,32 @@ def scan_runs(ev: Any) -> list[tuple[int, int, int, bool]]:
         runs.append((k, end, ev.iterations[stacked[0]], reverse))
         k = end
     return runs
+
+
+def stepped(
+    ev: Any, layout: Any, iteration: int | None, loops: list[Any], notes: list[str]
+) -> Iterator[tuple[int, int | None]]:
+    """The evaluation steps to record, in order, each with the scan iteration it is shown
+    at (None outside a scan body): a body's run repeated for each iteration stepped; a
+    long scan adds its control's record to ``loops`` and says which were stepped in
+    ``notes`` (reverse and forward mode alike)."""
+    runs = {first: (end, length, rev) for first, end, length, rev in scan_runs(ev)}
+    k = 0
+    while k < len(ev.steps):
+        end, length, rev = runs.get(k, (k + 1, 0, False))
+        shown: list[int | None] = list(shown_iterations(length, rev, iteration))
+        if length > ITERATIONS:
+            loop = (layout.box(ev.steps[k].node_id) or [ev.steps[k].node_id.split("/")[0]])[-1]
+            loops.append(loop_record(loop, length, [t for t in shown if t is not None]))
+            said = ", ".join(str(t) for t in shown)
+            notes.append(
+                f"{loop}: {len(shown)} of {length} iterations stepped ({said}); "
+                "choose another with the player's iteration control"
+            )
+        for t in shown if length else [None]:
+            for j in range(k, end):
+                yield j, t
+        k = end
 
 
 def custom_rules(

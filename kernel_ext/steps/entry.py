@@ -30,15 +30,12 @@ from ..program.static_leaves import split_static
 from ..session.work import jaxlab_work
 from .boxes import (
     BIG,
-    ITERATIONS,
     by_top_level,
     custom_rules,
     gather_custom,
     jvp_rules,
-    loop_record,
     rule_positions,
-    scan_runs,
-    shown_iterations,
+    stepped,
 )
 from .layout import Layout
 from .record import GradSteps, Step, passes_note
@@ -227,32 +224,17 @@ def reverse_steps(
     where: list[Any] = []
     notes: list[str] = []
     loops: list[dict[str, Any]] = []
-    runs = {first: (end, length, rev) for first, end, length, rev in scan_runs(ev)}
-    k = 0
-    while k < len(ev.steps):
-        end, length, rev = runs.get(k, (k + 1, 0, False))
-        shown: list[int | None] = list(shown_iterations(length, rev, iteration))
-        if length > ITERATIONS:
-            loop = (layout.box(ev.steps[k].node_id) or [ev.steps[k].node_id.split("/")[0]])[-1]
-            loops.append(loop_record(loop, length, [t for t in shown if t is not None]))
-            said = ", ".join(str(t) for t in shown)
-            notes.append(
-                f"{loop}: {len(shown)} of {length} iterations stepped ({said}); "
-                "choose another with the player's iteration control"
-            )
-        for t in shown if length else [None]:
-            for j in range(k, end):
-                if j in walk.hidden:
-                    continue
-                st = ev.steps[j]
-                node, box = layout.node(st.node_id, st.eqn), layout.box(st.node_id)
-                record = walk.step(j, layout.label(st), node, box, iteration=t)
-                record.source = layout.source(st.node_id)
-                head = st.node_id.split("/")[0]
-                record.top = int(head[1:]) if head[1:].isdigit() else -1
-                records.append(record)
-                where.append(position(st.eqn))
-        k = end
+    for j, t in stepped(ev, layout, iteration, loops, notes):
+        if j in walk.hidden:
+            continue
+        st = ev.steps[j]
+        node, box = layout.node(st.node_id, st.eqn), layout.box(st.node_id)
+        record = walk.step(j, layout.label(st), node, box, iteration=t)
+        record.source = layout.source(st.node_id)
+        head = st.node_id.split("/")[0]
+        record.top = int(head[1:]) if head[1:].isdigit() else -1
+        records.append(record)
+        where.append(position(st.eqn))
     steps = gather_custom(records, where, rules or {})
     if graph.n_equations > BIG:
         steps, said = by_top_level(steps, graph.jaxpr.jaxpr)

@@ -19,7 +19,7 @@ from ..graph.gradient import differentiated_leaves, leaf_names
 from ..graph.interpret import evaluate
 from ..graph.port_names import position
 from ..program.static_leaves import split_static
-from .boxes import ITERATIONS, loop_record, scan_runs, shown_iterations
+from .boxes import stepped
 from .layout import Layout
 from .naming import Names, dot
 from .record import FORWARD, TANGENT, GradSteps, Step, passes_note, short
@@ -120,29 +120,14 @@ def forward_steps(
             _name_tangent(naming, ev, k, where, tangent)
         else:
             naming.name_forward(st)
-    runs = {first: (end, length, rev) for first, end, length, rev in scan_runs(ev)}
     loops: list[dict[str, Any]] = []
     notes: list[str] = []
     recorded: dict[int, int] = {}  # evaluation step -> its last record
-    k = 0
-    while k < len(ev.steps):  # a scan's body iteration by iteration, as in reverse mode
-        end, length, rev = runs.get(k, (k + 1, 0, False))
-        shown: list[int | None] = list(shown_iterations(length, rev, iteration))
-        if length > ITERATIONS:
-            loop = (layout.box(ev.steps[k].node_id) or [ev.steps[k].node_id.split("/")[0]])[-1]
-            loops.append(loop_record(loop, length, [t for t in shown if t is not None]))
-            said = ", ".join(str(t) for t in shown)
-            notes.append(
-                f"{loop}: {len(shown)} of {length} iterations stepped ({said}); "
-                "choose another with the player's iteration control"
-            )
-        for t in shown if length else [None]:
-            for j in range(k, end):
-                st = ev.steps[j]
-                is_t = any(s in tangent for s in st.outputs)
-                recorded[j] = len(steps)
-                steps.append(_record(naming, ev, st, is_t, layout, len(steps), t))
-        k = end
+    for j, t in stepped(ev, layout, iteration, loops, notes):  # as in reverse mode
+        st = ev.steps[j]
+        is_t = any(s in tangent for s in st.outputs)
+        recorded[j] = len(steps)
+        steps.append(_record(naming, ev, st, is_t, layout, len(steps), t))
     result = GradSteps(function=fname, mode="forward", steps=steps, graph=graph, loops=loops)
     producers = {s: recorded[i] for i, st in enumerate(ev.steps) for s in st.outputs}
     for k, slot in enumerate(ev.outputs[n_out:]):
