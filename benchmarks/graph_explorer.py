@@ -49,6 +49,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
+from _lab import run_browser_half
 from _targets import Stopwatch, Targets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -438,28 +439,10 @@ def main() -> None:
             break
     pan: dict[str, Any] | None = None
     if not kernel_only:
-        sys.path.insert(0, str(ROOT / "tests" / "browser"))
-        code = pytest.main(
-            [
-                __file__,
-                "-q",
-                "-p",
-                "conftest",
-                "-p",
-                "no:cacheprovider",
-                "-m",
-                "browser",
-                "--rootdir",
-                str(ROOT),
-                "-o",
-                "addopts=",
-                "-W",
-                "ignore",
-            ]
-        )
-        if code != 0:
-            print(f"browser half failed (pytest exit {code}); kernel figures only")
-        for fig in json.loads(OUT.read_text()) if code == 0 else []:
+        figures = run_browser_half(__file__, OUT)
+        if figures is None:
+            print("kernel figures only")
+        for fig in figures or []:
             if "size" in fig:
                 rows[fig["size"]].update(fig)
             else:

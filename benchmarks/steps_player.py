@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _lab import run_browser_half
 from _targets import Targets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,30 +186,8 @@ def test_lab_half(open_notebook: Any, page: Any) -> None:
 
 
 def lab_page() -> dict[str, Any] | None:
-    sys.path.insert(0, str(ROOT / "tests" / "browser"))
-    OUT.unlink(missing_ok=True)
-    code = pytest.main(
-        [
-            __file__,
-            "-q",
-            "-p",
-            "conftest",
-            "-p",
-            "no:cacheprovider",
-            "-m",
-            "browser",
-            "--rootdir",
-            str(ROOT),
-            "-o",
-            "addopts=",
-            "-W",
-            "ignore",
-        ]
-    )
-    if code != 0 or not OUT.exists():
-        print(f"JupyterLab half failed (pytest exit {code})")
-        return None
-    return dict(json.loads(OUT.read_text()))
+    figures = run_browser_half(__file__, OUT)
+    return None if figures is None else dict(figures)
 
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:
