@@ -287,3 +287,32 @@ def test_the_button_says_why_a_walk_failed_and_stays(shell):
     assert "could not walk this call: a tuple output" in said["text"]
     assert not button.disabled and not hasattr(box, "player")
     box.close()
+
+
+def test_the_button_evaluates_the_calls_arguments_once(shell, monkeypatch):
+    """The magic's call is parsed once: an argument with a side effect runs once for the
+    report, the explorer and the button together (the click plays the values it gave)."""
+    from jaxlab.magics import grad as magic
+    from jaxlab.magics import jaxpr as jaxpr_magic
+
+    shown = []
+    monkeypatch.setattr(magic, "display", shown.append)
+
+    class Live:
+        kernel = object()
+
+    monkeypatch.setattr(jaxpr_magic, "get_ipython", lambda: Live())
+    shell.run_cell("calls = []\ndef arg():\n    calls.append(1)\n    return 0.5")
+    try:
+        shell.run_line_magic("grad", "--graph f(arg(), w)")
+        assert shell.user_ns["calls"] == [1]
+        box = shown[-1]
+        box.children[0].click()
+        assert shell.user_ns["calls"] == [1]
+        gx = jax.grad(lambda x: jnp.sin(x * 1.2) * x)(0.5)
+        assert np.isclose(box.player.steps.adjoints["x"], gx)
+    finally:
+        for w in shown[1:]:
+            w.close()
+        if hasattr(shown[-1], "player"):
+            shown[-1].player.close()

@@ -85,9 +85,14 @@ class GradMagics(Magics):
         magic, what = ("%grad", f"`{source}`") if cell is None else ("%%grad", "the cell")
         if args.static and not args.graph:
             raise UsageError(f"{magic}: --static chooses how --graph draws; add --graph")
+        calls: list[Call] = []  # the line's parsed call (its arguments evaluated once)
         with watching(magic, f"differentiating {what}"):
             try:
-                result = _line(args, source, ns) if cell is None else _cell(args, source, cell, ns)
+                result = (
+                    _line(args, source, ns, calls)
+                    if cell is None
+                    else _cell(args, source, cell, ns)
+                )
             except UsageError:
                 raise
             except ProgramError as e:  # GradError too: the user's input, already explained
@@ -100,7 +105,7 @@ class GradMagics(Magics):
             return result
         views = _views(result, static=args.static)
         if cell is None and len(views) == 2:  # the live explorer: its steps on a click
-            views.append(_steps_button(args, source, ns))
+            views.append(_steps_button(args, calls[0]))
         for shown in views:
             display(shown)
         return None
@@ -126,7 +131,7 @@ def _views(result: Any, static: bool) -> list[Any]:
     return [dataclasses.replace(result, graph=None), explorer]
 
 
-def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
+def _line(args: Any, source: str, ns: dict[str, Any], calls: list[Call]) -> Any:
     """``%grad f(x)``: the report (or the split) for one call. Raises what ``grad`` words."""
     from ..autodiff.report import report_for_call
     from ..autodiff.split import split_for_call
@@ -139,6 +144,7 @@ def _line(args: Any, source: str, ns: dict[str, Any]) -> Any:
     if args.wrt and args.argnums:
         raise UsageError("%grad: choose arguments by --wrt or by --argnums, not both")
     call = parse_call(source, ns)
+    calls.append(call)
     hvp = _evaluate(args.hvp, ns, "--hvp") if args.hvp else None
     choose = {"wrt": args.wrt} if args.wrt else {"argnums": args.argnums or 0}
     if args.steps or args.jvp:
@@ -205,8 +211,6 @@ _NOT_WITH_STEPS = (
 
 def _steps(args: Any, call: Call, choose: dict[str, Any]) -> Any:
     """``%grad --steps [--jvp] f(x, w)``: the GradSteps of the call."""
-    from ..steps.entry import steps_for_call
-
     if args.jvp and not args.steps:
         raise UsageError(
             "%grad: --jvp plays forward mode with --steps; write `%grad --steps --jvp ...`"
@@ -214,35 +218,31 @@ def _steps(args: Any, call: Call, choose: dict[str, Any]) -> Any:
     for name, option, why in _NOT_WITH_STEPS:
         if getattr(args, name):
             raise UsageError(f"%grad: --steps and {option} do not go together ({why})")
+    return _walk(call, choose, "forward" if args.jvp else "reverse")
+
+
+def _walk(call: Call, choose: dict[str, Any], mode: str) -> Any:
+    """The GradSteps of ``call`` (``--steps``, and the button under ``--graph``)."""
+    from ..steps.entry import steps_for_call
+
     return steps_for_call(
         call.fun,
         call.args,
         call.kwargs,
         **choose,
-        mode="forward" if args.jvp else "reverse",
+        mode=mode,
         arg_names=call.arg_names,
         kwarg_names=call.kwarg_names,
     )
 
 
-def _steps_button(args: Any, source: str, ns: dict[str, Any]) -> Any:
-    """Under ``--graph``'s explorer: a button that plays the same call's chain rule."""
+def _steps_button(args: Any, call: Call) -> Any:
+    """Under ``--graph``'s explorer: a button that plays the same call's chain rule (the
+    values the magic ran with)."""
     from jaxlab.widgets.steps_button import steps_button
 
-    from ..steps.entry import steps_for_call
-
-    call = parse_call(source, ns)  # the values of this run, kept for the click
     choose = {"wrt": args.wrt} if args.wrt else {"argnums": args.argnums or 0}
-    return steps_button(
-        lambda: steps_for_call(
-            call.fun,
-            call.args,
-            call.kwargs,
-            **choose,
-            arg_names=call.arg_names,
-            kwarg_names=call.kwarg_names,
-        )
-    )
+    return steps_button(lambda: _walk(call, choose, "reverse"))
 
 
 def _player(result: Any) -> Any:
