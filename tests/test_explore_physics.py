@@ -1,7 +1,8 @@
 """jaxlab.explore on programs jaxlab did not write (issue 35): a diffrax ODE solve, an
-equinox model against one scalar hyper-parameter, and a jax-md-style Lennard-Jones
-lattice energy against the lattice constant. Each derivative is checked against central
-differences of the same program in float64, or against a closed form."""
+equinox model against one scalar hyper-parameter, jax-md's Lennard-Jones lattice energy
+against the lattice constant, and a numpyro model's log density against its parameters.
+Each derivative is checked against central differences of the same program in float64,
+or against a closed form."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpyro
 import pytest
+from jax_md import energy, space
+from numpyro import distributions as dist
+from numpyro.infer.util import log_density
 
 from jaxlab.explore import explore
 
@@ -102,24 +107,18 @@ def test_an_equinox_modules_float_field_is_a_slider_by_its_path():
 
 
 def lattice_energy(a=1.12, epsilon=1.0, sigma=1.0, cells=3):
-    """The Lennard-Jones energy per atom of a simple cubic lattice of side ``cells`` with
-    lattice constant ``a``, periodic. jax-md is not installed here, so this is written in
-    plain jax.numpy the way jax_md.energy.lennard_jones_pair does it: a periodic
-    displacement (space.periodic: dR - side * round(dR / side)), all pairs' distances,
-    the pair energy 4 eps ((s/r)^12 - (s/r)^6) summed over pairs with the self-pair masked
-    out (smap.pair's mask), halved for double counting."""
+    """jax-md's Lennard-Jones energy per atom of a simple cubic lattice of side ``cells``
+    with lattice constant ``a``, periodic: ``space.periodic`` over the box ``a * cells``
+    and ``energy.lennard_jones_pair`` (its smooth cutoff moved past the lattice's farthest
+    minimum image, a sqrt 3 <= 2.8 sigma, so that the closed form below is exact)."""
     side = a * cells
+    displacement, _ = space.periodic(side)
     grid = jnp.arange(cells) * a
     positions = jnp.stack(jnp.meshgrid(grid, grid, grid, indexing="ij"), -1).reshape(-1, 3)
-    dr = positions[:, None, :] - positions[None, :, :]
-    dr = dr - side * jnp.round(dr / side)
-    r2 = jnp.sum(dr**2, axis=-1)
-    n = positions.shape[0]
-    self_pair = jnp.eye(n, dtype=bool)
-    safe = jnp.where(self_pair, 1.0, r2)  # the double-where: no 0 ** -6 on the diagonal
-    s6 = (sigma**2 / safe) ** 3
-    pair = jnp.where(self_pair, 0.0, 4 * epsilon * (s6**2 - s6))
-    return 0.5 * jnp.sum(pair) / n
+    pair_energy = energy.lennard_jones_pair(
+        displacement, sigma=sigma, epsilon=epsilon, r_onset=3.0, r_cutoff=3.5
+    )
+    return pair_energy(positions) / positions.shape[0]
 
 
 def test_lennard_jones_energy_against_the_lattice_constant():
@@ -154,3 +153,37 @@ def test_lennard_jones_energy_against_the_lattice_constant():
     view.set(cells=4)  # a static: compiles again, and says so
     assert view.compiles_by["evaluate"] == 2
     assert any("cells = 4 (was 3): compiled again" in n for n in view.frame()["notes"])
+
+
+DATA = jnp.array([1.3, 0.2, 2.1, 0.9, 1.7, 1.1])
+
+
+def normal_model(data):
+    """A numpyro model: a Normal(mu, sigma) likelihood of the data."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
+    with numpyro.plate("n", data.shape[0]):
+        numpyro.sample("obs", dist.Normal(mu, sigma), obs=data)
+
+
+def log_joint(mu=1.0, sigma=0.8):
+    """numpyro's own log density of the model at (mu, sigma): priors plus likelihood."""
+    density, _ = log_density(normal_model, (DATA,), {}, {"mu": mu, "sigma": sigma})
+    return density
+
+
+def test_numpyro_log_density_against_its_parameters():
+    view = explore(log_joint, mu=(-1.0, 3.0), sigma=(0.2, 3.0))
+    view.set(mu=1.4, sigma=0.7)
+    n, resid = DATA.shape[0], DATA - 1.4
+    # d/dmu: the likelihood's sum(x - mu) / sigma^2 and the Normal(0, 10) prior's -mu / 100
+    dmu = float(jnp.sum(resid)) / 0.7**2 - 1.4 / 100
+    # d/dsigma: -n / sigma + sum((x - mu)^2) / sigma^3 and the HalfNormal(5) prior's
+    # -sigma / 25
+    dsigma = -n / 0.7 + float(jnp.sum(resid**2)) / 0.7**3 - 0.7 / 25
+    assert float(view.sensitivity["mu"]) == pytest.approx(dmu, rel=1e-4)
+    assert float(view.sensitivity["sigma"]) == pytest.approx(dsigma, rel=1e-4)
+    assert float(view.sensitivity["sigma"]) == pytest.approx(
+        central(lambda s: log_joint(1.4, s), 0.7), rel=1e-4
+    )
+    assert view.compiles_by["evaluate"] == 1
