@@ -11,11 +11,16 @@ Two halves, printed side by side per size:
   frame (requestAnimationFrame timestamps) while a view of about 2,000 drawn nodes is
   dragged for a second (pointer events made in the page, see ``DRAG``).
 
-Targets (issue 11), evaluated in the run with one PASS/FAIL line each (exit 1 on a
-failure): first view under 1.5 s at 10,000 equations, any expansion under 200 ms,
-panning 2,000 nodes with no frame over 50 ms. They are judged on what the page shows
-(Chromium); with ``--kernel`` the first two are judged on the kernel half (model and
-layout; expansion layout) and say so, and panning is not measured. The kernel half's
+Targets (issues 11 and 37), evaluated in the run with one PASS/FAIL line each (exit 1 on
+a failure): first view under 1.5 s at 10,000 equations, any expansion under 200 ms,
+panning 2,000 nodes with no frame over 50 ms, and the kernel's first view at most 1.3x
+JAX's own trace (``jax.make_jaxpr``) at 10,000 and 20,000 equations (interleaved rounds,
+the least process CPU of each, every one from a collected heap). The page stamps each
+view with how long its drawing took and how long the click before it waited for the
+kernel (graph_explorer.js): printed under the table, they say where an expansion's time
+went. The first two targets are judged on what the page shows (Chromium); with
+``--kernel`` on the kernel half (model and layout; expansion layout) and say so, and
+panning is not measured. The kernel half's
 rows print process CPU time (and ``dot``'s, a child process) beside wall time; the
 whole run's clocks close the table.
 The programs are the gradient of a deep MLP whose every layer is an inner ``jax.jit`` (a
@@ -36,6 +41,7 @@ their ratios; they are no target.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -99,6 +105,10 @@ def kernel_half(layers: int) -> dict[str, Any]:
     from jaxlab.widgets import GraphExplorer
 
     params, x = params_for(layers), jnp.ones((4, 8))  # the user's data, not the view's cost
+    # Each timed step starts from a collected heap, as after a reader's pause: a full
+    # collection of an earlier step's garbage (0.25 s at 10,000 equations) falls on no
+    # step by chance, the view's nor JAX's own trace it is compared with.
+    gc.collect()
     watch = Stopwatch()
     t0 = time.perf_counter()
     # As %jaxpr --grad in a live notebook: the trace and the explorer's first view only.
@@ -120,6 +130,7 @@ def kernel_half(layers: int) -> dict[str, Any]:
         ]
         if not closed:
             break
+        gc.collect()
         t = time.perf_counter()
         explorer.toggle(closed[0])
         expands.append(time.perf_counter() - t)
@@ -128,10 +139,12 @@ def kernel_half(layers: int) -> dict[str, Any]:
     t4 = time.perf_counter()
     # JAX's own trace of the same program, after the view (inner jits' traces cached, as
     # the browser half's TRACE_CELL): the floor the kernel's first view is compared with.
+    gc.collect()
+    t4b = time.perf_counter()
     jax.make_jaxpr(jax.grad(deep))(params, x)
     t5 = time.perf_counter()
     return {
-        "kernel_trace_s": t5 - t4,
+        "kernel_trace_s": t5 - t4b,
         "equations": graph.n_equations,
         "visible": first_visible,
         "model_s": t1 - t0,
@@ -142,6 +155,43 @@ def kernel_half(layers: int) -> dict[str, Any]:
         "model_cpu_s": model_cpu,
         "first_layout_cpu_s": first_cpu,
         "first_layout_dot_cpu_s": first_dot_cpu,
+    }
+
+
+# The kernel's first view against JAX's own trace, at 10,000 and 20,000 equations: each
+# round traces the view (``%jaxpr --grad``'s model) and then the program with
+# ``jax.make_jaxpr`` alone, each from a collected heap; the least process CPU time of each
+# over the rounds is compared (a shared machine's load stretches wall time by 2-4x, and
+# unevenly: wall figures are printed beside).
+RATIO_LAYERS = {10000: 714, 20000: 1428}
+
+
+def trace_ratio(layers: int, rounds: int = 3) -> dict[str, Any]:
+    import jaxlab
+
+    params, x = params_for(layers), jnp.ones((4, 8))
+    jax.make_jaxpr(jax.grad(deep))(params, x)  # the inner jit's trace cached, for both
+    views, traces, equations = [], [], 0
+    views_cpu, traces_cpu = [], []
+    for _ in range(rounds):
+        gc.collect()
+        t, c = time.perf_counter(), time.process_time()
+        equations = jaxlab.jaxpr_graph(deep, params, x, grad=True, explore=True).n_equations
+        views.append(time.perf_counter() - t)
+        views_cpu.append(time.process_time() - c)
+        gc.collect()
+        t, c = time.perf_counter(), time.process_time()
+        jax.make_jaxpr(jax.grad(deep))(params, x)
+        traces.append(time.perf_counter() - t)
+        traces_cpu.append(time.process_time() - c)
+    return {
+        "equations": equations,
+        "view_s": views,
+        "trace_s": traces,
+        "view_cpu_s": views_cpu,
+        "trace_cpu_s": traces_cpu,
+        "ratio_wall": min(views) / min(traces),
+        "ratio": min(views_cpu) / min(traces_cpu),
     }
 
 
@@ -164,7 +214,7 @@ for _id in _every:
     _opened.append(_id)
     if len(_g.rebuild(frozenset(_opened)).nodes) >= 2000:
         break
-GraphExplorer(_g, opened=_opened)"""
+GraphExplorer(_g, opened=_opened, fit=False)"""
 # A drag of one second over the pane, 120 pointer moves a second, with the longest gap
 # between painted frames (requestAnimationFrame timestamps). The pointer events are made
 # in the page: Playwright's mouse, held down, waits 5 s per move on this page (its drag
@@ -207,6 +257,15 @@ DRAG = """async (k) => {
 }"""
 
 
+# Where a view's time went in the page (graph_explorer.js stamps its SVG): the click's
+# wait for the kernel's view (kernel work and the websocket both ways) and the drawing.
+SPLIT = """(k) => {
+  const svg = document.querySelectorAll('.jaxlab-ge-svg')[k];
+  return {wait_ms: Number(svg.dataset.waitMs ?? NaN), draw_ms: Number(svg.dataset.drawMs)};
+}"""
+SPLITS: list[dict[str, float]] = []
+
+
 def _expand(page: Any, k: int, inside: str | None) -> tuple[float | None, str | None]:
     """Click the first closed box (inside the frame ``inside``) of output ``k``: seconds
     until its frame is painted, and its id."""
@@ -241,7 +300,9 @@ def _expand(page: Any, k: int, inside: str | None) -> tuple[float | None, str | 
         "click"
     )
     page.wait_for_function(OPENED, arg=[k, target], polling="raf", timeout=60_000)
-    return time.perf_counter() - t, target
+    took = time.perf_counter() - t
+    SPLITS.append(page.evaluate(SPLIT, k))
+    return took, target
 
 
 @pytest.mark.browser
@@ -258,11 +319,20 @@ def test_measure_in_chromium(open_notebook: Any, page: Any) -> None:
         notebook.run(k + 1)
         page.wait_for_function(PAINTED, arg=[k, 0], polling="raf", timeout=120_000)
         first = time.perf_counter() - t0
+        first_draw_ms = page.evaluate(SPLIT, k)["draw_ms"]
         notebook.wait_idle()
+        SPLITS.clear()
         expand, opened = _expand(page, k, None)
         expand2 = _expand(page, k, opened)[0] if opened else None
         FIGURES.append(
-            {"size": size, "first_view_s": first, "expand_s": expand, "expand2_s": expand2}
+            {
+                "size": size,
+                "first_view_s": first,
+                "expand_s": expand,
+                "expand2_s": expand2,
+                "first_draw_ms": first_draw_ms,
+                "expand_splits_ms": list(SPLITS),
+            }
         )
     # Panning: about 2,000 drawn nodes, dragged with the mouse for a second.
     k = len(SIZES)
@@ -291,10 +361,24 @@ def test_measure_in_chromium(open_notebook: Any, page: Any) -> None:
     OUT.write_text(json.dumps(FIGURES))
 
 
-def evaluate(targets: Targets, rows: dict[int, dict[str, Any]], pan: Any, browser: bool) -> None:
-    """The three targets, on the page's figures when the browser half ran (a failed
-    browser half fails them), else on the kernel half's."""
+def evaluate(
+    targets: Targets,
+    rows: dict[int, dict[str, Any]],
+    pan: Any,
+    browser: bool,
+    ratios: dict[int, dict[str, Any]],
+) -> None:
+    """The targets, on the page's figures when the browser half ran (a failed browser
+    half fails them), else on the kernel half's; the kernel's first view against JAX's
+    own trace in both."""
     big = rows[10000]
+    for r in ratios.values():
+        targets.at_most(
+            f"kernel first view / JAX's own trace, {r['equations']} equations, "
+            "process CPU, least of 3 rounds each, ratio",
+            r["ratio"],
+            1.3,
+        )
     if browser:
         first = big.get("first_view_s")
         expands = [r.get(k) for r in rows.values() for k in ("expand_s", "expand2_s")]
@@ -320,11 +404,6 @@ def evaluate(targets: Targets, rows: dict[int, dict[str, Any]], pan: Any, browse
         f"first view, {big['equations']} equations, kernel half only (model + layout), s",
         big["model_s"] + big["first_layout_s"],
         1.5,
-    )
-    targets.at_most(
-        f"kernel first view / JAX's own trace, {big['equations']} equations, ratio",
-        big["model_s"] / big["kernel_trace_s"],
-        1.3,
     )
     layouts = [r["expand_layout_s"] for r in rows.values() if r["expand_layout_s"] is not None]
     targets.at_most("slowest expansion, kernel half only (layout), s", max(layouts), 0.2)
@@ -498,6 +577,19 @@ def main() -> None:
             f"{s(jaxviz['python_s'])} s in Python, first view {s(jaxviz.get('first_view_s'))} s "
             f"in Chromium (GraphExplorer: {s(ours)} s, cell to painted view in JupyterLab)"
         )
+    if rows[10000].get("first_view_s") is not None:
+        print(
+            "in the page (graph_explorer.js's stamps): first view drawn in, and each expansion's "
+            "wait for the kernel's view + its drawing, ms: "
+            + "; ".join(
+                f"{r['equations']} eqns {r.get('first_draw_ms', math.nan):.0f}, "
+                + ", ".join(
+                    f"{x['wait_ms']:.0f} + {x['draw_ms']:.0f}"
+                    for x in r.get("expand_splits_ms", [])
+                )
+                for r in rows.values()
+            )
+        )
     compared = compare_model_explorer(rows, ours_kernel, ours_cpu, theirs_kernel, theirs_page)
     if pan and pan["pan_longest_frame_ms"] is not None:
         print(
@@ -508,7 +600,23 @@ def main() -> None:
         "targets: first view < 1.5 s at 10,000 equations; expansion < 0.2 s; "
         "panning 2,000 nodes with no frame over 50 ms"
     )
-    evaluate(targets, rows, pan, browser=not kernel_only)
+    ratios = {size: trace_ratio(layers) for size, layers in RATIO_LAYERS.items()}
+    print(
+        "kernel first view against JAX's own trace, interleaved rounds, CPU s (wall s): "
+        + "; ".join(
+            f"{r['equations']} eqns view "
+            + " ".join(
+                f"{c:.3f} ({w:.3f})" for c, w in zip(r["view_cpu_s"], r["view_s"], strict=True)
+            )
+            + ", trace "
+            + " ".join(
+                f"{c:.3f} ({w:.3f})" for c, w in zip(r["trace_cpu_s"], r["trace_s"], strict=True)
+            )
+            + f": {r['ratio']:.2f}x CPU ({r['ratio_wall']:.2f}x wall)"
+            for r in ratios.values()
+        )
+    )
+    evaluate(targets, rows, pan, not kernel_only, ratios)
     targets.print_clocks()
     load = {"start": load_at_start, "end": os.getloadavg(), "cores": os.cpu_count()}
     print(f"load average (1, 5, 15 min) at start {load_at_start}, at end {load['end']}")
@@ -519,6 +627,7 @@ def main() -> None:
         "jaxviz": jaxviz,
         "model_explorer": compared,
         "load_average": load,
+        "trace_ratios": ratios,
     }
     print(json.dumps(figures | targets.figures()))
     sys.exit(targets.exit_code())

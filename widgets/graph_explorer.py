@@ -36,6 +36,7 @@ import traitlets
 from jaxlab.graph import model as m
 from jaxlab.graph import overlay
 from jaxlab.graph.explore import REPEAT, Explorer, Views
+from jaxlab.graph.gc_pause import paused_gc
 
 from ._base import JaxlabWidget
 from .graph_fit import fitting, left_closed_note
@@ -241,9 +242,10 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         self.on_msg(self._message)
         # The first view opens what is asked only as far as it fits a projector's pane at
         # full size, breadth-first, and says what it left closed (issue 34).
-        self.opened = self._fitted(list(opened)) if fit else list(opened)
-        if not self.view:
-            self._relayout()
+        with paused_gc():  # a view built and sent, then collected (graph/gc_pause.py)
+            self.opened = self._fitted(list(opened)) if fit else list(opened)
+            if not self.view:
+                self._relayout()
 
     def _fitted(self, wanted: list[str], width: float = 0, height: float = 0) -> list[str]:
         """``wanted``, less what would make the view too big for a ``width`` x ``height``
@@ -361,6 +363,10 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     def _message(self, _: Any, content: dict[str, Any], buffers: Any = None) -> None:
         if not isinstance(content, dict):
             return
+        with paused_gc():  # the view built and sent, then collected (graph/gc_pause.py)
+            self._answer(content)
+
+    def _answer(self, content: dict[str, Any]) -> None:
         kind = content.get("type")
         if kind == "toggle":
             self.toggle(str(content.get("cluster", "")))
@@ -379,6 +385,10 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         the next click toggles stay in step; an interrupt is then raised again."""
         if self._restoring:
             return
+        with paused_gc():  # a view built and sent, then collected (graph/gc_pause.py)
+            self._lay_out_view(change)
+
+    def _lay_out_view(self, change: Any) -> None:
         try:
             drawn = self._draw(frozenset(self.opened))
             explorer = _explorer_of(self._graph)
@@ -398,13 +408,15 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         self._layouts = {**self._shown_layouts, **used}
         self._shown_layouts = used
         self._drawn, self._rep = drawn, chosen["rep"]
-        # The records first: the browser redraws when the view changes.
-        self.model = view_model(drawn, laid, self._said)
-        self.legend = legend_entries(drawn, laid)
-        self.view = laid
-        self.error = ""
-        if self._query:
-            self.found = self._found()
+        # One message to the page with everything the view changed (the browser redraws
+        # when the view changes, the records set with it), then the twin's update.
+        with self.twin_once(), self.hold_sync():
+            self.model = view_model(drawn, laid, self._said)
+            self.legend = legend_entries(drawn, laid)
+            self.view = laid
+            self.error = ""
+            if self._query:
+                self.found = self._found()
 
     def _restore(self, change: Any) -> None:
         """``opened`` as it was for the view shown (a change's old value)."""

@@ -19,6 +19,7 @@ other. No user text reaches dot: its nodes are numbered.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from jaxlab.graph import model as m
@@ -259,13 +260,21 @@ def _run_units(
     """Each box's members laid out by dot, top to bottom; a box too wide or too tall for
     the pane that way is laid out left to right as well, and the shape needing less
     shrinking to fit the pane is kept (a long chain, side-by-side loop bodies)."""
-    laid = run_dot([dot_text(*u) for u in units])
+    if not units:
+        return []
+    # Both ways at once, in two dot processes side by side: waiting for the first to say
+    # which boxes overflow before starting the second doubled an expansion's layout time.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        left_right = pool.submit(run_dot, [dot_text(*u, rankdir="LR") for u in units])
+        laid = run_dot([dot_text(*u) for u in units])
+        failed = left_right.exception()
     again = [k for k, one in enumerate(laid) if _overflow(one) > 1.0]
-    if again:
-        across = run_dot([dot_text(*units[k], rankdir="LR") for k in again])
-        for k, other in zip(again, across, strict=True):
-            if _overflow(other) < _overflow(laid[k]):
-                laid[k] = other
+    if again and failed is not None:
+        raise failed  # asked for only where top to bottom overflows, as before
+    across = left_right.result() if again else []
+    for k in again:
+        if _overflow(across[k]) < _overflow(laid[k]):
+            laid[k] = across[k]
     for (names, *_), one in zip(units, laid, strict=True):
         try:
             one["nodes"] = {names[int(k)]: v for k, v in one["nodes"].items()}

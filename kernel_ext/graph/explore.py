@@ -32,7 +32,7 @@ from .explore_emit import REPEAT, ExploreEmitter, ExplorePlan, RunSummary
 from .groups import Path_, Piece, item_path, split_range
 from .labels import param_summary, type_text
 from .plan import _group_inputs, _io_nodes
-from .walk import Block, Item, name_stack, source_line
+from .walk import Block, Item, count_primitives, name_stack, source_line
 
 __all__ = ["REPEAT", "Explorer", "Views", "then"]
 
@@ -236,11 +236,11 @@ class Explorer:
         """What a closed run reads from outside, writes, holds and says (kept per run)."""
         if run_id not in self._runs:
             counts: Counter[str] = Counter()
+            count_primitives(run, counts)
             reads: list[Any] = []
             writes: list[Any] = []
             written: set[Any] = set()
             for item in run:
-                counts.update(item.primitive_counts())
                 for v in item.eqn.invars:
                     if not isinstance(v, jcore.Literal) and v not in written:
                         reads.append(v)

@@ -15,6 +15,7 @@ from typing import Any
 from . import model as m
 from .assemble import assemble
 from .emit import _Emitter
+from .gc_pause import paused_gc
 from .plan import DEFAULT_BUDGET, EDGE_BUDGET, MIN_BUDGET, _Plan
 from .walk import walk
 
@@ -39,6 +40,20 @@ def graph_from_jaxpr(
     ``explore=True`` returns that first view (nested programs closed, long blocks as runs)
     and skips the budgeted drawing, which the explorer would not show.
     """
+    with paused_gc():  # the trace's garbage collected after the drawing (gc_pause.py)
+        return _drawn(closed_jaxpr, title, grad, depth, budget, input_names, output_names, explore)
+
+
+def _drawn(
+    closed_jaxpr: Any,
+    title: str,
+    grad: bool,
+    depth: int | None,
+    budget: int,
+    input_names: list[str] | None,
+    output_names: list[str] | None,
+    explore: bool,
+) -> m.Graph:
     from .explore import Explorer, Views  # imported when drawn: import jaxlab stays light
 
     tree = walk(closed_jaxpr.jaxpr)

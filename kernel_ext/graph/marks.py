@@ -57,20 +57,15 @@ def carry_edges(
     """A loop-back edge from each drawn body's carry result to its carry parameter."""
     found: list[m.Edge] = []
 
-    def visit(block: Block) -> None:
-        for item in block.items:
-            for body, first, n in _bodies(item):
-                for k, v in enumerate(body.jaxpr.outvars[:n]):
-                    dst = f"{body.prefix}in{first + k}"
-                    if isinstance(v, jcore.Literal) or dst not in drawn_nodes:
-                        continue
-                    src = var_node.get(v)
-                    if src is not None and src != dst and src in drawn_nodes:
-                        found.append(m.Edge(src, dst, m.CARRY))
-            for sub in item.blocks:
-                visit(sub)
-
-    visit(tree)
+    for item in tree.loops:  # every scan and while at any depth, in program order
+        for body, first, n in _bodies(item):
+            for k, v in enumerate(body.jaxpr.outvars[:n]):
+                dst = f"{body.prefix}in{first + k}"
+                if isinstance(v, jcore.Literal) or dst not in drawn_nodes:
+                    continue
+                src = var_node.get(v)
+                if src is not None and src != dst and src in drawn_nodes:
+                    found.append(m.Edge(src, dst, m.CARRY))
     return tuple(dict.fromkeys(found))
 
 

@@ -36,10 +36,11 @@ class Block:
     # Whether this block's outvars are the enclosing equation's results.
     gives_results: bool = True
     items: list[Item] = field(default_factory=list)
-
-    @property
-    def n_equations(self) -> int:
-        return sum(item.n_equations for item in self.items)
+    # Equations inside, nested ones included: counted by walk (a walked tree never changes).
+    n_equations: int = 0
+    # Every scan and while at any depth, in program order (marks.carry_edges reads them
+    # for every view: no walk of the whole program per view).
+    loops: list[Item] = field(default_factory=list)
 
 
 @dataclass
@@ -55,34 +56,51 @@ class Item:
     def primitive(self) -> str:
         return str(self.eqn.primitive.name)
 
-    @property
-    def n_equations(self) -> int:
-        return 1 + sum(b.n_equations for b in self.blocks)
+    n_equations: int = 1  # itself and what it nests: counted by walk
 
     def primitive_counts(self) -> Counter[str]:
-        counts: Counter[str] = Counter([self.primitive])
-        for block in self.blocks:
-            for item in block.items:
-                counts.update(item.primitive_counts())
+        counts: Counter[str] = Counter()
+        count_primitives([self], counts)
         return counts
+
+
+def count_primitives(items: list[Item], counts: dict[str, int]) -> None:
+    """Add each equation of ``items``, nested ones included, to ``counts`` by primitive
+    (one count for a whole run: no Counter made and merged per equation)."""
+    todo = items[::-1]  # in program order, nested ones after their equation (ties in
+    while todo:  # a Counter's most_common go to what was counted first)
+        item = todo.pop()
+        name = str(item.eqn.primitive.name)
+        counts[name] = counts.get(name, 0) + 1
+        for block in reversed(item.blocks):
+            todo.extend(block.items[::-1])
 
 
 def nested_programs(params: dict[str, Any]) -> list[tuple[str, Any]]:
     """(role, Jaxpr) for every program in an equation's params, in a stable order."""
-    found: list[tuple[str, Any]] = []
-    for name in sorted(params):
-        value = params[name]
-        if isinstance(value, jcore.ClosedJaxpr):
-            found.append((name, value.jaxpr))
-        elif isinstance(value, jcore.Jaxpr):
-            found.append((name, value))
+    found: list[tuple[str, str, Any]] = []  # (param name, role, program)
+    closed_t, open_t = jcore.ClosedJaxpr, jcore.Jaxpr
+    for name, value in params.items():  # most equations hold none: no sort for them
+        if type(value) in _PLAIN:
+            continue
+        if isinstance(value, closed_t):
+            found.append((name, name, value.jaxpr))
+        elif isinstance(value, open_t):
+            found.append((name, name, value))
         elif isinstance(value, tuple | list):
             for k, v in enumerate(value):
-                if isinstance(v, jcore.ClosedJaxpr):
-                    found.append((f"{name}[{k}]", v.jaxpr))
-                elif isinstance(v, jcore.Jaxpr):
-                    found.append((f"{name}[{k}]", v))
-    return found
+                if isinstance(v, closed_t):
+                    found.append((name, f"{name}[{k}]", v.jaxpr))
+                elif isinstance(v, open_t):
+                    found.append((name, f"{name}[{k}]", v))
+    if len(found) > 1:
+        found.sort(key=lambda f: f[0])  # stable: a tuple's programs stay in order
+    return [(role, program) for _, role, program in found]
+
+
+# Parameter values that are never a program nor hold one (checked by type first: most of
+# a 10,000-equation program's parameters are these).
+_PLAIN = frozenset({int, float, bool, str, type(None), bytes})
 
 
 def _feeds(
@@ -109,6 +127,8 @@ def walk(jaxpr: Any, prefix: str = "", role: str = "program", depth: int = 1) ->
         item = Item(id=f"{prefix}e{i}", eqn=eqn, depth=depth)
         programs = nested_programs(eqn.params)
         primitive = str(eqn.primitive.name)
+        if primitive in _LOOPS:
+            block.loops.append(item)
         for k, (sub_role, sub) in enumerate(programs):
             sub_prefix = f"{item.id}/" if len(programs) == 1 else f"{item.id}/{k}/"
             child = walk(sub, sub_prefix, sub_role, depth + 1)
@@ -117,8 +137,14 @@ def walk(jaxpr: Any, prefix: str = "", role: str = "program", depth: int = 1) ->
                 sub.outvars
             ) == len(eqn.outvars)
             item.blocks.append(child)
+            item.n_equations += child.n_equations
+            block.loops += child.loops
         block.items.append(item)
+        block.n_equations += item.n_equations
     return block
+
+
+_LOOPS = frozenset({"scan", "while"})
 
 
 # Traceback -> its line: equal tracebacks (a layer's equations, each time a Python loop

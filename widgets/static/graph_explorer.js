@@ -231,6 +231,11 @@ function draw(model, el, state) {
   // A saved view drawn where no kernel runs (the docs site's loader says so): what it
   // shows is what the notebook opened; nothing promises a click or a search it cannot do.
   const live = model.has_kernel !== false;
+  // A click's time is stamped: the next view says how long it waited for the kernel.
+  const toggle = (id) => {
+    state.sent = performance.now();
+    model.send({ type: "toggle", cluster: id });
+  };
   const root = h("div", "jaxlab-ge");
   const bar = h("div", "jaxlab-ge-bar");
   bar.append(h("b", "jaxlab-ge-title", data.title));
@@ -309,7 +314,7 @@ function draw(model, el, state) {
     frame.append(s("rect", { x: x0, y: y0, width: x1 - x0, height: y1 - y0, rx: 6 }));
     const head = s("text", { x: x0 + 6, y: y0 + 16, class: "jaxlab-ge-frame-title" }, `▾ ${c.label}`);
     frame.append(head, s("title", {}, `${c.label}: ${c.n_equations} equations (click to close)`));
-    head.addEventListener("click", () => model.send({ type: "toggle", cluster: cid }));
+    head.addEventListener("click", () => toggle(cid));
     add(frame, 0, x0, y0, x1, y1);
   }
 
@@ -361,7 +366,7 @@ function draw(model, el, state) {
       item.append(s("text", { x: 8, y: 36, class: "jaxlab-ge-row" }, clip(`${c.n_equations} equations${repeat}${live ? " · click to open" : ""}`, w, 7)));
       const held = c.overlay_text ? "\n" + c.overlay_text : "";
       item.append(s("title", {}, `${c.label}: ${c.n_equations} equations${c.summary ? "\n" + c.summary : ""}${held}`));
-      item.addEventListener("click", () => model.send({ type: "toggle", cluster: c.id }));
+      item.addEventListener("click", () => toggle(c.id));
       item.addEventListener("mouseenter", () => showBox(c));
     } else {
       const n = byId.get(id);
@@ -622,10 +627,24 @@ function draw(model, el, state) {
 
 export default {
   render({ model, el }) {
-    const state = { query: "", at: 0, selected: null, at_view: null, moved: false, follow: false };
+    const state = { query: "", at: 0, selected: null, at_view: null, moved: false, follow: false, sent: null };
     // Each redraw guarded: state that cannot be read replaces the view with a note (the
     // twin shows); the next readable state draws the view again.
-    const redraw = () => guarded(model, el, () => { state.paintFound = null; draw(model, el, state); }, "GraphExplorer");
+    // Each draw timed (performance measure "jaxlab-ge-draw"): the SVG says how long its
+    // drawing took, and how long the click before it waited for the kernel's view.
+    const redraw = () => guarded(model, el, () => {
+      const t0 = performance.now();
+      const waited = state.sent === null ? null : t0 - state.sent;
+      state.sent = null;
+      state.paintFound = null;
+      draw(model, el, state);
+      const svg = el.querySelector(".jaxlab-ge-svg");
+      if (svg) {
+        svg.dataset.drawMs = (performance.now() - t0).toFixed(1);
+        if (waited !== null) svg.dataset.waitMs = waited.toFixed(1);
+      }
+      performance.measure?.("jaxlab-ge-draw", { start: t0 });
+    }, "GraphExplorer");
     const refound = () => guarded(model, el, () => state.paintFound && state.paintFound(), "GraphExplorer");
     redraw();
     model.on("change:view", redraw);
