@@ -7,7 +7,11 @@ Three comparisons, each measured side by side (interleaved rounds, medians):
    hand-written ``jax.jit`` function with the same reads and assignments, for a
    function of about 1 ms (target: ratio <= 1.05);
 2. the same for a function of about 10 µs: the added microseconds (target < 20 µs);
-3. a jitted call with the extension loaded against not loaded (target: ratio <= 1.02).
+3. a jitted call with the extension loaded against not loaded (target: ratio <= 1.02);
+4. a whole ``%%jit`` cell as IPython runs it (its ``%%jit`` line read, the cell magic
+   called, the value displayed) against the hand-written cell ``y, s = f(x, w, b)`` then
+   ``s``, for the ~1 ms function (target: ratio <= 1.05): what a user measures from
+   outside, IPython's own cost of a cell magic included.
 
 Every call's outputs are blocked on, so the times are what a user waits for. The
 targets are judged on wall time, paired per round; process CPU time per call (all of
@@ -20,6 +24,8 @@ when a target fails::
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import statistics
@@ -40,6 +46,7 @@ from jaxlab.compile.log import CompileLog
 
 ROUNDS = 31
 SOURCE = "y = jnp.tanh(x @ w) + b\ny.sum()"
+HAND_CELL = "y, s = hand_fn(x, w, b)\ns"  # SOURCE as its author would jit it by hand
 
 
 def per_call(fn: Callable[[], Any], n: int) -> tuple[float, float]:
@@ -141,14 +148,50 @@ def calibrate(target_s: float) -> int:
     return best
 
 
-def extension_cost(n_calls: int) -> Pair:
-    """A jitted call with jaxlab loaded in an IPython shell, against it unloaded."""
+def _shell() -> Any:
+    """The benchmark's IPython shell (no history database: its writes are not jaxlab's)."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
     config = Config()
     config.HistoryManager.enabled = False
-    extensions = InteractiveShell.instance(config=config).extension_manager
+    return InteractiveShell.instance(config=config)
+
+
+def whole_cells(n: int, n_calls: int) -> Pair:
+    """A ``%%jit`` cell run by an IPython shell with jaxlab loaded, against the same code
+    hand-jitted in a plain cell (each cell's value displayed, to a discarded stdout)."""
+    ip = _shell()
+    ip.extension_manager.load_extension("jaxlab")
+    ip.run_cell(
+        "import jax, jax.numpy as jnp\n"
+        f"kx, kw = jax.random.split(jax.random.key(0))\n"
+        f"x = jax.random.normal(kx, ({n}, {n})); w = jax.random.normal(kw, ({n}, {n})) / {n}\n"
+        f"b = jnp.ones({n})\n"
+        "@jax.jit\n"
+        "def hand_fn(x, w, b):\n"
+        "    y = jnp.tanh(x @ w) + b\n"
+        "    return y, y.sum()\n"
+    )
+
+    def run(cell: str) -> Callable[[], Any]:
+        def go() -> Any:
+            result = ip.run_cell(cell)
+            if not result.success:
+                raise RuntimeError(f"the benchmark's cell failed: {result.error_in_exec!r}")
+            return result.result
+
+        return go
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the displayed values
+        pair = side_by_side(run("%%jit\n" + SOURCE), run(HAND_CELL), n=n_calls)
+    ip.extension_manager.unload_extension("jaxlab")
+    return pair
+
+
+def extension_cost(n_calls: int) -> Pair:
+    """A jitted call with jaxlab loaded in an IPython shell, against it unloaded."""
+    extensions = _shell().extension_manager
     f = jax.jit(lambda x, w: jnp.tanh(x @ w).sum())
     x, w = jnp.ones((32, 32)), jnp.ones((32, 32))
 
@@ -181,6 +224,7 @@ def main() -> None:
     n_us = calibrate(10e-6)
     ms = side_by_side(*make_case(n_ms), n=30)
     us = side_by_side(*make_case(n_us), n=1000)
+    cells = whole_cells(n_ms, n_calls=30)
     ext = extension_cost(1000)
     figures = {
         "benchmark": "jit_overhead",
@@ -204,11 +248,17 @@ def main() -> None:
         "ms_cpu_ratio": round(ms.cpu_ratio, 4),
         "us_cpu_added_us": round((us.ours_cpu_s - us.base_cpu_s) * 1e6, 2),
         "loaded_cpu_ratio": round(ext.cpu_ratio, 4),
+        "cell_us": round(cells.ours_s * 1e6, 2),
+        "hand_cell_us": round(cells.base_s * 1e6, 2),
+        "cell_ratio": round(cells.ratio, 4),
+        "cell_added_us": round(cells.added_s * 1e6, 2),
+        "cell_cpu_ratio": round(cells.cpu_ratio, 4),
     }
     rows = [
         ("%%jit cell vs jax.jit, ~1 ms", f"{n_ms}×{n_ms}", ms, "ratio ≤ 1.05"),
         ("%%jit cell vs jax.jit, ~10 µs", f"{n_us}×{n_us}", us, "added < 20 µs"),
         ("jitted call, jaxlab loaded vs not", "32×32", ext, "ratio ≤ 1.02"),
+        ("whole %%jit cell vs hand cell, ~1 ms", f"{n_ms}×{n_ms}", cells, "ratio ≤ 1.05"),
     ]
     head = ("comparison", "size", "ours µs", "base µs", "ratio", "min ratio", "added µs")
     head += ("CPU ours µs", "CPU base µs", "CPU ratio")
@@ -227,9 +277,24 @@ def main() -> None:
         f"(medians of {ROUNDS} alternating rounds; ratio and added are per-round medians, "
         "min ratio compares the fastest rounds; CPU is this process's, per call)"
     )
-    targets.at_most(f"%%jit cell / jax.jit, ~1 ms call ({n_ms}×{n_ms})", ms.ratio, 1.05)
+    targets.at_most(
+        f"%%jit cell / jax.jit, ~1 ms call ({n_ms}×{n_ms})",
+        ms.ratio,
+        1.05,
+        figure=ms.ours_s,
+        reference=ms.base_s,
+        unit="s",
+    )
     targets.at_most(f"%%jit cell added µs, ~10 µs call ({n_us}×{n_us})", us.added_s * 1e6, 20.0)
     targets.at_most("jitted call, jaxlab loaded / not loaded", ext.ratio, 1.02)
+    targets.at_most(
+        f"whole %%jit cell / hand-jitted cell in IPython, ~1 ms call ({n_ms}×{n_ms})",
+        cells.ratio,
+        1.05,
+        figure=cells.ours_s,
+        reference=cells.base_s,
+        unit="s",
+    )
     targets.print_clocks()
     print(json.dumps(figures | targets.figures()))
     sys.exit(targets.exit_code())

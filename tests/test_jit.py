@@ -348,6 +348,22 @@ def test_cell_magic_static_option(ip):
     assert run.static == ("shape",) and float(run.value) == 6.0
 
 
+def test_cell_magic_first_line_read_once_means_the_same_each_run(ip):
+    # The cell form keeps each first line's options (argparse per run was half of what the
+    # magic added): a line read before means what it meant, a bad one fails every time.
+    ip.run_cell("import jax.numpy as jnp\nshape = (2, 3)\nx = jnp.ones(3)")
+    for _ in range(2):
+        run = ip.run_cell_magic("jit", "--static shape -o", "z = jnp.ones(shape)\nz.sum()")
+        assert run.static == ("shape",) and float(run.value) == 6.0
+        assert ip.run_cell_magic("jit", "-q", "z = x * 2\nz.sum()") == 6.0
+        with pytest.raises(UsageError, match="--stablehlo / --hlo belong to %jit"):
+            ip.run_cell_magic("jit", "--hlo", "y = x")
+        with pytest.raises(UsageError, match="--static takes names"):
+            ip.run_cell_magic("jit", "--static 'a b'", "y = x")
+        with pytest.raises(UsageError, match="options only on its first line"):
+            ip.run_cell_magic("jit", "f(x)", "y = x")
+
+
 # --------------------------------------------------------------------- loops counted whole
 # XLA's cost analysis counts a loop body once; the report multiplies by the jaxpr's trips.
 

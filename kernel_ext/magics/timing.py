@@ -164,6 +164,7 @@ class TimingMagics(Magics):
         """Run the cell under ``jax.profiler.trace``: host and device timeline, JAX's
         compilations, the costliest XLA modules and ops, and the implicit device-to-host
         syncs with their lines."""
+        from ..timing.collector import collector_paused
         from ..timing.profile import ProfileError, profile
 
         __tracebackhide__ = True  # IPython leaves this frame out of the cell's traceback
@@ -185,16 +186,19 @@ class TimingMagics(Magics):
         except ProfileError as e:
             raise UsageError(f"%%profile: {e}") from e
         result = session.result
-        if args.graph and result is not None:
-            _show_time_graph(result, static=args.static, namespace=namespace, cell=cell)
-        if args.output:
-            return result
-        if args.static:
-            display(result)
-        else:
-            from jaxlab.widgets import ProfileTimeline
+        # The views make thousands of records and no cycle: collections in the middle
+        # would walk the kernel's whole heap (timing/collector.py).
+        with collector_paused():
+            if args.graph and result is not None:
+                _show_time_graph(result, static=args.static, namespace=namespace, cell=cell)
+            if args.output:
+                return result
+            if args.static:
+                display(result)
+            else:
+                from jaxlab.widgets import ProfileTimeline
 
-            display(ProfileTimeline(result))
+                display(ProfileTimeline(result))
         return value
 
 

@@ -34,14 +34,15 @@ the same work on the same shapes (a Python loop's identical layers).
 from __future__ import annotations
 
 import math
+import weakref
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..graph import model as m
 from .collector import collector_paused
-from .hlo_map import FREE, Hlo, read_hlo
+from .hlo_map import FREE, Hlo, compiled_text, read_hlo
 
 _SCOPE_PRIMITIVE = {"while": ("scan", "while"), "conditional": ("cond",)}
 _PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
@@ -262,19 +263,34 @@ class _Matcher:
         return tuple(e.id for e in found)
 
 
+_Program = tuple[m.Graph, Any, list[_Equation], _Matcher]
+KEPT_PROGRAMS = 4  # programs drawn for a join, kept for the next (program_equations)
+_programs: dict[tuple[int, Any], tuple[weakref.ref[Any], _Program]] = {}
+
+
 def program_equations(
-    closed_jaxpr: Any, graph_of: Callable[[Any], m.Graph]
-) -> tuple[m.Graph, Any, list[_Equation], _Matcher]:
+    closed_jaxpr: Any, graph_of: Callable[[Any], m.Graph], key: Hashable = None
+) -> _Program:
     """The program's Graph (``graph_of(closed)``), its explorer's views, every equation
-    of it (nested programs too) and the matcher that joins HLO instructions to them."""
+    of it (nested programs too) and the matcher that joins HLO instructions to them.
+    With a ``key`` (what ``graph_of`` draws besides the program), kept per program
+    object (JAX's trace cache hands it back) and key: a join overlays a copy."""
     from ..graph.explore import Views
 
+    kept = _programs.get((id(closed_jaxpr), key)) if key is not None else None
+    if kept is not None and kept[0]() is closed_jaxpr:
+        return kept[1]
     graph = graph_of(closed_jaxpr)
     views = graph.rebuild
     if not isinstance(views, Views):
         raise AttributionError("the Graph of this program cannot be explored")
     equations = _equations(views.explorer.tree)
-    return graph, views, equations, _Matcher(equations)
+    made = graph, views, equations, _Matcher(equations)
+    if key is not None:
+        _programs[(id(closed_jaxpr), key)] = (weakref.ref(closed_jaxpr), made)
+        while len(_programs) > KEPT_PROGRAMS:
+            del _programs[next(iter(_programs))]
+    return made
 
 
 def op_times(result: Any, module: str) -> dict[str, float]:
@@ -293,10 +309,11 @@ def attribute(
     *,
     function: str,
     graph_of: Callable[[Any], m.Graph],
+    program_key: Hashable = None,
 ) -> Attribution:
     """Join ``result``'s op times of the module ``hlo_text`` compiles to the equations of
     ``closed_jaxpr`` (see module docstring); the Graph ``graph_of(closed)`` gets the
-    time overlay."""
+    time overlay (the program drawn once per ``program_key``: program_equations)."""
     hlo = read_hlo(hlo_text)
     times = op_times(result, hlo.module)
     if not times:
@@ -310,7 +327,7 @@ def attribute(
             f"the profile holds no op of {hlo.module!r} ({function}); the modules it ran: "
             + ", ".join(ran)
         )
-    graph, views, equations, matcher = program_equations(closed_jaxpr, graph_of)
+    graph, views, equations, matcher = program_equations(closed_jaxpr, graph_of, program_key)
     # An event's own time: a loop's or branch's less the events it holds.
     own = dict(times)
     for name in times:
@@ -463,7 +480,7 @@ def call_attribution(
     jitted = fun if hasattr(fun, "trace") else jax.jit(fun)
     with jaxlab_work():
         traced = jitted.trace(*args, **kwargs)
-        text = traced.lower().compile().as_text()
+        text = compiled_text(traced.lower().compile())
     names = argument_names(fun, args, kwargs, arg_names, kwarg_names)
     own = argument_names(fun, args, kwargs)
 
@@ -471,7 +488,10 @@ def call_attribution(
         drawn = graph_from_jaxpr(c, title=name, input_names=names, explore=True)
         return then(drawn, lambda g: with_parameters(g, names, own, name))
 
-    return attribute(result, traced.jaxpr, text, function=name, graph_of=graph_of)
+    drawn = (name, tuple(names), tuple(own))
+    return attribute(
+        result, traced.jaxpr, text, function=name, graph_of=graph_of, program_key=drawn
+    )
 
 
 def profile_graph(result: Any, fun: Callable[..., Any], *args: Any, **kwargs: Any) -> m.Graph:

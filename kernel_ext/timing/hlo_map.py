@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..explain.source import is_cell, label
 
@@ -158,8 +159,55 @@ def _frames(tables: dict[str, dict[int, str]]) -> dict[int, str]:
     return frames
 
 
+# Modules read, kept for the next profile of the same program (%%profile --graph of a
+# training step, profiled again and again): the compiled HLO text is read once, and
+# a compiled program's text is asked of XLA once, by its fingerprint. Kept: the last few,
+# their texts up to KEPT_CHARS together.
+KEPT_MODULES = 8
+KEPT_CHARS = 64 << 20
+_read: dict[str, Hlo] = {}  # text -> its Hlo, oldest first
+_texts: dict[bytes, str] = {}  # a compiled program's fingerprint -> its text, oldest first
+
+
+def compiled_text(compiled: Any) -> str:
+    """``compiled.as_text()`` (a ``jax.stages.Compiled``), asked of XLA once per program:
+    kept by the executable's fingerprint where XLA gives one."""
+    try:
+        fingerprint = compiled._executable.xla_executable.fingerprint
+    except Exception:  # another JAX or backend: no fingerprint, the text each time
+        fingerprint = None
+    if not isinstance(fingerprint, bytes) or not fingerprint:
+        return str(compiled.as_text())
+    text = _texts.pop(fingerprint, None)
+    if text is None:
+        text = str(compiled.as_text())
+    _texts[fingerprint] = text  # (last: the newest)
+    _bound(_texts, _texts.__getitem__)
+    return text
+
+
 def read_hlo(text: str) -> Hlo:
-    """``text`` (``Compiled.as_text()``) read into instructions by name."""
+    """``text`` (``Compiled.as_text()``) read into instructions by name; a text read
+    before is not read again (the Hlo is shared: nothing changes it once read)."""
+    hlo = _read.pop(text, None)
+    if hlo is None:
+        hlo = _read_text(text)
+    _read[text] = hlo
+    _bound(_read, str)
+    return hlo
+
+
+def _bound(kept: dict[Any, Any], text: Callable[[Any], str]) -> None:
+    """Drop the oldest entries past KEPT_MODULES, or past KEPT_CHARS of text (``text``:
+    an entry's, by its key); the newest is kept whatever its size."""
+    size = sum(len(text(k)) for k in kept)
+    while len(kept) > 1 and (len(kept) > KEPT_MODULES or size > KEPT_CHARS):
+        oldest = next(iter(kept))
+        size -= len(text(oldest))
+        del kept[oldest]
+
+
+def _read_text(text: str) -> Hlo:
     hlo, rows, tables = _rows(text)
     frames = _frames(tables)
     dims: dict[str, str] = {}  # name -> its output's dimensions as written, "8,8"

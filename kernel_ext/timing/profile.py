@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import jax
 
+from .collector import collector_paused
 from .profile_result import Cost, ProfileResult
 from .profile_spans import compilations, count_kinds, keep_for_drawing
 from .syncs import SyncRecorder
@@ -140,7 +141,9 @@ def profile() -> Iterator[Profile]:
         duration = time.perf_counter() - t0
         _active.remove(session)
         try:
-            spans = trace.stop(read=finished)
+            with collector_paused():
+                spans = trace.stop(read=finished)
         except TraceError as e:
             raise ProfileError(str(e)) from e
-    session.result = _result(spans, duration, session._recorder)
+    with collector_paused():
+        session.result = _result(spans, duration, session._recorder)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -130,6 +131,21 @@ def _value(node: ast.expr, namespace: Mapping[str, Any], missing: Any = None) ->
         return missing
 
 
+# Each kept program's compiled text, by the program (a new jit of its jaxpr is compiled
+# anew by XLA at every call: a profile of the same program, again and again, compiles it
+# once). Kept: the last KEPT programs.
+KEPT = 8
+_compiled: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+
+def _compiled_once(closed: Any) -> str | None:
+    """The text compiled before for ``closed`` (the same object, still alive), if any."""
+    known = _compiled.get(id(closed))
+    if known is None or known[0]() is not closed:
+        return None
+    return known[1]
+
+
 def attribution_from_program(
     result: Any, name: str, closed: Any, *, module: str | None = None, called: Any = None
 ) -> Attribution:
@@ -146,9 +162,14 @@ def attribution_from_program(
     from ..graph.value_names import with_parameters
     from ..session.work import jaxlab_work
 
-    with jaxlab_work():
-        text = jax.jit(jcore.jaxpr_as_fun(closed)).trace(*closed.in_avals).lower().compile()
-        text = text.as_text()
+    text = _compiled_once(closed)
+    if text is None:
+        with jaxlab_work():
+            lowered = jax.jit(jcore.jaxpr_as_fun(closed)).trace(*closed.in_avals).lower()
+            text = lowered.compile().as_text()
+        _compiled[id(closed)] = (weakref.ref(closed), text)
+        while len(_compiled) > KEPT:
+            del _compiled[next(iter(_compiled))]
     module = module or "jit_" + re.sub(r"\W", "_", name)  # as the profiled module is named
     text = re.sub(r"^HloModule \S+?,", f"HloModule {module},", text, count=1)
     own = _traced_names(closed)
@@ -158,7 +179,8 @@ def attribution_from_program(
         drawn = graph_from_jaxpr(c, title=name, input_names=names, explore=True)
         return then(drawn, lambda g: with_parameters(g, names or [], own or [], name))
 
-    return attribute(result, closed, text, function=name, graph_of=graph_of)
+    drawn = (name, None if names is None else tuple(names), tuple(own or ()))
+    return attribute(result, closed, text, function=name, graph_of=graph_of, program_key=drawn)
 
 
 def _renamed(leaf: str, called: Mapping[str, str]) -> str:
