@@ -95,7 +95,7 @@ test: export JAXLAB_EXECUTED_NOTEBOOKS := test-output/notebooks
 test: lint
 	@if [ -n "$(SECOND_RUN)" ]; then tools/ensure_system.sh venv $(PY311); fi
 	@tools/ensure_system.sh chromium
-	@mkdir -p test-output; \
+	@rm -rf $(JAXLAB_EXECUTED_NOTEBOOKS); mkdir -p test-output; \
 	$(MAKE) --no-print-directory py311 > test-output/py311.log 2>&1 & py311=$$!; \
 	$(VENV)/bin/python -m pytest -m browser -p no:cacheprovider --durations=10 \
 	  > test-output/browser.log 2>&1 & browser=$$!; \

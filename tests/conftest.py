@@ -109,3 +109,17 @@ def notebook_kernel(request, jupyter_path):
         return request.getfixturevalue("binder_kernel")
     write_kernelspec(jupyter_path, "jaxlab-test", sys.executable)
     return "jaxlab-test"
+
+
+# The tutorials run first in the session: under `make test` the browser lane's
+# test_tutorials_in_lab.py waits for the executed copies test_notebook_runs saves. (Stable:
+# every other test keeps its place; the Binder environment stays this session's fixture.)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("notebooks") is None:
+            return 2
+        return 0 if getattr(item, "originalname", "") == "test_notebook_runs" else 1
+
+    items.sort(key=rank)

@@ -13,7 +13,9 @@ checked by the notebooks themselves: their cells assert against analytic results
 
 Each executed notebook is saved (outputs and widget state included) into the folder
 ``$JAXLAB_EXECUTED_NOTEBOOKS`` names, ``test-output/notebooks`` by default: ``make test``
-builds the docs from those copies, so every notebook runs once.
+builds the docs from those copies, and the browser lane opens them in JupyterLab
+(tests/browser/test_tutorials_in_lab.py), so every notebook runs once. A notebook whose run
+fails leaves ``<name>.failed`` (what failed) there instead, for the browser lane to say so.
 """
 
 import os
@@ -154,15 +156,36 @@ def execute(path: Path, kernel_name: str, measured: dict | None = None):
     return nb, errors
 
 
+def failed_marker(path: Path) -> Path:
+    """Beside where ``path``'s executed copy would go: ``<name>.failed``, written when its
+    run failed (what failed, in its text), for the browser lane, which waits for the copies
+    (tests/browser/test_tutorials_in_lab.py), to say so rather than wait."""
+    return executed_folder() / f"{path.stem}.failed"
+
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path, kernel_name):
+def test_notebook_runs(path, request):
+    import traceback
+
+    saved, failed = executed_folder() / path.name, failed_marker(path)
+    # A failing notebook leaves no copy for the docs to show, nor an earlier run's marker.
+    saved.unlink(missing_ok=True)
+    failed.unlink(missing_ok=True)
+    try:
+        # The kernel inside: a failure to build Binder's environment is this run's too.
+        _run_and_save(path, request.getfixturevalue("kernel_name"), saved)
+    except BaseException as e:  # a failed assert, an error, a skip: each leaves its marker
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        failed.write_text(f"{path.name}: {''.join(traceback.format_exception_only(e))}")
+        raise
+
+
+def _run_and_save(path, kernel_name, saved):
     import nbformat
 
     measured: dict = {}
     nb, errors = execute(path, kernel_name, measured)
-    saved = executed_folder() / path.name
-    saved.unlink(missing_ok=True)  # a failing notebook leaves no copy for the docs to show
     assert errors == []
     # Binder's budget (issue 14): a student's 2 CPU cores and about 2 GB.
     print(
@@ -188,7 +211,9 @@ def test_notebook_runs(path, kernel_name):
         html = "".join(out.get("data", {}).get("text/html", "") for out in cell.outputs)
         assert "<svg" in html, cell.source
     saved.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, saved)
+    part = saved.with_name(f"{saved.name}.part")  # whole or absent for whoever waits on it
+    nbformat.write(nb, part)
+    part.replace(saved)
 
 
 # The docs take the executed copies (docs/_ext/tutorials.py): they must be the notebooks'.

@@ -327,3 +327,9 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
         OUTPUT.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(OUTPUT / f"{request.node.name}.png"), full_page=True)
     context.close()
+
+
+# Last in the session: test_tutorials_in_lab.py waits for the executed notebooks that the
+# 3.12 lane saves under `make test`; every other browser test runs meanwhile.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name == "test_tutorials_in_lab.py")

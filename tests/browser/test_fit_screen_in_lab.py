@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fit_measure import EXPLORERS, SPLIT
+from fit_measure import theme as _theme
 
 from jaxlab.widgets.graph_layout import PANE_W
 
@@ -54,65 +56,6 @@ CELLS = [
     "GraphExplorer(g20, opened=[loop], fit=False)",
 ]
 FITTING = ["06 run", "09 train_step", "20-layer MLP gradient", "RNN gradient", "optax Adam step"]
-
-# Per explorer output, in order: its pane, the box around everything drawn (nodes and open
-# frames, as the page shows them), the camera's scale, the smallest text as drawn (font
-# size times the SVG's scale), the cue, the notes.
-# Each is scrolled into view first: JupyterLab lays out only the cells near the screen,
-# and an output scrolled to must then be measured again (its cue too).
-EXPLORERS = """async () => {
- const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
- const out = [];
- for (const root of Array.from(document.querySelectorAll('.jaxlab-ge'))) {
-  root.scrollIntoView({block: 'start'});
-  await frame();
-  const pane = root.querySelector('.jaxlab-ge-pane').getBoundingClientRect();
-  const drawn = Array.from(root.querySelectorAll(
-    '.jaxlab-ge-svg g[data-id] > rect, .jaxlab-ge-frame > rect'))
-    .map(r => r.getBoundingClientRect());
-  const texts = Array.from(root.querySelectorAll('.jaxlab-ge-svg text'))
-    .filter(t => t.getBBox().width > 0)
-    .map(t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
-  const camera = root.querySelector('.jaxlab-ge-svg > g').getAttribute('transform');
-  out.push({
-    pane: [pane.left, pane.top, pane.right, pane.bottom],
-    extent: [Math.min(...drawn.map(r => r.left)), Math.min(...drawn.map(r => r.top)),
-             Math.max(...drawn.map(r => r.right)), Math.max(...drawn.map(r => r.bottom))],
-    boxes: drawn.length,
-    scale: parseFloat(camera.match(/scale\\(([\\d.]+)\\)/)[1]),
-    smallest: Math.min(...texts),
-    texts: texts.length,
-    cue: root.querySelector('.jaxlab-ge-cue').textContent,
-    notes: Array.from(root.querySelectorAll('.jaxlab-ge-note')).map(n => n.textContent),
-    labels: Array.from(root.querySelectorAll('.jaxlab-ge-svg .jaxlab-ge-label'))
-      .map(t => t.textContent),
-    frames: Array.from(root.querySelectorAll('.jaxlab-ge-svg .jaxlab-ge-frame-title'))
-      .map(t => t.textContent),
-  });
- }
- return out;
-}"""
-
-# %grad --split: per program, the scrolling box it sits in, its SVG, its smallest text.
-SPLIT = """() => {
-  const out = document.querySelector('.jp-OutputArea-output:has(.jaxlab-grad-split)');
-  const programs = Array.from(document.querySelectorAll('.jaxlab-split-program')).map(s => {
-    const scroller = s.querySelector('div[style*="overflow-x"]');
-    const svg = s.querySelector('svg').getBoundingClientRect();
-    const texts = Array.from(s.querySelectorAll('svg text'))
-      .map(t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
-    return {scroll: [scroller.scrollWidth, scroller.clientWidth], svg: [svg.width, svg.height],
-            smallest: Math.min(...texts)};
-  });
-  return {output: [out.scrollWidth, out.clientWidth], programs};
-}"""
-
-
-def _theme(page: Any, name: str, light: bool) -> None:
-    page.evaluate(
-        f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{name}'}})"
-    )
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{str(light).lower()}'")
 
 
 def _check(page: Any, theme: str) -> None:
