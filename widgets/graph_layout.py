@@ -26,6 +26,7 @@ from jaxlab.graph import model as m
 from jaxlab.graph.names import shorten
 
 from .graph_dot import dot_text, run_dot
+from .graph_wrap import wrapped
 
 HUB_EDGES = 6  # an input or output with more edges than this is a hub (see hubs)
 HUB_REACH, HUB_STUB = 600.0, 18.0  # a hub's edge spanning more is drawn as a stub this long
@@ -258,8 +259,9 @@ def _run_units(
     units: list[tuple[list[str], dict[str, tuple[float, float]], list[Any], list[Any]]],
 ) -> list[dict[str, Any]]:
     """Each box's members laid out by dot, top to bottom; a box too wide or too tall for
-    the pane that way is laid out left to right as well, and the shape needing less
-    shrinking to fit the pane is kept (a long chain, side-by-side loop bodies)."""
+    the pane that way is laid out left to right as well, and wrapped into rows
+    (graph_wrap) where neither fits, and the shape needing least shrinking to fit the
+    pane is kept (a long chain, side-by-side loop bodies)."""
     if not units:
         return []
     # Both ways at once, in two dot processes side by side: waiting for the first to say
@@ -275,6 +277,9 @@ def _run_units(
     for k in again:
         if _overflow(across[k]) < _overflow(laid[k]):
             laid[k] = across[k]
+        rows = wrapped(across[k], PANE_W - 2 * VIEW_PAD) if _overflow(laid[k]) > 1.0 else None
+        if rows is not None and _overflow(rows) < _overflow(laid[k]):
+            laid[k] = rows  # a long chain: left to right, wrapped into rows as text is
     for (names, *_), one in zip(units, laid, strict=True):
         try:
             one["nodes"] = {names[int(k)]: v for k, v in one["nodes"].items()}
