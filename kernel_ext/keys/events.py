@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import store as _store
-from .calls import Call, data_bytes, dtype_name
+from .calls import DTYPE_NAMES, Call, data_bytes, dtype_name
 from .model import KeyReuse
 from .replay import replay
 from .site import Site
@@ -287,10 +287,15 @@ class KeyRecorder(KeyStore):
                     noted += (op, token, known[2], site, out.shape, out.dtype, None, None)
                 except AttributeError:  # not an array (no sampler of JAX's returns one)
                     return False
-            elif type(count) is int:
+            elif type(count) is int:  # (_noted_split, in line)
                 at = len(noted)
                 noted += (op, token, known[2], site, count, None, None, out)
-                self._noted_split(at, count, out)
+                if 0 < count <= EAGER_KEYS:
+                    self._outs[id(out)] = at
+                unread = self._unread
+                unread.append(at + 7)
+                if len(unread) > UNREAD_SPLITS:
+                    self._read_unread()
             else:  # a split into an array of keys: its shape is read
                 return False
         if self._subscribers:
@@ -323,7 +328,12 @@ class KeyRecorder(KeyStore):
         return iter(made)
 
     def _record_noted(self) -> None:
-        """Make the records of the noted calls, in order, as if made when called."""
+        """Make the records of the noted calls, in order, as if made when called. A call of
+        a key known by its token (neither forgotten nor used: an eager loop's every call)
+        is recorded here, in line: its event, and a split's keys, one node each, with no
+        look-up of its key and no wait in ``_pending``; its row of the site table counted
+        on the row itself once the table has made it. Any other call goes through
+        ``_derived``/``_consumed`` with its key's data."""
         noted, self._noted = self._noted, []
         self._unread.clear()
         self._outs.clear()
@@ -334,26 +344,77 @@ class KeyRecorder(KeyStore):
         # where in `noted` a split is -> its first key's node: a key known by its token is
         # that split's i-th key, found with no look-up of its data (a flat walk, in order)
         firsts: dict[int, int] = {}
-        nodes, consumed = self._nodes, self._consumed_by
+        nodes, consumed, events = self._nodes, self._consumed_by, self._events
+        consumers, by_data = self._consumers, self._by_data
+        consumed_data, site_ids = self._consumed_data, self._site_ids
+        rows: dict[tuple[Any, ...], Any] = {}  # (op, site, key's origin, its site) -> table row
+        shapes, names = _SHAPES, DTYPE_NAMES  # (a draw's shape and dtype, one object each)
         for at in range(0, len(noted), _NOTE):
             op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
             if op is _RECORDED:  # a split recorded when called: its keys' data, for tokens
                 blob = out if isinstance(out, bytes) else data_bytes([out])[0]
                 noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(shape, -1)
                 if ref is not None:
+                    rows.clear()  # (the table may forget rows when it makes one)
                     self._flush()  # its keys made (their data read now, once)
                     if ref.first >= 0:
                         firsts[at] = ref.first
                 continue
-            shape = (shape,) if type(shape) is int else _shared(shape)  # (a split's count)
-            node = None
+            split, node = dtype is None, None
+            if split:  # (noted by its count: its keys' shape)
+                shape = (shape,) if type(shape) is int else _shared(shape)
+            else:
+                shape = shapes.get(shape) or _shared(shape)
             if type(raw) is int:  # a key's token: key t % 16 of the split noted at t // 16 * 8
                 t = raw % _TOKENS
                 where, i = t // 16 * 8, t % 16
                 first = firsts.get(where)
                 if first is not None and first + i in nodes and first + i not in consumed:
                     node = first + i  # that key, by identity (not forgotten, not used)
-                    if self._chained(op, node, impl, site, shape, dtype, out, noted, at, firsts):
+                    count = shape[0] if split and len(shape) == 1 else 0
+                    if (not split or 0 < count <= EAGER_KEYS) and not self._pending:
+                        site_id = site_ids.get(id(site))
+                        if site_id is None:
+                            site_id = self._site_id(site)
+                        index = self._next_event
+                        self._next_event = index + 1
+                        mine = nodes[node]  # its key's tuple
+                        if split:
+                            kind, dtype = "derive", "key"
+                        else:
+                            kind, dtype = "consume", names.get(dtype) or dtype_name(dtype)
+                        events[index] = (op, kind, (node,), shape, dtype, site_id, False, False)
+                        if node in consumers:
+                            _add_one(consumers, node, index)
+                        else:
+                            consumers[node] = index
+                        consumed[node] = index
+                        if mine[0]:
+                            consumed_data.add(mine[0])
+                        if len(events) > _store.MAX_EVENTS:  # the oldest out, as _event does
+                            self._drop_events()
+                        row = rows.get((op, site_id, mine[2], mine[6]))
+                        if row is None:  # the table's own call, the row it made kept
+                            up = (mine[2], self._site_list[mine[6]].where)
+                            row = self._table_row(rows, split, op, site, up, index, count)
+                            rows[(op, site_id, mine[2], mine[6])] = row
+                        else:
+                            row.count += count if split else 1
+                        if split:  # its keys, one node each, as _flush makes them
+                            blob = out if isinstance(out, bytes) else data_bytes([out])[0]
+                            width = len(blob) // count
+                            noted[at + 7] = (blob, width)  # for the tokens of its keys
+                            first = firsts[at] = self._next_node
+                            for i in range(count):
+                                raw = blob[i * width : (i + 1) * width]
+                                nodes[first + i] = (raw, impl, op, node, i, index, site_id, False)
+                                if raw in by_data:
+                                    _add_one(by_data, raw, first + i)
+                                else:
+                                    by_data[raw] = first + i
+                            self._next_node = first + count
+                            if len(nodes) > _store.MAX_NODES:  # the oldest out, as _node does
+                                self._forget(max(1, _store.MAX_NODES // 10))
                         continue
                 held = noted[where + 7]  # its keys read by now: rows, or (bytes, width)
                 raw = held[i].tobytes() if type(held) is not tuple else _row(held, i)
@@ -361,13 +422,14 @@ class KeyRecorder(KeyStore):
             else:
                 obj = ref()
                 obj = _GONE if obj is None else obj  # "a key object", one never seen again
-            if dtype is None:  # a split: `out`, its keys (or their data, read already)
+            rows.clear()  # (the table may forget rows when the general way makes one)
+            if split:  # `out`, its keys (or their data, read already)
                 blob = out if isinstance(out, bytes) else data_bytes([out])[0]
                 count = math.prod(shape)
                 out = noted[at + 7] = np.frombuffer(blob, np.uint8).reshape(count, -1)
-                rows = out if len(shape) == 1 else None  # one row each: made at once
-                found = self._derived(op, raw, rows, impl, site, False, obj, out, shape, node)
-                if rows is not None and self._last_pending is not None:
+                made = out if len(shape) == 1 else None  # one row each: made at once
+                found = self._derived(op, raw, made, impl, site, False, obj, out, shape, node)
+                if made is not None and self._last_pending is not None:
                     first = self._last_pending.first
                     if first >= 0:
                         firsts[at] = first
@@ -375,58 +437,24 @@ class KeyRecorder(KeyStore):
                 dtype = dtype if type(dtype) is str else dtype_name(dtype)
                 found = self._consumed(op, raw, impl, shape, dtype, site, False, obj, node)
             self._unwarned.extend(found)  # none: data consumed before is never noted
+        if noted:
+            self._event_cache = self._node_cache = None
 
-    def _chained(self, op, node, impl, site, shape, dtype, out, noted, at, firsts) -> bool:
-        """The record of a noted draw, or split into one row of at most ``EAGER_KEYS``
-        keys, of ``node`` (a key known by its token: neither forgotten nor used), made in
-        line: what ``_consumed``/``_derived`` make of it, without looking the key up or
-        waiting in ``_pending`` (an eager loop's every call). False: not that case (or
-        near a cap): the caller records it the general way."""
-        nodes, events = self._nodes, self._events
-        split = dtype is None
-        count = shape[0] if split and len(shape) == 1 else 0
-        if (split and not 0 < count <= EAGER_KEYS) or self._pending:
-            return False
-        site_id = self._site_id(site)
-        index = self._next_event
-        self._next_event = index + 1
-        held = nodes[node]
-        up = (held[2], self._site_list[held[6]].where)  # its key's row in the site table
+    def _table_row(self, rows: dict[Any, Any], split: bool, op: str, site: Site, up: Any,
+                   index: int, count: int) -> Any:  # fmt: skip
+        """The site table told of a call recorded in line (as ``_made``/``_count_use``
+        tell it) and its row returned, for the next calls of that row to count on. A new
+        key row may make the table forget old ones: the rows kept are then dropped."""
+        table = self.sites
         if split:
-            events[index] = (op, "derive", (node,), shape, "key", site_id, False, False)
-        else:
-            dtype = dtype if type(dtype) is str else dtype_name(dtype)
-            events[index] = event = (op, "consume", (node,), shape, dtype, site_id, False, False)
-            self.sites.used((op, site.where, up), event, site)
-        consumers = self._consumers
-        if node in consumers:
-            _add_one(consumers, node, index)
-        else:
-            consumers[node] = index
-        self._consumed_by[node] = index
-        if held[0]:
-            self._consumed_data.add(held[0])
-        self._event_cache = None
-        if len(events) > _store.MAX_EVENTS:  # the oldest out, as _event does
-            for old in list(events)[: max(1, _store.MAX_EVENTS // 10)]:
-                del events[old]
-        if split:  # its keys, one node each, as _flush makes them
-            blob = out if isinstance(out, bytes) else data_bytes([out])[0]
-            width = len(blob) // count
-            noted[at + 7] = (blob, width)  # for the tokens of its keys
-            first = self._next_node
-            self.sites.made((op, site.where), site, False, up, count)
-            by_data = self._by_data
-            for i in range(count):
-                raw = blob[i * width : (i + 1) * width]
-                nodes[first + i] = (raw, impl, op, node, i, index, site_id, False)
-                _add_one(by_data, raw, first + i)
-                self._next_node = first + i + 1
-                if len(nodes) > _store.MAX_NODES:  # the oldest forgotten, as _node does
-                    self._forget(max(1, _store.MAX_NODES // 10))
-            self._node_cache = None
-            firsts[at] = first
-        return True
+            before = len(table.keys)
+            table.made((op, site.where), site, False, up, count)
+            if len(table.keys) != before:  # a new row (and maybe old ones forgotten)
+                rows.clear()
+            return table.keys[(op, site.where)]
+        key = (op, site.where, up)
+        table.used(key, self._events[index], site)
+        return table.uses[key]
 
     # ----------------------------------------------------------------- reuses to warn
     def first_warning(self, reuse: KeyReuse) -> bool:

@@ -14,6 +14,7 @@ filled by :class:`~jaxlab.keys.events.KeyRecorder` (above it) and read through
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections import deque
@@ -152,9 +153,14 @@ class KeyStore:
         self._events[index] = (op, kind, inputs, tuple(shape), dtype, site_id, traced, in_loop)
         self._event_cache = None
         if len(self._events) > MAX_EVENTS:
-            for old in list(self._events)[: max(1, MAX_EVENTS // 10)]:
-                del self._events[old]
+            self._drop_events()
         return index
+
+    def _drop_events(self) -> None:
+        """The oldest tenth of the events out (read from the front: no list of them all)."""
+        events = self._events
+        for old in list(itertools.islice(events, max(1, MAX_EVENTS // 10))):
+            del events[old]
 
     def consumer_ids(self, node: int) -> list[int]:
         """The events that consumed a node, in order (their indices)."""
@@ -308,7 +314,7 @@ class KeyStore:
         return node
 
     def _forget(self, count: int) -> None:
-        old = list(self._nodes)[:count]
+        old = list(itertools.islice(self._nodes, count))
         for node in old:
             raw = self._nodes.pop(node)[0]
             self._consumers.pop(node, None)

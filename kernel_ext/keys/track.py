@@ -177,7 +177,7 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
                 except Exception:
                     _quietly(_failed, name, kind, key, site)
                     raise
-                count = _split_num(args, kwargs) if split else None
+                count = (args[1] if len(args) > 1 else kwargs.get("num", 2)) if split else None
                 if note(name, known, site, out, count):
                     return out
                 return _quietly(_recorded, name, kind, key, out, site, args, kwargs)  # read
