@@ -164,7 +164,7 @@ def _frames(tables: dict[str, dict[int, str]]) -> dict[int, str]:
 # a compiled program's text is asked of XLA once, by its fingerprint. Kept: the last few,
 # their texts up to KEPT_CHARS together.
 KEPT_MODULES = 8
-KEPT_CHARS = 64 << 20
+KEPT_CHARS = 16 << 20  # a large program: megabytes of text, its Hlo a few times that
 _read: dict[str, Hlo] = {}  # text -> its Hlo, oldest first
 _texts: dict[bytes, str] = {}  # a compiled program's fingerprint -> its text, oldest first
 
