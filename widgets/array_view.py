@@ -33,6 +33,7 @@ from jaxlab.arrays.draw import (
 )
 from jaxlab.arrays.html import first_flagged, flags, tree_html
 from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
+from jaxlab.arrays.sample import held_array
 from jaxlab.arrays.tree import show_record
 from jaxlab.timing.collector import collector_paused
 
@@ -268,7 +269,9 @@ def drawing_json(drawing: dict[str, Any]) -> dict[str, Any]:
     sample = drawing.get("sample")
     if not sample or sample.get("kind") != "float" or not isinstance(sample["values"], list):
         return drawing  # integers stay exact as JSON; complex pairs and scalars are few
-    values = np.asarray(sample["values"], dtype="<f8")  # "NaN", "Inf" words read back
+    values = held_array(sample["values"])  # as take_sample made it, else read back
+    if values is None or values.dtype != np.float64:
+        values = np.asarray(sample["values"], dtype="<f8")  # "NaN", "Inf" words read back
     wire = {**sample, "values": memoryview(values.tobytes()), "dims": list(values.shape)}
     return {**drawing, "sample": wire}
 

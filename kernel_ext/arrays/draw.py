@@ -17,6 +17,7 @@ import numpy as np
 
 from .png import BOOLEAN, TWILIGHT, VIRIDIS, colours, png_uri
 from .record import ArrayInfo, Sample
+from .sample import held_array
 from .words import shape_words
 
 TABLE_MAX = 64  # arrays of at most this many elements (1-D or 2-D) are drawn as a table
@@ -32,6 +33,9 @@ ValueRange = tuple[float, float]
 
 def sample_values(sample: Sample) -> np.ndarray:
     """The sample as a NumPy array again (NaN/Inf restored, complex rebuilt)."""
+    held = held_array(sample.values)  # the latest samples' arrays, kept as they were made
+    if held is not None:
+        return held
     # NumPy reads the words "NaN", "Inf" and "-Inf" back as numbers itself, in C: a
     # per-value walk in Python was most of a live view's twin (160 x 160 values)
     a = np.asarray(sample.values, dtype=np.float64)

@@ -1,7 +1,9 @@
 """A heat map as a PNG data URI: NumPy, zlib and the colour map, no imaging library.
 
 Drawn as one image, a 160 x 160 field is 20-60 KB in the saved notebook, where one SVG
-rectangle per cell would be about 1.5 MB.
+rectangle per cell would be about 1.5 MB. Compressed at zlib's fastest level: a live
+view's twin encodes one at every redraw, and level 6 took 3-10 ms of a 160 x 160 field
+where level 1 takes 0.5-2 ms, for images 0-35% larger.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def colours(unit: np.ndarray, stops: np.ndarray = VIRIDIS) -> np.ndarray:
 def png_uri(rgb: np.ndarray) -> str:
     """uint8 ``(rows, cols, 3)`` -> ``data:image/png;base64,...``."""
     rows, cols, _ = rgb.shape
-    raw = b"".join(b"\x00" + rgb[r].tobytes() for r in range(rows))
+    # each row: filter byte 0 (none), then its pixels
+    raw = np.concatenate([np.zeros((rows, 1), np.uint8), rgb.reshape(rows, -1)], 1).tobytes()
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         body = tag + data
@@ -68,7 +71,7 @@ def png_uri(rgb: np.ndarray) -> str:
     data = (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw, 6))
+        + chunk(b"IDAT", zlib.compress(raw, 1))
         + chunk(b"IEND", b"")
     )
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
