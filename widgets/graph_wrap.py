@@ -47,6 +47,10 @@ def _extent(nodes: dict[str, list[float]], keys: list[str], axis: int) -> tuple[
     )
 
 
+def _nearest(gaps: list[float], x: float) -> int:
+    return min(range(len(gaps)), key=lambda g: abs(gaps[g] - x))
+
+
 def _best_cuts(nodes: dict[str, list[float]], width: float) -> list[float] | None:
     """The fewest cuts (at most ROWS_MOST rows) giving rows no wider than ``width``, the
     widest row as narrow as possible; None when no choice fits."""
@@ -64,10 +68,10 @@ def _best_cuts(nodes: dict[str, list[float]], width: float) -> list[float] | Non
         # each cut near where an even share would put it, then the neighbouring gaps
         best: tuple[float, list[float]] | None = None
         for shift in range(-2, 3):
-            cuts = []
+            cuts: list[float] = []
             for i in range(1, n_cuts + 1):
                 even = left + (right - left) * i / (n_cuts + 1)
-                k = min(range(len(gaps)), key=lambda g, e=even: abs(gaps[g] - e)) + shift
+                k = _nearest(gaps, even) + shift
                 if 0 <= k < len(gaps) and (not cuts or gaps[k] > cuts[-1]):
                     cuts.append(gaps[k])
             if len(cuts) == n_cuts:
