@@ -257,3 +257,32 @@ def test_records_by_token_past_the_caps_are_those_its_data_gives(monkeypatch):
     assert known.pop("by token") > 100 and read.pop("by token") == 0
     assert known == read
     assert known["dropped"] > 0 and len(known["nodes"]) <= 60 and len(known["events"]) <= 50
+
+
+def site_rows() -> list[tuple]:
+    table = key_lineage().sites
+    rows = [*table.keys.values(), *table.uses.values()]
+    under = {parent: [r.id for r in found] for parent, found in table.under.items()}
+    return [(r.id, r.key, r.count, r.label, r.parent, r.reused, r.site) for r in rows] + [under]
+
+
+def test_the_site_table_counts_records_made_in_line_as_it_counts_those_made_from_data():
+    """The per-site table (what large views draw) counts a call recorded in line, on the
+    row the table made for its first call, as it counts one recorded from its data: the
+    same rows, in the same order, with the same counts (past the caps too)."""
+    found = []
+    for known in (True, False):
+        key_lineage().clear()
+        with notes_by_token(known) as by_token, track_keys():
+            loop(4 * events.UNREAD_SPLITS)
+            pairs(3 * events.UNREAD_SPLITS)
+            jax.random.normal(jax.random.key(9))  # recorded by data: the noted made first
+            pairs(3 * events.UNREAD_SPLITS)
+            key_lineage().to_dict()  # read: every noted call recorded
+        found.append((site_rows(), sum(by_token)))
+    (known, by_token), (read, none) = found
+    assert by_token > 8 * events.UNREAD_SPLITS and none == 0
+    assert known == read
+    counts = {row[1]: row[2] for row in known[:-1]}
+    normals = sum(n for key, n in counts.items() if key[0] == "normal")
+    assert normals == 10 * events.UNREAD_SPLITS + 1  # (and the one of key 9)

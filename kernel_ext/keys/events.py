@@ -46,6 +46,7 @@ UNREAD_SPLITS = 16  # a noted split's keys are read once this many later ones ar
 _RECORDED = "<recorded split>"  # a split recorded when called, in _noted for its keys' tokens
 MAX_KIDS = 4096  # keys known by their split's index (beyond, the dead are dropped)
 _SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per shape, shared
+_AVAL = "<aval>"  # a noted draw's dtype: its shape is its result's aval (shape and dtype)
 
 
 def _shared(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -273,7 +274,7 @@ class KeyRecorder(KeyStore):
         a draw) of a key unpacked from a noted split, ``known`` (its entry in ``kids``,
         taken out) and its data unread: a loop's common case. False when it may be a reuse
         (the caller then records it with its data, and a reuse is told at once). What the
-        records need of ``out`` is kept as it comes (its shape, its dtype), named when the
+        records need of ``out`` is kept as it comes (its aval: shape and dtype), named when the
         records are made. The wrappers call this on every draw: it is written for speed."""
         token = known[1]
         with self._lock:
@@ -282,9 +283,9 @@ class KeyRecorder(KeyStore):
                 return False  # a call noted by data since (of its data?), or calls waiting
             # no reference to the key: nothing made here outlives the call (each object
             # that survives brings the garbage collector's next full pass nearer)
-            if count is None:
+            if count is None:  # its abstract value: JAX's own, one per shape and dtype
                 try:
-                    noted += (op, token, known[2], site, out.shape, out.dtype, None, None)
+                    noted += (op, token, known[2], site, out.aval, _AVAL, None, None)
                 except AttributeError:  # not an array (no sampler of JAX's returns one)
                     return False
             elif type(count) is int:  # (_noted_split, in line)
@@ -360,6 +361,8 @@ class KeyRecorder(KeyStore):
                     if ref.first >= 0:
                         firsts[at] = ref.first
                 continue
+            if dtype is _AVAL:  # a draw noted by its result's abstract value
+                shape, dtype = shape.shape, shape.dtype
             split, node = dtype is None, None
             if split:  # (noted by its count: its keys' shape)
                 shape = (shape,) if type(shape) is int else _shared(shape)

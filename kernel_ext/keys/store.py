@@ -315,17 +315,23 @@ class KeyStore:
 
     def _forget(self, count: int) -> None:
         old = list(itertools.islice(self._nodes, count))
-        for node in old:
-            raw = self._nodes.pop(node)[0]
-            self._consumers.pop(node, None)
-            self._consumed_by.pop(node, None)
-            self._single_roots.discard(node)
-            self._same_seed.pop(node, None)
-            ids = self._by_data.get(raw)
-            if isinstance(ids, list) and node in ids:
-                ids.remove(node)  # (none left: out, as one is when held as an int)
-            if ids == node or ids == []:
-                del self._by_data[raw]
+        nodes, consumers, consumed = self._nodes, self._consumers, self._consumed_by
+        roots, same, by_data = self._single_roots, self._same_seed, self._by_data
+        for node in old:  # (every node made is forgotten here in a long session: kept lean)
+            raw = nodes.pop(node)[0]
+            consumers.pop(node, None)
+            consumed.pop(node, None)
+            if roots:
+                roots.discard(node)
+            if same:
+                same.pop(node, None)
+            ids = by_data.get(raw)
+            if ids == node:
+                del by_data[raw]
+            elif type(ids) is list and node in ids:
+                ids.remove(node)
+                if not ids:  # (none left: out, as one is when held as an int)
+                    del by_data[raw]
         self._dropped += len(old)
         if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
             held = (self._nodes[n][0] for n in self._consumed_by if n in self._nodes)
