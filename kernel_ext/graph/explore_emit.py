@@ -135,8 +135,16 @@ class ExploreEmitter(_Emitter):
         summary kept across views (a toggle re-emits every closed run of the view)."""
         summary = self.plan.explorer.run_summary(run, run_id)
         text = REPEAT + summary.text if repeat else summary.text
+        # As _edge_from for each read (a closed backward run reads thousands of residuals),
+        # with one edge per source: the view keeps each edge's first only.
+        drawn: set[str] = set()
         for v in summary.reads:
-            self._edge_from(v, run_id)
+            src = self.var_node.get(v)
+            if src is not None and src != run_id:
+                self.carried.setdefault((src, run_id), set()).add(v)
+                if src not in drawn:
+                    drawn.add(src)
+                    self.edges.append(m.Edge(src, run_id))
         self.nodes.append(
             m.Node(
                 run_id,
