@@ -19,17 +19,40 @@ from jaxlab.arrays.stats import device_stats
 
 
 def test_a_finite_array_is_reduced_without_compiling_the_masked_reduction():
-    masked = stats_module._jitted(masked=True)
+    masked = stats_module._jitted("masked")
+    zeros = stats_module._jitted("zeros")
     shape = (70_001,)  # a size no other test reduces
-    before = masked._cache_size()
-    line = jnp.arange(-35_000, 35_001, dtype=jnp.float32) / 35_000  # one zero, exactly
+    before, counted = masked._cache_size(), zeros._cache_size()
+    line = jnp.arange(1, shape[0] + 1, dtype=jnp.float32) / 35_000  # no zero
     s = device_stats(line)
+    assert (s.nan, s.inf, s.finite, s.zero) == (0, 0, shape[0], 0)
+    # neither the masked reduction nor the zeros' count traced for this shape
+    assert (masked._cache_size(), zeros._cache_size()) == (before, counted)
+    s = device_stats(line - line[35_000])  # one zero, exactly
     assert (s.nan, s.inf, s.finite, s.zero) == (0, 0, shape[0], 1)
-    assert masked._cache_size() == before  # never traced for this shape
-    bad = device_stats(line.at[5].set(jnp.nan).at[9].set(jnp.inf))
-    assert masked._cache_size() == before + 1  # and compiled once it was needed
-    assert (bad.nan, bad.inf, bad.finite) == (1, 1, shape[0] - 2)
-    assert bad.max == pytest.approx(1.0) and bad.min == pytest.approx(-1.0)
+    assert (masked._cache_size(), zeros._cache_size()) == (before, counted + 1)
+    bad = device_stats(line.at[5].set(jnp.nan).at[9].set(jnp.inf).at[11].set(0.0))
+    assert masked._cache_size() == before + 1  # compiled once it was needed
+    assert (bad.nan, bad.inf, bad.finite, bad.zero) == (1, 1, shape[0] - 2, 1)
+    assert bad.max == pytest.approx(shape[0] / 35_000) and bad.min == 0.0
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.array([0, -3, 7], np.int32),
+        np.array([-(2**31), 5], np.int32),  # its magnitude overflows as an int32
+        np.array([True, False]),
+        np.array([True, True]),
+        np.array([0j, 1e-30 + 1e-30j], np.complex64),
+        np.array([1e-45, -0.0], np.float32),  # the least subnormal and a negative zero
+        np.array([1e-45, 3.0], np.float32),
+    ],
+)
+def test_zeros_are_counted_as_the_device_compares_them(value):
+    x = jnp.asarray(value)
+    # the device's own x == 0 (XLA's CPU backend reads a subnormal float as zero)
+    assert device_stats(x).zero == int(jax.jit(lambda a: jnp.sum(a == 0))(x))
 
 
 def test_a_sum_that_overflows_takes_the_masked_path_and_its_figures_are_exact():
@@ -119,3 +142,11 @@ def test_the_png_holds_every_pixel_as_given():
     rows = np.frombuffer(zlib.decompress(data[41 : 41 + size]), np.uint8).reshape(37, -1)
     assert (rows[:, 0] == 0).all()  # filter byte 0 on every row
     np.testing.assert_array_equal(rows[:, 1:].reshape(37, 53, 3), rgb)
+
+
+def test_under_x64_a_float32_subnormal_is_counted_as_before():
+    value = np.array([1e-45, 3.0], np.float32)
+    with jax.enable_x64(True):
+        x = jnp.asarray(value)
+        assert x.dtype == jnp.float32
+        assert device_stats(x).zero == int(jax.jit(lambda a: jnp.sum(a == 0))(x))
