@@ -643,6 +643,7 @@ export default {
         svg.dataset.drawMs = (performance.now() - t0).toFixed(1);
         if (waited !== null) svg.dataset.waitMs = waited.toFixed(1);
       }
+      performance.clearMeasures?.("jaxlab-ge-draw"); // the latest only: a long session adds none
       performance.measure?.("jaxlab-ge-draw", { start: t0 });
     }, "GraphExplorer");
     const refound = () => guarded(model, el, () => state.paintFound && state.paintFound(), "GraphExplorer");
