@@ -221,13 +221,15 @@ def test_html_stacks_the_programs_and_escapes_every_user_string():
         widths = re.findall(r'<svg width="([\d.]+)pt"[^>]*min-width:(\d+)px', html)
         assert len(widths) == 3
         assert all(abs(float(w) - float(mw)) <= 1 for w, mw in widths)
-        # Three small programs fit any output: no scroll cue.
-        assert "jaxlab-split-scroll" not in html
+        # Three small programs fit any output at least NARROW_OUTPUT_PX wide: no scroll
+        # cue shows but where its program scrolls (a narrower pane)
+        cues = re.findall(r'class="jaxlab-split-scroll" style="([^"]*)"', html)
+        assert all("max-height:0;overflow:hidden;" in c for c in cues)
 
 
 @needs_dot
 def test_a_program_too_wide_for_the_output_says_it_scrolls():
-    from jaxlab.autodiff.split import NARROW_OUTPUT_PX
+    from jaxlab.autodiff.split_drawing import ALWAYS_FITS_PX, CUE_STYLE, NARROW_OUTPUT_PX
 
     def mlp(params, x):
         for w, b in params:
@@ -239,14 +241,21 @@ def test_a_program_too_wide_for_the_output_says_it_scrolls():
     sections = html.split('class="jaxlab-split-program"')[1:]
     for section in sections:
         smallest = float(re.search(r"min-width:(\d+)px", section).group(1))
-        cue = re.search(r'jaxlab-split-scroll"[^>]*>↔ ([\d,]+) px wide', section)
-        # The cue is there exactly when the drawing cannot fit a narrow output, and it
-        # sits above the drawing, where the eye is.
-        assert (cue is not None) == (smallest > NARROW_OUTPUT_PX)
+        cue = re.search(r'jaxlab-split-scroll" style="([^"]*)">↔ ([\d,]+) px wide', section)
+        # The cue is there when the drawing may not fit its output, and it sits above the
+        # drawing, where the eye is; where the browser cannot tell whether it scrolls
+        # (no scroll-driven animations, CUE_STYLE) it shows only for a drawing wider than
+        # a narrow output.
+        assert (cue is not None) == (smallest > ALWAYS_FITS_PX)
         if cue is not None:
-            assert int(cue.group(1).replace(",", "")) == round(smallest)
+            hidden = "max-height:0;overflow:hidden;" in cue.group(1)
+            assert hidden == (smallest <= NARROW_OUTPUT_PX)
+            assert "position:sticky;left:0" in cue.group(1)  # in sight as it scrolls
+        if cue is not None:
+            assert int(cue.group(2).replace(",", "")) == round(smallest)
             assert section.index("jaxlab-split-scroll") < section.index("<svg")
     assert any("jaxlab-split-scroll" in s for s in sections)
+    assert html.count(CUE_STYLE) == 1  # the cue's rule, once per output
 
 
 @needs_dot

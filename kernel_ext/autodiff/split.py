@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import inspect
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +43,7 @@ from ..graph.text import plain_text
 from ..session.work import jaxlab_work
 from .args import GradError, select_arguments
 from .residuals import Residual, const_names, find_residuals, traced_linearize
+from .split_drawing import CUE_STYLE, drawing, fit, scroll_cue
 
 _TITLES = ("primal", "linearized (JVP)", "transposed (VJP)")
 _EXPLAIN = (
@@ -186,12 +186,12 @@ class GradSplit:
             _TITLES, _EXPLAIN, self.programs, graphs, strict=True
         ):
             body = (
-                _fit(_drawing(graph))
+                fit(drawing(graph))
                 if graph is not None
                 else f"<pre>{esc(plain_text(program))}</pre>"
             )
             explain = explain.format(name=self.fun_name)
-            body = _scroll_cue(body) + body
+            body = scroll_cue(body) + body
             # One program under the other, each at the output's full width (issue 11).
             sections.append(
                 '<section class="jaxlab-split-program" style="margin:10px 0 0;'
@@ -207,7 +207,8 @@ class GradSplit:
             f"the forward pass {esc(note)}</p>"
         )
         return (
-            f'<div class="jaxlab-grad-split">{head}{self._legend_html()}{"".join(sections)}</div>'
+            f'<div class="jaxlab-grad-split">{CUE_STYLE}{head}{self._legend_html()}'
+            f"{''.join(sections)}</div>"
         )
 
     def _legend_html(self) -> str:
@@ -301,63 +302,6 @@ def _drawn(node_id: str, ids: set[str]) -> str | None:
         if "/".join(parts[:k]) in ids:
             return "/".join(parts[:k])
     return None
-
-
-_SVG_SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
-
-# The tallest a program is drawn (px) where its text can stay at 12 px or more: three
-# programs each at most a 1280x720 screen's pane (issue 34).
-PROGRAM_H_PX = 700
-
-
-def _drawing(graph: Any) -> str:
-    """A program's SVG inline (following the theme), its boxes packed close (``compact``:
-    a 2-layer MLP's programs each fit 700 px at 12 px text); the text view with the reason
-    when Graphviz cannot draw it."""
-    from ..graph.render import graph_mimebundle
-
-    bundle = graph_mimebundle(graph, compact=True)
-    if "text/html" in bundle:
-        return f"<div>{bundle['text/html']}</div>"
-    return f"<pre>{html.escape(bundle.get('text/plain', ''))}</pre>"
-
-
-def _fit(body: str) -> str:
-    """The SVG scaled to the output's width and to at most ``PROGRAM_H_PX`` tall, but never
-    below 3/4 of its size: Graphviz's points are 4/3 px, so its 14 and 12 pt text stays at
-    14 and 12 px at least; a wider graph scrolls sideways instead (however wide: a cap let
-    a 10,000 pt program shrink to 5 px text), and says so above it (``_scroll_cue``)."""
-
-    def style(s: re.Match[str]) -> str:
-        w, h = float(s.group(1)), float(s.group(2))
-        widest = [f"{w * 4 / 3:.0f}px"] + ([f"{PROGRAM_H_PX * w / h:.0f}px"] if h > 0 else [])
-        return (
-            f'{s.group(0)} style="width:min(100%,{",".join(widest)});max-width:none;'
-            f'height:auto;min-width:{w:.0f}px"'
-        )
-
-    return _SVG_SIZE.sub(style, body, count=1)
-
-
-# The narrowest an output is taken to be (JupyterLab's at 1280x720 is about 1080 px).
-NARROW_OUTPUT_PX = 1000
-
-
-def _scroll_cue(body: str) -> str:
-    """A line above a program too wide for the output at its smallest readable size,
-    saying that it scrolls sideways (the scrollbar itself sits below the drawing, often
-    a screen away); "" for one that fits."""
-    found = _SVG_SIZE.search(body)
-    if found is None:
-        return ""
-    smallest = float(found.group(1))  # px at 3/4 scale: see _fit
-    if smallest <= NARROW_OUTPUT_PX:
-        return ""
-    return (
-        '<div class="jaxlab-split-scroll" style="font-size:12px;font-style:italic">'
-        f"↔ {smallest:,.0f} px wide at its smallest readable size: scroll sideways to see "
-        "all of it</div>"
-    )
 
 
 def _named_leaves(

@@ -306,3 +306,57 @@ def test_tutorial_outputs_fit_their_panes_at_1280x720(
         page.evaluate(CLOSE, name)
         (lab.root / name).unlink(missing_ok=True)
     assert found == [], "\n".join(found)
+
+
+def _two_layer_split(folder: Path) -> Path:
+    """A notebook showing issue 34's ``%grad --split`` of a 2-layer MLP: its programs are
+    859-914 px wide at 12 px text, so they fit the projected pane (about 1,080 px) and not
+    the one beside the file browser (about 828 px)."""
+    import jax.numpy as jnp
+
+    from jaxlab.autodiff.split import grad_split
+
+    def mlp_loss(params, x, y):
+        h = jnp.tanh(x @ params[0]["W"] + params[0]["b"])
+        return jnp.mean((h @ params[1]["W"] - y) ** 2)
+
+    params = [{"W": jnp.full((3, 4), 0.3), "b": jnp.zeros(4)}, {"W": jnp.full((4, 1), 0.2)}]
+    split = grad_split(mlp_loss, params, jnp.ones((5, 3)), jnp.ones((5, 1)))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    output = nbformat.v4.new_output("display_data", split._repr_mimebundle_())
+    nb.cells = [nbformat.v4.new_code_cell("%grad --split mlp_loss(params, x, y)", outputs=[output])]
+    nbformat.write(nb, folder / "two_layer_split.ipynb")
+    return folder / "two_layer_split.ipynb"
+
+
+def test_a_split_says_it_scrolls_exactly_where_its_pane_is_too_narrow(
+    lab: Lab, page: Any, tmp_path: Path
+) -> None:
+    """Projected, the 2-layer MLP's programs fit and show no cue; beside the file browser
+    they scroll sideways, and each says so above it (the cue follows the pane, resized
+    without running anything again)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    name, _ = _open_trusted(lab, page, _two_layer_split(tmp_path))
+    try:
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+        page.wait_for_function(
+            "(id) => document.querySelectorAll(`#${id} .jaxlab-split-program svg`).length === 3",
+            arg=page.evaluate(PANEL_ID, name),
+        )
+        projected = page.evaluate(OUTPUTS, name)
+        page.evaluate("() => window.jupyterapp.shell.expandLeft()")
+        page.wait_for_timeout(500)  # the pane's new width laid out
+        beside = page.evaluate(OUTPUTS, name)
+    finally:
+        page.evaluate(CLOSE, name)
+        (lab.root / name).unlink(missing_ok=True)
+    assert problems("split", projected, projected=True) == []
+    (split,) = projected[0]["splits"]
+    assert [p["cue"] for p in split["programs"]] == [False] * 3
+    (split,) = beside[0]["splits"]
+    assert [p["cue"] for p in split["programs"]] == [True] * 3, split
+    assert all(p["scroll"][0] > p["scroll"][1] + 1 for p in split["programs"]), split
+    found = problems("split", beside, projected=False)
+    # what is left is the scroll itself, each program said to scroll with its cue shown
+    assert found and all("scrolls sideways" in p for p in found), found
