@@ -232,7 +232,7 @@ def test_device_counts_are_exact_past_a_uint8_row_and_float32s_integers():
 def test_a_view_pauses_the_collector_only_while_it_is_built():
     import gc
 
-    from jaxlab.timing.collector import collector_paused
+    from jaxlab.session.collector import collector_paused
 
     seen = []
     with collector_paused():

@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxlab.graph.gc_pause import paused_gc
 from jaxlab.graph.walk import Item, count_primitives, walk
+from jaxlab.session.collector import collector_paused
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
 
@@ -60,20 +60,20 @@ def test_a_graph_dot_refuses_is_said_and_the_next_is_laid_out():
 
 def test_the_collector_is_back_as_it_was_after_a_view():
     assert gc.isenabled()
-    with paused_gc():
+    with collector_paused():
         assert not gc.isenabled()
-        with paused_gc():
+        with collector_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()  # the inner pause does not end the outer one
     assert gc.isenabled()
     gc.disable()
     try:
-        with paused_gc():
+        with collector_paused():
             pass
         assert not gc.isenabled()  # the user's own choice kept
     finally:
         gc.enable()
-    with pytest.raises(ValueError), paused_gc():
+    with pytest.raises(ValueError), collector_paused():
         raise ValueError
     assert gc.isenabled()
 

@@ -35,7 +35,7 @@ from jaxlab.arrays.html import first_flagged, flags, tree_html
 from jaxlab.arrays.record import ShardLayout, ShowRecord, TreeNode
 from jaxlab.arrays.sample import held_array
 from jaxlab.arrays.tree import show_record
-from jaxlab.timing.collector import collector_paused
+from jaxlab.session.collector import collector_paused
 
 from ._base import JaxlabWidget, LatestRedraw
 
@@ -225,7 +225,7 @@ class ArrayView(JaxlabWidget, static="array_view"):
         super().close()
 
     def _static_html(self) -> str:
-        from jaxlab.timing.collector import collector_paused
+        from jaxlab.session.collector import collector_paused
 
         with collector_paused():
             return tree_html(self.record, self.range_of if self._range_rule else None)

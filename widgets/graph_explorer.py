@@ -36,7 +36,7 @@ import traitlets
 from jaxlab.graph import model as m
 from jaxlab.graph import overlay
 from jaxlab.graph.explore import REPEAT, Explorer, Views
-from jaxlab.graph.gc_pause import paused_gc
+from jaxlab.session.collector import collector_paused
 
 from ._base import JaxlabWidget
 from .graph_fit import fitting, left_closed_note
@@ -242,7 +242,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         self.on_msg(self._message)
         # The first view opens what is asked only as far as it fits a projector's pane at
         # full size, breadth-first, and says what it left closed (issue 34).
-        with paused_gc():  # a view built and sent, then collected (graph/gc_pause.py)
+        with collector_paused():  # a view built and sent, then collected (session/collector.py)
             self.opened = self._fitted(list(opened)) if fit else list(opened)
             if not self.view:
                 self._relayout()
@@ -363,7 +363,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
     def _message(self, _: Any, content: dict[str, Any], buffers: Any = None) -> None:
         if not isinstance(content, dict):
             return
-        with paused_gc():  # the view built and sent, then collected (graph/gc_pause.py)
+        with collector_paused():  # the view built and sent, then collected (session/collector.py)
             self._answer(content)
 
     def _answer(self, content: dict[str, Any]) -> None:
@@ -385,7 +385,7 @@ class GraphExplorer(JaxlabWidget, static="graph_explorer"):
         the next click toggles stay in step; an interrupt is then raised again."""
         if self._restoring:
             return
-        with paused_gc():  # a view built and sent, then collected (graph/gc_pause.py)
+        with collector_paused():  # a view built and sent, then collected (session/collector.py)
             self._lay_out_view(change)
 
     def _lay_out_view(self, change: Any) -> None:

@@ -26,7 +26,7 @@ from jaxlab.graph import model as m
 from jaxlab.graph.names import shorten
 
 from .graph_dot import dot_text, run_dot
-from .graph_wrap import wrapped
+from .graph_wrap import bottom_to_top, wrapped
 
 HUB_EDGES = 6  # an input or output with more edges than this is a hub (see hubs)
 HUB_REACH, HUB_STUB = 600.0, 18.0  # a hub's edge spanning more is drawn as a stub this long
@@ -180,7 +180,7 @@ def hubs(graph: m.Graph, view: dict[str, Any]) -> set[str]:
     parameters of a deep model, its gradients gathered in one output node). dot routes
     their edges across every rank of the drawing, which costs most of its time (0.15 s
     against 0.03 s for a 45-node view of the 10,000-equation program), so they are placed
-    first and last and their edges drawn as curves (:func:`_curve`)."""
+    first and last and their edges drawn as curves (:func:`bottom_to_top`)."""
     degree: dict[str, int] = {}
     for (a, b), _ in view["edges"]:
         degree[a] = degree.get(a, 0) + 1
@@ -188,15 +188,6 @@ def hubs(graph: m.Graph, view: dict[str, Any]) -> set[str]:
     kinds = {n.id: n.kind for n in graph.nodes}
     ends = (m.INPUT, m.CONST, m.OUTPUT)
     return {v for v, k in degree.items() if k > HUB_EDGES and kinds.get(v) in ends}
-
-
-def _curve(a: list[float], b: list[float]) -> list[list[float]]:
-    """Bezier points from the bottom of box ``a`` to the top of box ``b``."""
-    (ax, ay, aw, ah), (bx, by, bw, _) = a, b
-    x0, y0, x1, y1 = ax + aw / 2, ay + ah, bx + bw / 2, by
-    bend = max(20.0, abs(y1 - y0) / 3) * (1 if y1 >= y0 else -1)
-    points = [[x0, y0], [x0, y0 + bend], [x1, y1 - bend], [x1, y1]]
-    return [[round(x, 1), round(y, 1)] for x, y in points]
 
 
 def _stub(a: list[float], b: list[float], *, into: bool) -> list[list[float]]:
@@ -429,14 +420,14 @@ def lay_out(
         drawn = (a.removeprefix("frame:"), b.removeprefix("frame:"))
         if a in ends_of and b in ends_of and all((p["src"], p["dst"]) != drawn for p in paths):
             # a hub's bundle: hubs are not laid out by dot
-            points = _curve(ends_of[a], ends_of[b])
+            points = bottom_to_top(ends_of[a], ends_of[b])
             paths.append(_bundle(a, b, points, pairs, view))
     for (a, b), kind in view["edges"]:
         if (a, b) in bundled:
             continue
         if (a, b) not in drawn_by_dot and a in pos and b in pos:
             style = kind or ("hub" if a in hub or b in hub else "cross")
-            points = _curve(pos[a], pos[b])
+            points = bottom_to_top(pos[a], pos[b])
             if style == "hub" and abs(points[-1][1] - points[0][1]) > HUB_REACH:
                 points = _stub(pos[a], pos[b], into=b not in hub)
             paths.append({"src": a, "dst": b, "points": points, "kind": style})

@@ -83,7 +83,9 @@ def _best_cuts(nodes: dict[str, list[float]], width: float) -> list[float] | Non
     return None
 
 
-def _bottom_to_top(a: list[float], b: list[float]) -> list[list[float]]:
+def bottom_to_top(a: list[float], b: list[float]) -> list[list[float]]:
+    """Bezier points from the bottom of box ``a`` to the top of box ``b`` (``[x, y, w,
+    h]``): an edge drawn across rows, or where dot did not lay it out."""
     (ax, ay, aw, ah), (bx, by, bw, _) = a, b
     x0, y0, x1, y1 = ax + aw / 2, ay + ah, bx + bw / 2, by
     bend = max(20.0, abs(y1 - y0) / 3) * (1 if y1 >= y0 else -1)
@@ -120,7 +122,7 @@ def wrapped(laid: dict[str, Any], width: float) -> dict[str, Any] | None:
             dx, dy = shifts[row_of[a]]
             edges.append((a, b, [[round(x + dx, 1), round(y + dy, 1)] for x, y in points]))
         else:
-            edges.append((a, b, _bottom_to_top(moved[a], moved[b])))
+            edges.append((a, b, bottom_to_top(moved[a], moved[b])))
     return {
         **laid,
         "width": max(x + w for x, _, w, _ in moved.values()),

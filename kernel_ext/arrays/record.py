@@ -262,13 +262,13 @@ class ShowRecord:
     notes: tuple[str, ...] = field(default=())
 
     def text(self) -> str:
-        from ..timing.collector import collector_paused
+        from ..session.collector import collector_paused
 
         with collector_paused():
             return _above.tree_text(self)
 
     def html(self) -> str:
-        from ..timing.collector import collector_paused
+        from ..session.collector import collector_paused
 
         with collector_paused():  # a string per node, no cycle among them
             return _above.tree_html(self)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..timing.collector import collector_paused
+from ..session.collector import collector_paused
 from .info import ArrayLeaf, array_infos, is_array_like
 from .record import ArrayInfo, ShowRecord, TreeNode
 from .refusals import UnshowablePytree, error_words, safe_repr, short_path

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..session.collector import collector_paused
 from . import model as m
 from .assemble import assemble
 from .emit import _Emitter
-from .gc_pause import paused_gc
 from .plan import DEFAULT_BUDGET, EDGE_BUDGET, MIN_BUDGET, _Plan
 from .walk import walk
 
@@ -40,7 +40,7 @@ def graph_from_jaxpr(
     ``explore=True`` returns that first view (nested programs closed, long blocks as runs)
     and skips the budgeted drawing, which the explorer would not show.
     """
-    with paused_gc():  # the trace's garbage collected after the drawing (gc_pause.py)
+    with collector_paused():  # the trace's garbage collected after the drawing
         return _drawn(closed_jaxpr, title, grad, depth, budget, input_names, output_names, explore)
 
 

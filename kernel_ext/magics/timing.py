@@ -164,7 +164,7 @@ class TimingMagics(Magics):
         """Run the cell under ``jax.profiler.trace``: host and device timeline, JAX's
         compilations, the costliest XLA modules and ops, and the implicit device-to-host
         syncs with their lines."""
-        from ..timing.collector import collector_paused
+        from ..session.collector import collector_paused
         from ..timing.profile import ProfileError, profile
 
         __tracebackhide__ = True  # IPython leaves this frame out of the cell's traceback
@@ -187,7 +187,7 @@ class TimingMagics(Magics):
             raise UsageError(f"%%profile: {e}") from e
         result = session.result
         # The views make thousands of records and no cycle: collections in the middle
-        # would walk the kernel's whole heap (timing/collector.py).
+        # would walk the kernel's whole heap (session/collector.py).
         with collector_paused():
             if args.graph and result is not None:
                 _show_time_graph(result, static=args.static, namespace=namespace, cell=cell)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..graph import model as m
-from .collector import collector_paused
+from ..session.collector import collector_paused
 from .hlo_map import FREE, Hlo, compiled_text, read_hlo
 
 _SCOPE_PRIMITIVE = {"while": ("scan", "while"), "conditional": ("cond",)}

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import jax
 
-from .collector import collector_paused
+from ..session.collector import collector_paused
 from .profile_result import Cost, ProfileResult
 from .profile_spans import compilations, count_kinds, keep_for_drawing
 from .syncs import SyncRecorder

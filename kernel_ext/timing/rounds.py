@@ -27,7 +27,7 @@ from typing import Any
 import jax
 
 # As timeit does: a collection in the middle of a round is not the call's time.
-from .collector import collector_paused
+from ..session.collector import collector_paused
 
 ROUND_S = 0.2  # a round of calls lasts at least this long (as %timeit's autorange)
 MAX_RUNS = 100_000
