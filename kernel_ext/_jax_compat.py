@@ -143,6 +143,17 @@ def cost_analysis(compiled: object) -> dict[str, float]:
     return {str(k): float(v) for k, v in result.items()} if isinstance(result, dict) else {}
 
 
+def executable_fingerprint(compiled: object) -> bytes | None:
+    """The XLA executable's fingerprint of a ``jax.stages.Compiled`` (the same program
+    compiled again has the same one), or None where this JAX or backend does not give it
+    (``Compiled`` keeps its executable privately)."""
+    try:
+        fingerprint = compiled._executable.xla_executable.fingerprint  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    return fingerprint if isinstance(fingerprint, bytes) and fingerprint else None
+
+
 # --------------------------------------------------------------------------- autodiff
 # (jaxpr_eval: evaluating one equation outside JAX's own interpreter)
 

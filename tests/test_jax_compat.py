@@ -382,3 +382,25 @@ def test_a_failing_callbacks_log_line_is_held_back_only_inside_the_check(caplog)
         with callbacks_failing_quietly():
             assert failures() == []
         assert failures()  # the user's own callbacks' failures are logged as before
+
+
+# --------------------------------------------------------------------------- profile join
+def test_executable_fingerprint_on_installed_jax():
+    """The installed JAX gives a compiled program's fingerprint, the same for the same
+    program compiled again and another for another program."""
+
+    def compiled(f):
+        return jax.jit(f).lower(jnp.ones(3)).compile()
+
+    first = _jax_compat.executable_fingerprint(compiled(jnp.sin))
+    assert isinstance(first, bytes) and first
+    assert _jax_compat.executable_fingerprint(compiled(jnp.sin)) == first
+    assert _jax_compat.executable_fingerprint(compiled(jnp.cos)) != first
+
+
+@pytest.mark.parametrize(
+    "executable",
+    [None, SimpleNamespace(), SimpleNamespace(xla_executable=SimpleNamespace(fingerprint=b""))],
+)
+def test_executable_fingerprint_falls_back_to_none(executable):
+    assert _jax_compat.executable_fingerprint(SimpleNamespace(_executable=executable)) is None

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .._jax_compat import executable_fingerprint
 from ..explain.source import is_cell, label
 
 _TABLE = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames)$")
@@ -172,11 +173,8 @@ _texts: dict[bytes, str] = {}  # a compiled program's fingerprint -> its text, o
 def compiled_text(compiled: Any) -> str:
     """``compiled.as_text()`` (a ``jax.stages.Compiled``), asked of XLA once per program:
     kept by the executable's fingerprint where XLA gives one."""
-    try:
-        fingerprint = compiled._executable.xla_executable.fingerprint
-    except Exception:  # another JAX or backend: no fingerprint, the text each time
-        fingerprint = None
-    if not isinstance(fingerprint, bytes) or not fingerprint:
+    fingerprint = executable_fingerprint(compiled)
+    if fingerprint is None:  # another JAX or backend: the text each time
         return str(compiled.as_text())
     text = _texts.pop(fingerprint, None)
     if text is None:
