@@ -263,6 +263,25 @@ class Notebook:
         """Shut its kernel down and close its tab."""
         return bool(self.page.evaluate(CLOSE, self.name))
 
+    def wait_restored(self, css: str, timeout_s: float, tries: int = 3) -> Any:
+        """The first element matching ``css``, drawn by a model restored from the saved
+        widget state. ipywidgets drops the models it restored when the notebook's fresh
+        kernel connects after the restore (a race: every saved view then says "model not
+        found", and its twin shows): the page is loaded again, the kernel already
+        running, up to ``tries`` times."""
+        for _ in range(tries):
+            drawn = self.locator(css).first
+            missing = self.locator(".jp-OutputArea-output").get_by_text("model not found")
+            # (the twin's own rule hides that note: attached, not visible)
+            drawn.or_(missing.first).wait_for(state="attached", timeout=timeout_s * 1000)
+            if drawn.count():
+                drawn.wait_for(timeout=timeout_s * 1000)
+                return drawn
+            self.page.reload()
+            self.page.wait_for_function(PANEL_ID, arg=self.name)
+            self.wait_idle()
+        raise AssertionError(f"{self.name}: its saved views were not restored in {tries} loads")
+
     def locator(self, css: str) -> Any:
         """Elements matching ``css`` inside this notebook's panel only: JupyterLab restores
         the tabs of earlier tests, whose outputs stay in the page."""

@@ -461,8 +461,8 @@ def test_a_forged_array_view_in_a_trusted_notebook_leaves_jupyterlab_responsive(
         nbformat.write(nb, str(path))
         notebook = open_notebook(path)
 
+        notebook.wait_restored(".jaxlab-av", RENDER_S)  # the good view: a page that answers
         drawn = notebook.locator(".jaxlab-av")
-        drawn.first.wait_for(timeout=RENDER_S * 1000)  # the good view: a page that answers
         assert page.evaluate("() => 1 + 1") == 2
         said = notebook.locator(".jaxlab-error")
         said.wait_for(timeout=RENDER_S * 1000)
