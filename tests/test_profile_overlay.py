@@ -89,7 +89,12 @@ def test_a_scan_loops_time_goes_to_its_body_and_the_loop():
     result, jitted = profiled(looped, x, w)
     a = profile_attribution(result, jitted, x, w)
     assert a.attributed_s + sum(u.seconds for u in a.unattributed) == pytest.approx(a.total_s)
-    assert a.share >= 0.9
+    # Left unattributed: XLA's own copies and a broadcast it wrapped, outside the loop,
+    # never an equation's op. (Not a share of the time: under load one preempted copy
+    # was 36 us of some 260, and the share fell from 0.95 to 0.82.)
+    left = {u.op for u in a.unattributed}
+    assert all(op.startswith("copy") or "broadcast" in op for op in left), left
+    assert a.share > 0.5
     scan = next(n for n in a.graph.nodes if n.primitive == "scan")
     inside = sum(v for k, v in a.times.items() if k.startswith(scan.id + "/"))
     assert inside > 0

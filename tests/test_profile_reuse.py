@@ -89,7 +89,7 @@ def test_the_program_is_drawn_once_per_program_and_names(compiles, monkeypatch):
     first = call_attribution(result, jitted, (x, w), {}, ("x", "w"), {})
     second = call_attribution(result, jitted, (x, w), {}, ("x", "w"), {})
     assert drawn == [["x", "w"]]  # drawn for the first join only
-    assert second.times == first.times and second.share == first.share >= 0.9
+    assert second.times == first.times and second.share == first.share > 0.5
     assert second.graph is not first.graph  # each join overlays its own copy
     assert first.graph.overlay_name == second.graph.overlay_name == "time"
     renamed = call_attribution(result, jitted, (x, w), {}, ("P", "X"), {})
@@ -125,7 +125,7 @@ def test_a_kept_program_is_compiled_once(compiles):
     made = len(compiles)
     second = attribution_from_program(result, "step", closed, module="jit_step")
     assert made >= 1 and len(compiles) == made  # the second join compiled nothing
-    assert second.times == first.times and second.share >= 0.9
+    assert second.times == first.times and second.share > 0.5
     assert profiled_call._compiled_once(closed) is not None
 
 
