@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._jax_compat import Frame, equation_frames
-from .walk import name_stack
+from .walk import Memo, name_stack
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])  # jaxlab's own frames are not the user's
 _LIBRARY = ("site-packages", "dist-packages", "<frozen", "/lib/python3")
@@ -70,8 +70,7 @@ def _strip(component: str) -> str:
 # (name stack, traceback) -> its path: a layer's equations, each time a Python loop calls
 # it, have equal tracebacks (jaxlib compares their frames), and a path costs 50 µs to
 # make (0.08 s of a 10,000-equation gradient's first view). Bounded, as walk's _LINES.
-_PATHS: dict[Any, Path_] = {}
-_PATHS_MAX = 4096
+_PATHS = Memo()
 
 
 def item_path(eqn: Any) -> Path_:
@@ -82,10 +81,7 @@ def item_path(eqn: Any) -> Path_:
     except (AttributeError, TypeError):  # no traceback, or one that cannot be hashed
         return _item_path(eqn)
     if found is None:
-        found = _item_path(eqn)
-        if len(_PATHS) >= _PATHS_MAX:
-            _PATHS.clear()
-        _PATHS[key] = found
+        found = _PATHS.keep(key, _item_path(eqn))
     return found
 
 

@@ -147,11 +147,26 @@ def walk(jaxpr: Any, prefix: str = "", role: str = "program", depth: int = 1) ->
 _LOOPS = frozenset({"scan", "while"})
 
 
+class Memo(dict):
+    """A bounded memo: emptied whole when it holds ``most`` entries (a long session
+    traces many programs), so a lookup stays one dict read."""
+
+    def __init__(self, most: int = 4096) -> None:
+        super().__init__()
+        self.most = most
+
+    def keep(self, key: Any, value: Any) -> Any:
+        """Remember ``value`` under ``key``; return it."""
+        if len(self) >= self.most:
+            self.clear()
+        self[key] = value
+        return value
+
+
 # Traceback -> its line: equal tracebacks (a layer's equations, each time a Python loop
 # calls it) summarise alike, and summarising costs 14 µs (35,000 asks on a 10,000-equation
 # program's overlay). Bounded: a long session traces many programs.
-_LINES: dict[Any, str | None] = {}
-_LINES_MAX = 4096
+_LINES = Memo()
 
 
 def source_line(eqn: Any) -> str | None:
@@ -164,11 +179,8 @@ def source_line(eqn: Any) -> str | None:
     except (AttributeError, TypeError):  # no traceback, or one that cannot be hashed
         return _source_line(info)
     if found is _LINES:
-        found = _source_line(info)
-        if len(_LINES) >= _LINES_MAX:
-            _LINES.clear()
-        _LINES[traceback] = found
-    return found  # type: ignore[return-value]
+        found = _LINES.keep(traceback, _source_line(info))
+    return found
 
 
 def _source_line(info: Any) -> str | None:
@@ -197,7 +209,7 @@ def without_function(source: str | None) -> str:
 _FUNCTION = re.compile(r" \([^()]*\)$")
 
 
-_STACKS: dict[Any, str] = {}  # name stack -> its text (made in Python: 6 µs a call)
+_STACKS = Memo()  # name stack -> its text (made in Python: 6 µs a call)
 
 
 def name_stack(eqn: Any) -> str:
@@ -207,7 +219,5 @@ def name_stack(eqn: Any) -> str:
     except TypeError:  # an unhashable stack: its text made each time
         return str(stack)
     if text is None:
-        if len(_STACKS) >= _LINES_MAX:
-            _STACKS.clear()
-        text = _STACKS[stack] = str(stack)
+        text = _STACKS.keep(stack, str(stack))
     return text
