@@ -249,29 +249,39 @@ def _planted(folder: Path) -> Path:
         '<div style="font-size:10px">planted: 10 px text</div>',
         split["text/html"],
     ]
+    cells = [(f"# planted {i}", {"text/html": h}) for i, h in enumerate(html)]
+    return _saved_notebook(folder / "planted.ipynb", cells)
+
+
+def _saved_notebook(path: Path, cells: list[tuple[str, dict[str, str]]]) -> Path:
+    """A notebook at ``path`` of code cells (source, the bundle its output shows)."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     nb.cells = [
-        nbformat.v4.new_code_cell(
-            f"# planted {i}",
-            outputs=[nbformat.v4.new_output("display_data", {"text/html": h})],
-        )
-        for i, h in enumerate(html)
+        nbformat.v4.new_code_cell(source, outputs=[nbformat.v4.new_output("display_data", data)])
+        for source, data in cells
     ]
-    nbformat.write(nb, folder / "planted.ipynb")
-    return folder / "planted.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def _open_projected(lab: Lab, page: Any, path: Path) -> str:
+    """Open ``path`` trusted at 1280x720 with the file browser put away, once its three
+    split programs are drawn; its name in the lab."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    name, _ = _open_trusted(lab, page, path)
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+    page.wait_for_function(
+        "(id) => document.querySelectorAll(`#${id} .jaxlab-split-program svg`).length === 3",
+        arg=page.evaluate(PANEL_ID, name),
+    )
+    return name
 
 
 def test_planted_faults_are_found(lab: Lab, page: Any, tmp_path: Path) -> None:
     """The rules can fail: each planted output is reported, with its sizes."""
-    page.set_viewport_size({"width": 1280, "height": 720})
-    name, _ = _open_trusted(lab, page, _planted(tmp_path))
+    name = _open_projected(lab, page, _planted(tmp_path))
     try:
-        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
-        page.wait_for_function(
-            "(id) => document.querySelectorAll(`#${id} .jaxlab-split-program svg`).length === 3",
-            arg=page.evaluate(PANEL_ID, name),
-        )
         found = problems("planted", page.evaluate(OUTPUTS, name), projected=True)
     finally:
         page.evaluate(CLOSE, name)
@@ -327,12 +337,8 @@ def _two_layer_split(folder: Path) -> Path:
 
     params = [{"W": jnp.full((3, 4), 0.3), "b": jnp.zeros(4)}, {"W": jnp.full((4, 1), 0.2)}]
     split = grad_split(mlp_loss, params, jnp.ones((5, 3)), jnp.ones((5, 1)))
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    output = nbformat.v4.new_output("display_data", split._repr_mimebundle_())
-    nb.cells = [nbformat.v4.new_code_cell("%grad --split mlp_loss(params, x, y)", outputs=[output])]
-    nbformat.write(nb, folder / "two_layer_split.ipynb")
-    return folder / "two_layer_split.ipynb"
+    cells = [("%grad --split mlp_loss(params, x, y)", split._repr_mimebundle_())]
+    return _saved_notebook(folder / "two_layer_split.ipynb", cells)
 
 
 def test_a_split_says_it_scrolls_exactly_where_its_pane_is_too_narrow(
@@ -341,14 +347,8 @@ def test_a_split_says_it_scrolls_exactly_where_its_pane_is_too_narrow(
     """Projected, the 2-layer MLP's programs fit and show no cue; beside the file browser
     they scroll sideways, and each says so above it (the cue follows the pane, resized
     without running anything again)."""
-    page.set_viewport_size({"width": 1280, "height": 720})
-    name, _ = _open_trusted(lab, page, _two_layer_split(tmp_path))
+    name = _open_projected(lab, page, _two_layer_split(tmp_path))
     try:
-        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
-        page.wait_for_function(
-            "(id) => document.querySelectorAll(`#${id} .jaxlab-split-program svg`).length === 3",
-            arg=page.evaluate(PANEL_ID, name),
-        )
         projected = page.evaluate(OUTPUTS, name)
         page.evaluate("() => window.jupyterapp.shell.expandLeft()")
         page.wait_for_timeout(500)  # the pane's new width laid out
