@@ -353,3 +353,23 @@ def test_a_literal_residual_is_called_a_constant_not_computed_for_the_derivative
     # cos 2θ is still computed for the derivative: it depends on theta.
     assert by_expression["cos(mul(2.0, theta))"].origin() == DERIVATIVE_ONLY
     assert not by_expression["cos(mul(2.0, theta))"].constant
+
+
+def test_the_magics_split_compiles_nothing_as_the_users(ip):
+    """``%grad --split`` makes its tangents and cotangent eagerly: jaxlab's compilations,
+    counted apart, never in the user's compile log (shapes no other test uses, so each
+    eager op compiles here)."""
+    import jaxlab
+
+    ip.run_cell(
+        "import jax.numpy as jnp\n"
+        "def fit(w, x):\n"
+        "    return jnp.mean(jnp.tanh(x @ w) ** 2)\n"
+        "w, x = jnp.full((13, 11), 0.1), jnp.ones((17, 13))",
+        store_history=True,
+    )
+    log = jaxlab.compile_log()
+    count, ours = log.count, log.jaxlab_count
+    assert ip.run_cell("s = %grad -o --split fit(w, x)", store_history=True).success
+    assert isinstance(ip.user_ns["s"], GradSplit)
+    assert log.count == count and log.jaxlab_count > ours

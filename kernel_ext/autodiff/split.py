@@ -348,7 +348,6 @@ def _as_arrays(tree: Any) -> Any:
     return jax.tree_util.tree_map(array, tree)
 
 
-@jaxlab_work()
 def grad_split(
     fun: Callable[..., Any],
     *args: Any,
@@ -365,6 +364,7 @@ def grad_split(
     return split_for_call(fun, args, kwargs, argnums=argnums, wrt=wrt)
 
 
+@jaxlab_work()  # its tangents and cotangents are made eagerly: jaxlab's compilations
 def split_for_call(
     fun: Callable[..., Any],
     args: tuple[Any, ...],
