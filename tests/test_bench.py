@@ -91,7 +91,9 @@ def test_a_call_that_returns_no_arrays_is_timed_and_said_to_be_synchronous():
 def test_explain_keeps_a_timeline_in_which_work_finishes_in_order():
     a = jnp.ones((300, 300))
     r = jaxlab.bench(matmul, a, runs=1, repeats=1, explain=True)
-    assert len(r.timeline) == 4
+    # four calls; a call slower than SLOW_S (a busy machine can make this one so) is timed
+    # from its rounds (derived), and its timeline keeps two calls, not four
+    assert len(r.timeline) == (2 if r.derived else 4)
     for span in r.timeline:
         assert span.start_s <= span.return_s <= span.ready_s
     readies = [s.ready_s for s in r.timeline]
