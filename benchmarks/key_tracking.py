@@ -204,7 +204,7 @@ def main() -> int:
         inner = inside(kind, n, rounds)
         outer: dict[str, Any] | None = None
         if not args.no_outside:
-            repeat = 1 if big else 2 if n >= 10_000 else 3
+            repeat = 2 if n >= 10_000 else 3  # (100k: 2 cells of 7 s a side, one run)
             outer = outside(kind, n, 1 if big or args.quick else 2, repeat)
         load_after = load()
         label = f"eager {n:,} pairs" if kind == "eager" else f"jit MC x{JIT_CALLS} calls"
