@@ -417,7 +417,7 @@ class KeyRecorder(KeyStore):
                                     by_data[raw] = first + i
                             self._next_node = first + count
                             if len(nodes) > _store.MAX_NODES:  # the oldest out, as _node does
-                                self._forget(max(1, _store.MAX_NODES // 2))
+                                self._forget(max(1, _store.MAX_NODES // 10))
                         continue
                 held = noted[where + 7]  # its keys read by now: rows, or (bytes, width)
                 raw = held[i].tobytes() if type(held) is not tuple else _row(held, i)

@@ -54,13 +54,6 @@ class _Pending:
     first: int = -1  # its first key's node, once made (the others follow it)
 
 
-def _keep_after(found: dict[Any, Any], count: int) -> None:
-    """The first ``count`` entries of ``found`` dropped, the rest kept in place (in order)."""
-    kept = list(itertools.islice(found.items(), count, None))
-    found.clear()
-    found.update(kept)
-
-
 def _add_one(found: dict[Any, int | list[int]], key: Any, value: int) -> None:
     """``value`` added to ``key``'s values: one as an int, more as a list (most have one:
     no list each to make, or for the garbage collector to track)."""
@@ -164,9 +157,10 @@ class KeyStore:
         return index
 
     def _drop_events(self) -> None:
-        """The oldest half of the events out, the rest kept in the same dict (it is held
-        by callers): one copy of what stays, no Python step per event dropped."""
-        _keep_after(self._events, max(1, MAX_EVENTS // 2))
+        """The oldest tenth of the events out (read from the front: no list of them all)."""
+        events = self._events
+        for old in list(itertools.islice(events, max(1, MAX_EVENTS // 10))):
+            del events[old]
 
     def consumer_ids(self, node: int) -> list[int]:
         """The events that consumed a node, in order (their indices)."""
@@ -316,47 +310,33 @@ class KeyStore:
         if raw:  # one node per data, a list only for clones (fewer objects to make)
             _add_one(self._by_data, raw, node)
         if len(self._nodes) > MAX_NODES:
-            self._forget(max(1, MAX_NODES // 2))
+            self._forget(max(1, MAX_NODES // 10))
         return node
 
     def _forget(self, count: int) -> None:
-        """The ``count`` oldest keys out, all at once: what stays is copied back into the
-        same dicts (callers hold them), and the mappings keyed by node are filtered by the
-        first node kept. Node ids grow in the order nodes are made, so the oldest are the
-        first in ``_nodes`` and every id below that first kept one is gone. Cheaper by
-        half a microsecond a key than taking each out of every mapping (an eager loop's
-        session forgets two keys a draw once full; the cap then forgets half its keys)."""
-        nodes = self._nodes
-        old = len(nodes) if count >= len(nodes) else count
-        if old <= 0:
-            return
-        _keep_after(nodes, old)
-        horizon = next(iter(nodes), self._next_node)  # the oldest node kept
-        for mapping in (self._consumers, self._consumed_by, self._same_seed):
-            if mapping:
-                kept = [(n, v) for n, v in mapping.items() if n >= horizon]
-                mapping.clear()
-                mapping.update(kept)
-        roots = self._single_roots
-        if roots:
-            roots.difference_update([n for n in roots if n < horizon])
-        by_data = self._by_data  # one node as an int, more as a list (clones, a cell rerun)
-        kept_data = []
-        for raw, ids in by_data.items():
-            if type(ids) is int:
-                if ids >= horizon:
-                    kept_data.append((raw, ids))
-            else:
-                left = [n for n in ids if n >= horizon]
-                if left:
-                    kept_data.append((raw, left if len(left) > 1 else left[0]))
-        by_data.clear()
-        by_data.update(kept_data)
-        self._dropped += old
+        old = list(itertools.islice(self._nodes, count))
+        nodes, consumers, consumed = self._nodes, self._consumers, self._consumed_by
+        roots, same, by_data = self._single_roots, self._same_seed, self._by_data
+        for node in old:  # (every node made is forgotten here in a long session: kept lean)
+            raw = nodes.pop(node)[0]
+            consumers.pop(node, None)
+            consumed.pop(node, None)
+            if roots:
+                roots.discard(node)
+            if same:
+                same.pop(node, None)
+            ids = by_data.get(raw)
+            if ids == node:
+                del by_data[raw]
+            elif type(ids) is list and node in ids:
+                ids.remove(node)
+                if not ids:  # (none left: out, as one is when held as an int)
+                    del by_data[raw]
+        self._dropped += len(old)
         if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
-            held = [nodes[n][0] for n in self._consumed_by if n in nodes]
+            held = [nodes[n][0] for n in consumed if n in nodes]
             noted = [raw for raw in self._noted[1::_NOTE] if type(raw) is bytes]
-            data = self._consumed_data  # (in place: a caller may hold it)
+            data = self._consumed_data  # in place: a caller recording noted calls holds it
             data.clear()
             data.update(held, noted)
 
