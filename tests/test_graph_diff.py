@@ -278,6 +278,29 @@ def test_a_recompile_links_to_the_diff_of_its_program():
     assert log.programs("step") is None
 
 
+def test_the_kept_programs_are_bounded_in_functions_and_a_dropped_one_is_freed(monkeypatch):
+    import gc
+    import weakref
+
+    from jaxlab.compile import log as log_module
+
+    monkeypatch.setattr(log_module, "PROGRAM_FUNCTIONS", 3)
+    log = log_module.CompileLog()
+    sources = [f"lambda v: v * {k}.0 + 1.0" for k in range(6)]  # six functions, one line
+    with log.recording():
+        jax.jit(eval(sources[0]))(jnp.ones(2))
+        first = log.events[-1].fun_name
+        program = weakref.ref(log.last_program(first))
+        for source in sources[1:]:
+            jax.jit(eval(source))(jnp.ones(2))
+        newest = log.events[-1].fun_name
+    assert len(log._programs) == 3 and log.last_program(newest) is not None
+    assert log.last_program(first) is None
+    gc.collect()
+    # A kept program keeps what JAX cached under it (its executable): dropped, it is freed.
+    assert program() is None
+
+
 def test_the_kept_programs_are_bounded(monkeypatch):
     from jaxlab.compile import log as log_module
 

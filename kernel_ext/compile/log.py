@@ -51,7 +51,12 @@ SHAPES_PER_OPERATION = 12  # distinct argument types kept per eager operation
 # last two per function, at most PROGRAM_EQUATIONS equations in all (a jaxpr holds about
 # 600 bytes per equation on JAX 0.12, so about 60 MB at most) and none whose constants
 # exceed PROGRAM_CONST_BYTES; the least recently compiled functions' are dropped first.
+# A kept jaxpr also keeps what JAX cached under it (weakly keyed: its lowering and its
+# executable, 60-200 KB for even a one-line function), so at most PROGRAM_FUNCTIONS
+# functions' programs are kept: a new jax.jit(lambda ...) in each of 2,000 cells (each
+# lambda its own function) had kept 135 MB of executables alive.
 PROGRAM_EQUATIONS = 100_000
+PROGRAM_FUNCTIONS = 32
 PROGRAM_CONST_BYTES = 1 << 20
 OTHER = "(other functions)"
 
@@ -219,7 +224,8 @@ class CompileLog:
     def programs(self, name: str) -> tuple[Any, Any] | None:
         """The programs (``ClosedJaxpr``) of the last two compilations of the user's
         function ``name``, older first, or None when fewer are kept (see
-        ``PROGRAM_EQUATIONS``); ``jaxlab.recompile_diff(name)`` compares them."""
+        ``PROGRAM_EQUATIONS`` and ``PROGRAM_FUNCTIONS``); ``jaxlab.recompile_diff(name)``
+        compares them."""
         with self._lock:
             kept = self._programs.get(name)
             if kept is None or len(kept) < 2:
@@ -240,7 +246,9 @@ class CompileLog:
             return
         kept = self._programs.pop(name, [])
         self._programs[name] = [*kept[-1:], (program, size)]
-        while sum(n for pair in self._programs.values() for _, n in pair) > PROGRAM_EQUATIONS:
+        while len(self._programs) > PROGRAM_FUNCTIONS or (
+            sum(n for pair in self._programs.values() for _, n in pair) > PROGRAM_EQUATIONS
+        ):
             self._programs.popitem(last=False)
 
     def to_dicts(self) -> list[dict[str, Any]]:
