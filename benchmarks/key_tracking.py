@@ -220,6 +220,8 @@ def main() -> int:
         outer: dict[str, Any] | None = None
         if not args.no_outside:
             repeat = 2 if n >= 10_000 else 3  # (100k: 2 cells of 7 s a side, one run)
+            if kind == "jit":  # 40 ms cells whose CPU (XLA's threads) swings: more of them
+                repeat = 10
             outer = outside(kind, n, 1 if big or args.quick else 2, repeat)
         load_after = load()
         label = f"eager {n:,} pairs" if kind == "eager" else f"jit MC x{JIT_CALLS} calls"
