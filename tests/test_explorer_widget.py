@@ -225,9 +225,12 @@ def test_a_hostile_function_and_argument_name_is_escaped():
 
 def test_frames_rewrite_the_twin_through_the_throttle(view, monkeypatch):
     widget, core = view
+    from jaxlab.widgets._throttle import Throttle
+
     rewrites = []
     monkeypatch.setattr(widget, "update_static", lambda: rewrites.append(widget.frame["seq"]))
-    widget._twins._push = widget.update_static
+    widget._twins.cancel()  # ticked by the test, not the ticker's thread (no race with it)
+    widget._twins = Throttle(widget.update_static, ticker=set())
     widget._twin_ids = ["display-1"]
     for seq in range(1, 50):
         core.publish(seq=seq)

@@ -282,9 +282,10 @@ def test_the_kept_programs_are_bounded_in_functions_and_a_dropped_one_is_freed(m
     import gc
     import weakref
 
+    from jaxlab.compile import kept_programs
     from jaxlab.compile import log as log_module
 
-    monkeypatch.setattr(log_module, "PROGRAM_FUNCTIONS", 3)
+    monkeypatch.setattr(kept_programs, "PROGRAM_FUNCTIONS", 3)
     log = log_module.CompileLog()
     sources = [f"lambda v: v * {k}.0 + 1.0" for k in range(6)]  # six functions, one line
     with log.recording():
@@ -302,9 +303,10 @@ def test_the_kept_programs_are_bounded_in_functions_and_a_dropped_one_is_freed(m
 
 
 def test_the_kept_programs_are_bounded(monkeypatch):
+    from jaxlab.compile import kept_programs
     from jaxlab.compile import log as log_module
 
-    monkeypatch.setattr(log_module, "PROGRAM_EQUATIONS", 4)
+    monkeypatch.setattr(kept_programs, "PROGRAM_EQUATIONS", 4)
     log = log_module.CompileLog()
     with log.recording():
         jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.ones(2))

@@ -23,12 +23,13 @@ import contextlib
 import json
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from ..session.programs import keep_programs_in
 from .identity import AnonymousNames
+from .kept_programs import KeptPrograms
 from .messages import FIRST, UNKNOWN, ArgChange, CallSignature, eager_reason, explain
 from .records import CompileEvent, EagerOperations, FunctionStats
 
@@ -46,18 +47,6 @@ MAX_FUNCTIONS = 2_000  # functions with their own totals; the rest share one row
 RECENT_PER_FUNCTION = 20  # compilations kept per function for the live view
 HISTORY_PER_FUNCTION = 8  # earlier signatures a new compilation is compared with
 SHAPES_PER_OPERATION = 12  # distinct argument types kept per eager operation
-# The traced programs kept so that a recompilation can be compared with the compilation
-# before it (``programs``, ``jaxlab.recompile_diff``): the user's own functions only, the
-# last two per function, at most PROGRAM_EQUATIONS equations in all (a jaxpr holds about
-# 600 bytes per equation on JAX 0.12, so about 60 MB at most) and none whose constants
-# exceed PROGRAM_CONST_BYTES; the least recently compiled functions' are dropped first.
-# A kept jaxpr also keeps what JAX cached under it (weakly keyed: its lowering and its
-# executable, 60-200 KB for even a one-line function), so at most PROGRAM_FUNCTIONS
-# functions' programs are kept: a new jax.jit(lambda ...) in each of 2,000 cells (each
-# lambda its own function) had kept 135 MB of executables alive.
-PROGRAM_EQUATIONS = 100_000
-PROGRAM_FUNCTIONS = 32
-PROGRAM_CONST_BYTES = 1 << 20
 OTHER = "(other functions)"
 
 
@@ -113,8 +102,7 @@ class CompileLog:
         self._eager_count = 0
         self._eager_s = 0.0
         self._phase_s = [0.0, 0.0, 0.0]  # trace, lower, compile over the session
-        # function name -> its last two traced programs (older, newer) and their sizes
-        self._programs: OrderedDict[str, list[tuple[Any, int]]] = OrderedDict()
+        self._programs = KeptPrograms()  # the user's functions' last two traced programs
         self._subscribers: dict[int, Callable[[str], None]] = {}
         self._next_subscriber = 0
         self.capture_errors: list[str] = []  # bounded: what the listeners could not parse
@@ -223,33 +211,16 @@ class CompileLog:
 
     def programs(self, name: str) -> tuple[Any, Any] | None:
         """The programs (``ClosedJaxpr``) of the last two compilations of the user's
-        function ``name``, older first, or None when fewer are kept (see
-        ``PROGRAM_EQUATIONS`` and ``PROGRAM_FUNCTIONS``); ``jaxlab.recompile_diff(name)``
-        compares them."""
+        function ``name``, older first, or None when fewer are kept (``kept_programs``
+        bounds them); ``jaxlab.recompile_diff(name)`` compares them."""
         with self._lock:
-            kept = self._programs.get(name)
-            if kept is None or len(kept) < 2:
-                return None
-            return kept[0][0], kept[1][0]
+            return self._programs.pair(name)
 
     def last_program(self, name: str) -> Any:
         """The program (``ClosedJaxpr``) of the last compilation of the user's function
         ``name`` kept, or None (``%%profile --graph`` joins its time to it)."""
         with self._lock:
-            kept = self._programs.get(name)
-            return kept[-1][0] if kept else None
-
-    def _keep_program(self, name: str, program: Any) -> None:
-        size = _equations(program)
-        if size > PROGRAM_EQUATIONS or _const_bytes(program) > PROGRAM_CONST_BYTES:
-            self._programs.pop(name, None)  # the pair would compare across a gap
-            return
-        kept = self._programs.pop(name, [])
-        self._programs[name] = [*kept[-1:], (program, size)]
-        while len(self._programs) > PROGRAM_FUNCTIONS or (
-            sum(n for pair in self._programs.values() for _, n in pair) > PROGRAM_EQUATIONS
-        ):
-            self._programs.popitem(last=False)
+            return self._programs.last(name)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return [e.to_dict() for e in self.events]
@@ -340,7 +311,7 @@ class CompileLog:
             if call is not None:
                 totals.history.append(call)
             if program is not None and user_code and not eager:
-                self._keep_program(fun_name, program)
+                self._programs.keep(fun_name, program)
             totals.recent.append(event)
             self._events.append(event)
             self._count += 1
@@ -478,21 +449,6 @@ def _explain_types(
         if old != new
     )
     return ("; ".join(map(str, changes)) if changes else UNKNOWN), changes
-
-
-def _equations(program: Any) -> int:
-    """Equations of a jaxpr, nested programs included."""
-    from jax.extend import core as jcore
-
-    jaxpr = getattr(program, "jaxpr", program)
-    total = 0
-    for eqn in jaxpr.eqns:
-        total += 1 + sum(_equations(sub) for sub in jcore.jaxprs_in_params(eqn.params))
-    return total
-
-
-def _const_bytes(program: Any) -> int:
-    return sum(int(getattr(c, "nbytes", 0)) for c in getattr(program, "consts", ()) or ())
 
 
 _LOG = CompileLog()
