@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -173,7 +174,7 @@ def warm_up_cells(kind: str, n: int) -> int:
         return 1
     from jaxlab.keys.store import MAX_NODES
 
-    return 1 + -(-MAX_NODES // (2 * n))
+    return 1 + math.ceil(MAX_NODES / (2 * n))
 
 
 def outside(kind: str, n: int, runs: int, repeat: int) -> dict[str, Any]:

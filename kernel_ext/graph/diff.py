@@ -203,7 +203,8 @@ def recompile_diff(name: str, log: Any = None) -> ProgramDiff:
         raise ValueError(
             f"the compile log keeps no two programs of `{name}`: it keeps the last two "
             "traced programs of each of your own jitted functions while it records (the "
-            "extension loaded, or inside `jaxlab.compile_log().recording()`); compile "
+            "extension loaded, or inside `jaxlab.compile_log().recording()`), for the "
+            "functions compiled most recently only (a few dozen, fewer when large); compile "
             f"`{name}` twice, with a change between"
         )
     return diff(kept[0], kept[1], titles=(f"{name} (before)", f"{name} (recompiled)"))
