@@ -403,3 +403,23 @@ def callbacks_failing_quietly() -> Iterator[None]:
         yield
     finally:
         logger.removeFilter(_not_a_callback_failure)
+
+
+# --------------------------------------------------------------------------- interrupts
+# JAX 0.12's ``Primitive.bind`` (``jax._src.core``) empties its trace context (sets it to
+# None) one line before its ``try``: an interrupt landing between the two leaves it None,
+# and every later JAX call of the session fails with "'NoneType' object has no attribute
+# 'process_primitive'" (a tracked runaway loop interrupted 200 times on a busy machine hit
+# it once). JAX 0.10 sets it to the top-level trace there instead: nothing to mend.
+def mend_trace_state() -> bool:
+    """Put JAX's trace context back at the top level if an interrupt left it empty;
+    whether it did. Called between cells only, where nothing is being traced."""
+    try:
+        from jax._src import core
+
+        if core.trace_ctx.trace is not None:
+            return False
+        core.trace_ctx.reset()  # what JAX's own reset_trace_state() does
+    except Exception:  # a JAX that moved these: nothing mended, as without jaxlab
+        return False
+    return True

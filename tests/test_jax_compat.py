@@ -404,3 +404,24 @@ def test_executable_fingerprint_on_installed_jax():
 )
 def test_executable_fingerprint_falls_back_to_none(executable):
     assert _jax_compat.executable_fingerprint(SimpleNamespace(_executable=executable)) is None
+
+
+def test_mend_trace_state_on_installed_jax():
+    from jax._src import core
+
+    assert _jax_compat.mend_trace_state() is False  # a sound state is left alone
+    core.trace_ctx.set_trace(None)  # where an interrupt inside JAX 0.12's bind leaves it
+    try:
+        with pytest.raises(AttributeError, match="process_primitive"):
+            jax.lax.sin(1.0)  # JAX itself cannot run (bind: no cached fast path)
+    finally:
+        mended = _jax_compat.mend_trace_state()
+    assert mended is True and float(jax.lax.sin(0.0)) == 0.0
+    assert core.trace_ctx.is_top_level() and _jax_compat.mend_trace_state() is False
+
+
+def test_mend_trace_state_fallback(monkeypatch):
+    from jax._src import core
+
+    monkeypatch.delattr(core, "trace_ctx")  # a JAX that moved it: nothing mended
+    assert _jax_compat.mend_trace_state() is False

@@ -243,6 +243,34 @@ def test_an_interrupt_dropped_inside_a_collector_callback_is_raised_again(extens
         assert "KeyboardInterrupt" in done.stderr
 
 
+BREAK_JAX = (  # where an interrupt between two lines of JAX 0.12's Primitive.bind leaves it
+    "import jax\nfrom jax._src import core\ncore.trace_ctx.set_trace(None)\nraise KeyboardInterrupt"
+)
+
+
+def test_a_cell_that_leaves_jax_s_trace_state_empty_is_mended_at_its_end(ip, capsys):
+    from jax._src import core
+
+    from jaxlab.magics._interrupts import MENDED
+
+    try:
+        ip.run_cell(BREAK_JAX)
+        assert MENDED in capsys.readouterr().err  # told in that cell's output
+        result = ip.run_cell("y = jax.lax.sin(0.0) + 3")
+        assert result.error_in_exec is None and float(ip.user_ns["y"]) == 3.0
+        assert core.trace_ctx.is_top_level()
+        ip.run_cell("z = jax.lax.sin(0.0)")  # told once: nothing to mend now
+        assert MENDED not in capsys.readouterr().err
+        ip.run_line_magic("unload_ext", "jaxlab")  # without jaxlab, JAX stays broken
+        ip.run_cell(BREAK_JAX)
+        result = ip.run_cell("y = jax.lax.sin(0.0) + 3")
+        assert isinstance(result.error_in_exec, AttributeError)
+    finally:
+        core.trace_ctx.reset()
+        if "jaxlab" not in ip.extension_manager.loaded:
+            ip.run_line_magic("load_ext", "jaxlab")
+
+
 CODE_SETUP = (
     "%load_ext jaxlab\n%keys on\n"
     "import jax, time, warnings\nwarnings.simplefilter('ignore')\nk = jax.random.key(0)"
@@ -290,10 +318,12 @@ def test_a_tracked_runaway_loop_with_the_view_live_stops_at_every_interrupt():
             msg_id = kc.execute(CODE_LOOP, stop_on_error=False)
             while True:  # the loop has started
                 msg = kc.get_iopub_msg(timeout=300)
-                if msg["parent_header"].get("msg_id") == msg_id and "looping" in str(
-                    msg["content"].get("text", "")
-                ):
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                if "looping" in str(msg["content"].get("text", "")):
                     break
+                # (the last interrupt left the session broken: say so, not wait 300 s)
+                assert msg["msg_type"] != "error", (trial, msg["content"]["traceback"][-3:])
             time.sleep(0.05 + 0.07 * (trial % 8))  # land at different points of the loop
             sent = time.monotonic()
             os.kill(km.provisioner.process.pid, signal.SIGINT)

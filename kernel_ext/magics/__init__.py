@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FAMILIES = (
+    "_interrupts",  # first: its cell-end mending runs before the others' cell-end hooks
     "jaxpr",
     "devices",
     "grad",
@@ -31,7 +32,6 @@ FAMILIES = (
     "arrays",
     "explore",
     "_cell_widgets",
-    "_interrupts",
 )
 
 

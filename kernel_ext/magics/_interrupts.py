@@ -14,7 +14,15 @@ While the extension is loaded, ``sys.unraisablehook`` is chained: a dropped
 callback (or dropped and delivered again if that is another callback). The hook itself
 only releases a lock: an interrupt delivered from inside it would be handled, and
 dropped, inside it. It prints nothing about the interrupt; anything else goes to the hook
-that was there. Unloading puts that hook back and ends the thread::
+that was there.
+
+An interrupt can also land where JAX 0.12 leaves its own state broken: between the two
+lines of ``Primitive.bind`` that empty its trace context and enter the ``try`` that puts
+it back. Every later JAX call of the session would then fail (``'NoneType' object has no
+attribute 'process_primitive'``), so when a cell ends with JAX's trace context empty it
+is put back at the top level, and the user is told once in that cell's output.
+
+Unloading puts the hook back, ends the thread and stops the mending::
 
     undo = install(ip)   # magics/__init__ calls this at %load_ext, undo at %unload_ext
 """
@@ -22,12 +30,19 @@ that was there. Unloading puts that hook back and ends the thread::
 from __future__ import annotations
 
 import _thread
+import contextlib
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from .._jax_compat import mend_trace_state
+
 MAGICS: tuple[Any, ...] = ()  # a family with no magics: install() only
+MENDED = (
+    "jaxlab: the interrupt landed inside JAX's Primitive.bind and left JAX's trace state "
+    "empty (every later JAX call would fail); it has been put back at the top level."
+)
 
 
 def install(ip: Any) -> Callable[[], None]:
@@ -52,10 +67,17 @@ def install(ip: Any) -> Callable[[], None]:
             return
         previous(unraisable)
 
+    def mend(result: Any = None) -> None:
+        if mend_trace_state():
+            print(MENDED, file=sys.stderr)
+
     threading.Thread(target=deliver, name="jaxlab-interrupts", daemon=True).start()
     sys.unraisablehook = hook
+    ip.events.register("post_run_cell", mend)
 
     def undo() -> None:
+        with contextlib.suppress(ValueError):  # (unregistered already)
+            ip.events.unregister("post_run_cell", mend)
         if sys.unraisablehook is hook:
             sys.unraisablehook = previous
         stopped.append(True)
