@@ -409,8 +409,8 @@ def callbacks_failing_quietly() -> Iterator[None]:
 # JAX 0.12's ``Primitive.bind`` (``jax._src.core``) empties its trace context (sets it to
 # None) one line before its ``try``: an interrupt landing between the two leaves it None,
 # and every later JAX call of the session fails with "'NoneType' object has no attribute
-# 'process_primitive'" (a tracked runaway loop interrupted 200 times on a busy machine hit
-# it once). JAX 0.10 sets it to the top-level trace there instead: nothing to mend.
+# 'process_primitive'" (about one interrupt in 150 of a tracked runaway loop on a busy
+# machine). JAX 0.10 sets it to the top-level trace there instead: nothing to mend.
 def mend_trace_state() -> bool:
     """Put JAX's trace context back at the top level if an interrupt left it empty;
     whether it did. Called between cells only, where nothing is being traced."""
