@@ -346,6 +346,7 @@ class KeyRecorder(KeyStore):
         # that split's i-th key, found with no look-up of its data (a flat walk, in order)
         firsts: dict[int, int] = {}
         nodes, consumed, events = self._nodes, self._consumed_by, self._events
+        node_rows, event_rows = nodes.flat, events.flat  # (one row: 8 values, in order)
         consumers, by_data = self._consumers, self._by_data
         consumed_data, site_ids = self._consumed_data, self._site_ids
         rows: dict[tuple[Any, ...], Any] = {}  # (op, site, key's origin, its site) -> table row
@@ -372,50 +373,55 @@ class KeyRecorder(KeyStore):
                 t = raw % _TOKENS
                 where, i = t // 16 * 8, t % 16
                 first = firsts.get(where)
-                if first is not None and first + i in nodes and first + i not in consumed:
-                    node = first + i  # that key, by identity (not forgotten, not used)
+                node = None if first is None else first + i
+                if node is not None and (node < nodes.base or node in consumed):
+                    node = None  # forgotten, or used: known by its data
+                if node is not None:  # that key, by identity (not forgotten, not used)
                     count = shape[0] if split and len(shape) == 1 else 0
                     if (not split or 0 < count <= EAGER_KEYS) and not self._pending:
                         site_id = site_ids.get(id(site))
                         if site_id is None:
                             site_id = self._site_id(site)
-                        index = self._next_event
-                        self._next_event = index + 1
-                        mine = nodes[node]  # its key's tuple
+                        index = events.next
+                        at_node = (node - nodes.base) * 8  # its key's row: data, origin, site
+                        data, origin, made_at = (
+                            node_rows[at_node],
+                            node_rows[at_node + 2],
+                            node_rows[at_node + 6],
+                        )
                         if split:
                             kind, dtype = "derive", "key"
                         else:
                             kind, dtype = "consume", names.get(dtype) or dtype_name(dtype)
-                        events[index] = (op, kind, (node,), shape, dtype, site_id, False, False)
+                        event_rows += (op, kind, node, shape, dtype, site_id, False, False)
                         if node in consumers:
                             _add_one(consumers, node, index)
                         else:
                             consumers[node] = index
                         consumed[node] = index
-                        if mine[0]:
-                            consumed_data.add(mine[0])
+                        if data:
+                            consumed_data.add(data)
                         if len(events) > _store.MAX_EVENTS:  # the oldest out, as _event does
                             self._drop_events()
-                        row = rows.get((op, site_id, mine[2], mine[6]))
+                        row = rows.get((op, site_id, origin, made_at))
                         if row is None:  # the table's own call, the row it made kept
-                            up = (mine[2], self._site_list[mine[6]].where)
+                            up = (origin, self._site_list[made_at].where)
                             row = self._table_row(rows, split, op, site, up, index, count)
-                            rows[(op, site_id, mine[2], mine[6])] = row
+                            rows[(op, site_id, origin, made_at)] = row
                         else:
                             row.count += count if split else 1
                         if split:  # its keys, one node each, as _flush makes them
                             blob = out if isinstance(out, bytes) else data_bytes([out])[0]
                             width = len(blob) // count
                             noted[at + 7] = (blob, width)  # for the tokens of its keys
-                            first = firsts[at] = self._next_node
+                            first = firsts[at] = nodes.next
                             for i in range(count):
                                 raw = blob[i * width : (i + 1) * width]
-                                nodes[first + i] = (raw, impl, op, node, i, index, site_id, False)
+                                node_rows += (raw, impl, op, node, i, index, site_id, False)
                                 if raw in by_data:
                                     _add_one(by_data, raw, first + i)
                                 else:
                                     by_data[raw] = first + i
-                            self._next_node = first + count
                             if len(nodes) > _store.MAX_NODES:  # the oldest out, as _node does
                                 self._forget(max(1, _store.MAX_NODES // 10))
                         continue

@@ -27,7 +27,7 @@ class Held(Protocol):
 
     _single_roots: set[int]  # single keys known by their object (a seed's, or unseen)
     _consumed_by: dict[int, int]  # node -> the first event that consumed it
-    _nodes: dict[int, Any]  # node -> its tuple (raw data, impl, origin, parent, ...)
+    _nodes: Any  # node -> its row (raw data, impl, origin, parent, ...): a store.Rows
 
 
 # Given as a call's key object: "the key this program consumed before, in this call" (the

@@ -14,7 +14,6 @@ filled by :class:`~jaxlab.keys.events.KeyRecorder` (above it) and read through
 
 from __future__ import annotations
 
-import itertools
 import threading
 import weakref
 from collections import deque
@@ -27,6 +26,7 @@ import numpy as np
 from .calls import Call, rows_of
 from .identity import other_key
 from .model import KeyEvent, KeyNode, KeyReuse
+from .rows import Rows
 from .site import Site
 from .sites import SiteTable
 
@@ -66,11 +66,13 @@ def _add_one(found: dict[Any, int | list[int]], key: Any, value: int) -> None:
         held.append(value)
 
 
-# Internally a node is a tuple (raw data, impl, origin, parent, index, event, site, traced)
-# and an event a KeyEvent's fields after its index, each site as its place in the
-# store's list of sites: tuples cost a tenth of a frozen dataclass to make, and an eager
-# split makes three. The records are made when read.
-_Node = tuple[bytes, str, str, "int | None", "int | None", "int | None", int, bool]
+# Internally a node is a row of 8 values (raw data, impl, origin, parent, index, event,
+# site, traced) and an event one of a KeyEvent's fields after its index (op, kind, inputs,
+# shape, dtype, site, traced, in_loop), each site as its place in the store's list of
+# sites and one input as itself (more as a tuple): held flat (:class:`Rows`), nothing per
+# key for the garbage collector to walk, the oldest forgotten by the chunk. The records
+# are made when read.
+_WIDTH = 8
 
 
 class KeyStore:
@@ -89,7 +91,7 @@ class KeyStore:
     def clear(self) -> None:
         """Forget every key and event (tracking stays as it was)."""
         with self._lock:
-            self._nodes: dict[int, _Node] = {}
+            self._nodes = Rows(_WIDTH)
             # The records hold a site by its place in this list: a tuple of atomic values
             # only is one the garbage collector stops tracking (a Site in it kept every
             # record tracked: the full pass came sooner, 70 ms of a cell's end here)
@@ -99,7 +101,7 @@ class KeyStore:
             self._pending: list[_Pending] = []
             self._last_pending: _Pending | None = None
             self._calls: deque[Call] = deque()
-            self._events: dict[int, tuple[Any, ...]] = {}
+            self._events = Rows(_WIDTH)
             # node -> the events that consumed it: one as an int, more as a list (a loop's
             # keys are used once: no list each for the garbage collector to track)
             self._consumers: dict[int, int | list[int]] = {}
@@ -128,12 +130,19 @@ class KeyStore:
             self._unwarned = []  # found replaying compiled calls
             self.sites = SiteTable()  # per call site, kept current (large views read it)
             self._warned: set[tuple[str, str]] = set()  # pairs of lines warned about
-            self._next_node = 0
-            self._next_event = 0
             self._dropped = 0
             self._node_cache = None
             self._event_cache = None
         self._notify()
+
+    @property
+    def _next_node(self) -> int:
+        """The number the next key gets (numbered in order: an interrupt leaves no gap)."""
+        return self._nodes.next
+
+    @property
+    def _next_event(self) -> int:
+        return self._events.next
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` after each change; returns the unsubscribe."""
@@ -147,20 +156,18 @@ class KeyStore:
 
     # ----------------------------------------------------------------- internals
     def _event(self, op, kind, inputs, shape, dtype, site, traced, in_loop=False) -> int:
-        index = self._next_event
-        self._next_event += 1
+        index = self._events.next
         site_id = self._site_id(site)
-        self._events[index] = (op, kind, inputs, tuple(shape), dtype, site_id, traced, in_loop)
+        one = inputs[0] if len(inputs) == 1 else inputs  # (one input: no tuple held)
+        self._events.add(index, (op, kind, one, tuple(shape), dtype, site_id, traced, in_loop))
         self._event_cache = None
         if len(self._events) > MAX_EVENTS:
             self._drop_events()
         return index
 
     def _drop_events(self) -> None:
-        """The oldest tenth of the events out (read from the front: no list of them all)."""
-        events = self._events
-        for old in list(itertools.islice(events, max(1, MAX_EVENTS // 10))):
-            del events[old]
+        """The oldest tenth of the events out, together."""
+        self._events.drop(max(1, MAX_EVENTS // 10))
 
     def consumer_ids(self, node: int) -> list[int]:
         """The events that consumed a node, in order (their indices)."""
@@ -182,17 +189,20 @@ class KeyStore:
 
     def site_of_node(self, node: int) -> Site:
         """Where a held node was made."""
-        return self._site_list[self._nodes[node][6]]
+        return self._site_list[self._nodes.value(node, 6)]
 
     def node_record(self, node: int) -> KeyNode:
         """A held node as a record."""
-        n = self._nodes[node]
-        return KeyNode(node, n[0].hex(), *n[1:6], self._site_list[n[6]], n[7])
+        raw, impl, origin, parent, index, event, site, traced = self._nodes[node]
+        return KeyNode(
+            node, raw.hex(), impl, origin, parent, index, event, self._site_list[site], traced
+        )
 
     def event_record(self, index: int) -> KeyEvent:
         """A held event as a record."""
         op, kind, inputs, shape, dtype, site, traced, in_loop = self._events[index]
         where = self._site_list[site]
+        inputs = inputs if type(inputs) is tuple else (inputs,)
         return KeyEvent(index, op, kind, inputs, shape, dtype, where, traced, in_loop)
 
     def _add(self, pending: _Pending) -> None:
@@ -303,9 +313,10 @@ class KeyStore:
 
     def _node(self, raw, impl, origin, parent, index, event, site, traced) -> int:
         """A node, without the site table (:meth:`_made` is told, once per group)."""
-        node = self._next_node
-        self._next_node += 1
-        self._nodes[node] = (raw, impl, origin, parent, index, event, self._site_id(site), traced)
+        node = self._nodes.next
+        self._nodes.add(
+            node, (raw, impl, origin, parent, index, event, self._site_id(site), traced)
+        )
         self._node_cache = None
         if raw:  # one node per data, a list only for clones (fewer objects to make)
             _add_one(self._by_data, raw, node)
@@ -314,12 +325,12 @@ class KeyStore:
         return node
 
     def _forget(self, count: int) -> None:
-        old = list(itertools.islice(self._nodes, count))
         nodes, consumers, consumed = self._nodes, self._consumers, self._consumed_by
         roots, same, by_data = self._single_roots, self._same_seed, self._by_data
-        for node in old:  # (every node made is forgotten here in a long session: kept lean)
-            raw = nodes.pop(node)[0]
-            consumers.pop(node, None)
+        raws = nodes.flat[: count * _WIDTH : _WIDTH]  # (their data: each row's first value)
+        old = nodes.drop(count)
+        for node, raw in zip(old, raws, strict=True):  # (every node made is forgotten here
+            consumers.pop(node, None)  # in a long session: kept lean)
             consumed.pop(node, None)
             if roots:
                 roots.discard(node)
@@ -334,7 +345,7 @@ class KeyStore:
                     del by_data[raw]
         self._dropped += len(old)
         if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
-            held = [nodes[n][0] for n in consumed if n in nodes]
+            held = [nodes.value(n, 0) for n in consumed if n in nodes]
             noted = [raw for raw in self._noted[1::_NOTE] if type(raw) is bytes]
             data = self._consumed_data  # in place: a caller recording noted calls holds it
             data.clear()

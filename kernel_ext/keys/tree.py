@@ -300,8 +300,9 @@ def site_detail(lineage: KeyLineage, site_id: str, limit: int = 200) -> tuple[Tr
         origin, where = row.key
         found = []
         at = lineage.site_ids(where)
-        for node, n in reversed(lineage._nodes.items()):
-            if n[2] == origin and n[6] in at:
+        nodes = lineage._nodes
+        for node in reversed(range(nodes.base, nodes.next)):
+            if nodes.value(node, 2) == origin and nodes.value(node, 6) in at:
                 found.append(node)
                 if len(found) >= limit:
                     break
