@@ -189,7 +189,9 @@ def test_the_cap_leaves_no_mapping_pointing_at_a_forgotten_key_nor_a_used_key_un
         held = set(lineage._nodes)
         assert min(held) > 0 and max(held) == lineage._next_node - 1  # the newest kept
         assert set(lineage._consumers) <= held and set(lineage._consumed_by) <= held
-        ids = [n for v in lineage._by_data.values() for n in ([v] if isinstance(v, int) else v)]
+        ids = [
+            n for v in lineage._data_index().values() for n in ([v] if isinstance(v, int) else v)
+        ]
         assert set(ids) == held and len(ids) == len(held)  # each held key by its data, once
         used = {lineage._nodes[n][0] for n in lineage._consumed_by if n in held}
         assert used <= lineage._consumed_data  # (a rebuild while recording lost some)

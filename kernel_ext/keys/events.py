@@ -79,12 +79,11 @@ class KeyRecorder(KeyStore):
             origin = "wrap" if op == "wrap_key_data" else "seed"
             self._add(_Pending(event, [None], rows, impl, origin, site, traced))
             if len(rows) == 1 and obj is not None:  # flushed at once (EAGER_KEYS)
-                node = self._next_node - 1
-                earlier = self._by_data.get(rows[0].tobytes())
-                twin = earlier[-2] if isinstance(earlier, list) and len(earlier) > 1 else None
+                node, raw = self._next_node - 1, rows[0].tobytes()
+                twin = self._root_data.get(raw)  # the newest key made before from this seed
                 if twin is not None and twin in self._single_roots:
                     self._same_seed[node] = self.site_of_node(twin)
-                self._single_roots.add(node)
+                self._root(node, raw)
                 self._remember(obj, node)
         self._notify()
 
@@ -347,7 +346,7 @@ class KeyRecorder(KeyStore):
         firsts: dict[int, int] = {}
         nodes, consumed, events = self._nodes, self._consumed_by, self._events
         node_rows, event_rows = nodes.flat, events.flat  # (one row: 8 values, in order)
-        consumers, by_data = self._consumers, self._by_data
+        consumers = self._consumers
         consumed_data, site_ids = self._consumed_data, self._site_ids
         rows: dict[tuple[Any, ...], Any] = {}  # (op, site, key's origin, its site) -> table row
         shapes, names = _SHAPES, DTYPE_NAMES  # (a draw's shape and dtype, one object each)
@@ -415,13 +414,9 @@ class KeyRecorder(KeyStore):
                             width = len(blob) // count
                             noted[at + 7] = (blob, width)  # for the tokens of its keys
                             first = firsts[at] = nodes.next
-                            for i in range(count):
+                            for i in range(count):  # (indexed by data when asked)
                                 raw = blob[i * width : (i + 1) * width]
                                 node_rows += (raw, impl, op, node, i, index, site_id, False)
-                                if raw in by_data:
-                                    _add_one(by_data, raw, first + i)
-                                else:
-                                    by_data[raw] = first + i
                             if len(nodes) > _store.MAX_NODES:  # the oldest out, as _node does
                                 self._forget(max(1, _store.MAX_NODES // 10))
                         continue

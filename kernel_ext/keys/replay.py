@@ -68,7 +68,7 @@ def replay(self: KeyStore, call: Call) -> None:
         parent = owners[0] if owners else None
         for row in rows_of(key):
             raw = row.tobytes()
-            if raw not in self._by_data:
+            if raw not in self._data_index():
                 self._new_node(
                     raw, "", f"returned by {template.name}", parent, None, None, site, True
                 )

@@ -97,7 +97,11 @@ class KeyStore:
             # record tracked: the full pass came sooner, 70 ms of a cell's end here)
             self._site_list: list[Site] = []
             self._site_ids: dict[int, int] = {}  # id(a Site held in _site_list) -> place
+            # key data -> its held nodes (one as an int, more as a list, oldest first), for
+            # the nodes below _indexed: brought up to date when asked (_data_index)
             self._by_data: dict[bytes, int | list[int]] = {}
+            self._indexed = 0
+            self._root_data: dict[bytes, int] = {}  # key data -> its newest single root
             self._pending: list[_Pending] = []
             self._last_pending: _Pending | None = None
             self._calls: deque[Call] = deque()
@@ -241,10 +245,27 @@ class KeyStore:
     def _lookup(self, raw: bytes) -> list[int]:
         if self._pending:  # the newest keys first: an older key of the same data may be
             self._flush()  # one a cell that ran before made (a cell run twice, one seed)
-        ids = self._by_data.get(raw)
+        ids = self._data_index().get(raw)
         if ids is None:
             return []
         return [ids] if isinstance(ids, int) else ids
+
+    def _data_index(self) -> dict[bytes, int | list[int]]:
+        """Key data -> its held nodes, brought up to date. Made when asked, not as keys are
+        made: an eager loop's keys are mostly forgotten before anyone looks one up by data."""
+        nodes, by_data = self._nodes, self._by_data
+        flat, base, width = nodes.flat, nodes.base, _WIDTH
+        for node in range(max(self._indexed, base), nodes.next):
+            raw = flat[(node - base) * width]
+            if raw:  # (a traced key has none)
+                _add_one(by_data, raw, node)
+        self._indexed = nodes.next
+        return by_data
+
+    def _root(self, node: int, raw: bytes) -> None:
+        """``node`` is a single key known by its object (a seed's, or of unknown origin)."""
+        self._single_roots.add(node)
+        self._root_data[raw] = node
 
     def _inputs(
         self, rows: np.ndarray | bytes, impl: str, site: Site, traced: bool, obj: Any
@@ -286,13 +307,13 @@ class KeyStore:
         if ids and (obj is not None or ids[-1] in self._consumed_by) and other_key(self, ids, obj):
             node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
             self._same_seed[node] = self.site_of_node(ids[-1])
-            self._single_roots.add(node)
+            self._root(node, raw)
             self._remember(obj, node)
             return node
         if not ids:  # made before tracking began, or where jaxlab could not see
             node = self._new_node(raw, impl, "unknown", None, None, None, site, traced)
             if obj is not None:
-                self._single_roots.add(node)
+                self._root(node, raw)
                 self._remember(obj, node)
             return node
         for node in reversed(ids):  # a clone shares its data: the newest not yet consumed
@@ -318,8 +339,6 @@ class KeyStore:
             node, (raw, impl, origin, parent, index, event, self._site_id(site), traced)
         )
         self._node_cache = None
-        if raw:  # one node per data, a list only for clones (fewer objects to make)
-            _add_one(self._by_data, raw, node)
         if len(self._nodes) > MAX_NODES:
             self._forget(max(1, MAX_NODES // 10))
         return node
@@ -328,14 +347,18 @@ class KeyStore:
         nodes, consumers, consumed = self._nodes, self._consumers, self._consumed_by
         roots, same, by_data = self._single_roots, self._same_seed, self._by_data
         raws = nodes.flat[: count * _WIDTH : _WIDTH]  # (their data: each row's first value)
-        old = nodes.drop(count)
+        old, indexed = nodes.drop(count), self._indexed
         for node, raw in zip(old, raws, strict=True):  # (every node made is forgotten here
             consumers.pop(node, None)  # in a long session: kept lean)
             consumed.pop(node, None)
-            if roots:
+            if node in roots:
                 roots.discard(node)
+                if self._root_data.get(raw) == node:
+                    del self._root_data[raw]
             if same:
                 same.pop(node, None)
+            if node >= indexed:  # never in the data index
+                continue
             ids = by_data.get(raw)
             if ids == node:
                 del by_data[raw]
@@ -343,6 +366,7 @@ class KeyStore:
                 ids.remove(node)
                 if not ids:  # (none left: out, as one is when held as an int)
                     del by_data[raw]
+        self._indexed = max(indexed, nodes.base)
         self._dropped += len(old)
         if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
             held = [nodes.value(n, 0) for n in consumed if n in nodes]
