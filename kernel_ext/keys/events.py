@@ -346,6 +346,8 @@ class KeyRecorder(KeyStore):
         firsts: dict[int, int] = {}
         nodes, consumed, events = self._nodes, self._consumed_by, self._events
         node_rows, event_rows = nodes.flat, events.flat  # (one row: 8 values, in order)
+        # (their lengths, as values: Rows' own methods are calls, on every recorded call)
+        most_events, most_nodes = _store.MAX_EVENTS * 8, _store.MAX_NODES * 8
         consumers = self._consumers
         consumed_data, site_ids = self._consumed_data, self._site_ids
         rows: dict[tuple[Any, ...], Any] = {}  # (op, site, key's origin, its site) -> table row
@@ -381,7 +383,7 @@ class KeyRecorder(KeyStore):
                         site_id = site_ids.get(id(site))
                         if site_id is None:
                             site_id = self._site_id(site)
-                        index = events.next
+                        index = events.base + len(event_rows) // 8
                         at_node = (node - nodes.base) * 8  # its key's row: data, origin, site
                         data, origin, made_at = (
                             node_rows[at_node],
@@ -400,7 +402,7 @@ class KeyRecorder(KeyStore):
                         consumed[node] = index
                         if data:
                             consumed_data.add(data)
-                        if len(events) > _store.MAX_EVENTS:  # the oldest out, as _event does
+                        if len(event_rows) > most_events:  # the oldest out, as _event does
                             self._drop_events()
                         row = rows.get((op, site_id, origin, made_at))
                         if row is None:  # the table's own call, the row it made kept
@@ -413,11 +415,11 @@ class KeyRecorder(KeyStore):
                             blob = out if isinstance(out, bytes) else data_bytes([out])[0]
                             width = len(blob) // count
                             noted[at + 7] = (blob, width)  # for the tokens of its keys
-                            first = firsts[at] = nodes.next
+                            first = firsts[at] = nodes.base + len(node_rows) // 8
                             for i in range(count):  # (indexed by data when asked)
                                 raw = blob[i * width : (i + 1) * width]
                                 node_rows += (raw, impl, op, node, i, index, site_id, False)
-                            if len(nodes) > _store.MAX_NODES:  # the oldest out, as _node does
+                            if len(node_rows) > most_nodes:  # the oldest out, as _node does
                                 self._forget(max(1, _store.MAX_NODES // 10))
                         continue
                 held = noted[where + 7]  # its keys read by now: rows, or (bytes, width)

@@ -348,17 +348,19 @@ class KeyStore:
         roots, same, by_data = self._single_roots, self._same_seed, self._by_data
         raws = nodes.flat[: count * _WIDTH : _WIDTH]  # (their data: each row's first value)
         old, indexed = nodes.drop(count), self._indexed
-        for node, raw in zip(old, raws, strict=True):  # (every node made is forgotten here
-            consumers.pop(node, None)  # in a long session: kept lean)
-            consumed.pop(node, None)
-            if node in roots:
-                roots.discard(node)
-                if self._root_data.get(raw) == node:
-                    del self._root_data[raw]
-            if same:
+        pop_consumers, pop_consumed = consumers.pop, consumed.pop
+        for node in old:  # (every node made is forgotten here in a long session: kept lean)
+            pop_consumers(node, None)
+            pop_consumed(node, None)
+        if roots or same:  # (seeds' keys: a few)
+            for node, raw in zip(old, raws, strict=True):
+                if node in roots:
+                    roots.discard(node)
+                    if self._root_data.get(raw) == node:
+                        del self._root_data[raw]
                 same.pop(node, None)
-            if node >= indexed:  # never in the data index
-                continue
+        seen = max(0, min(len(old), indexed - old.start))  # those in the data index
+        for node, raw in zip(old[:seen], raws[:seen], strict=True):
             ids = by_data.get(raw)
             if ids == node:
                 del by_data[raw]
