@@ -121,6 +121,23 @@ def test_record_fills_recompile_and_reason_from_signatures():
     assert log.compile_s == pytest.approx(1.0)
 
 
+def test_function_rows_are_made_again_only_after_a_compilation_or_a_clear():
+    log = CompileLog()
+    log.record("g", compile_s=0.5, signature=("f32[3]",))
+    rows = log.functions()
+    log.add_cell_time(1.0, 0.5)  # a cell that compiled nothing: the same rows
+    assert log.functions() is rows
+    log.record("h", compile_s=0.25)
+    again = log.functions()
+    assert again is not rows and [r.name for r in again] == ["h", "g"]
+    assert [r.count for r in again] == [1, 1]
+    log.clear()
+    assert log.functions() == ()
+    log.record("g", compile_s=0.5)  # as many compilations as before the clear: made again
+    log.record("k", compile_s=0.5)
+    assert [(r.name, r.count) for r in log.functions()] == [("k", 1), ("g", 1)]
+
+
 def test_store_is_bounded_and_counts_the_rest():
     log = CompileLog(maxlen=3)
     for i in range(5):

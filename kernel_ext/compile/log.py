@@ -90,6 +90,10 @@ class CompileLog:
         self._lock = threading.RLock()
         self._events: deque[CompileEvent] = deque(maxlen=maxlen)
         self._functions: dict[str, _Totals] = {}
+        # functions()'s rows, made again only after a compilation (a live view, its saved
+        # twin and its text each read them after every cell that compiled)
+        self._rows: tuple[int, tuple[FunctionStats, ...]] | None = None
+        self._version = 0  # changed by every compilation recorded and by clear()
         self._anonymous = AnonymousNames()  # two lambdas are two functions
         self._count = 0
         self._compile_s = 0.0
@@ -184,22 +188,27 @@ class CompileLog:
         libraries' internals).
         """
         with self._lock:
-            rows = [
-                FunctionStats(
-                    n,
-                    t.count,
-                    t.total_s,
-                    t.last_s,
-                    t.recompiles,
-                    tuple(t.recent),
-                    t.user_code,
-                    t.last_index,
-                    t.eager,
-                    tuple(t.shapes),
-                )
-                for n, t in self._functions.items()
-                if t.user_code or not mine_only
-            ]
+            if self._rows is None or self._rows[0] != self._version:
+                self._rows = (self._version, self._function_rows())
+            rows = self._rows[1]
+        return rows if not mine_only else tuple(r for r in rows if r.user_code)
+
+    def _function_rows(self) -> tuple[FunctionStats, ...]:
+        rows = [
+            FunctionStats(
+                n,
+                t.count,
+                t.total_s,
+                t.last_s,
+                t.recompiles,
+                tuple(t.recent),
+                t.user_code,
+                t.last_index,
+                t.eager,
+                tuple(t.shapes),
+            )
+            for n, t in self._functions.items()
+        ]
         return tuple(sorted(rows, key=lambda r: (not r.user_code, -r.last_index)))
 
     def eager_operations(self) -> EagerOperations:
@@ -314,6 +323,7 @@ class CompileLog:
                 self._programs.keep(fun_name, program)
             totals.recent.append(event)
             self._events.append(event)
+            self._version += 1
             self._count += 1
             self._compile_s += event.total_s
             self._phase_s[0] += trace_s
@@ -353,6 +363,7 @@ class CompileLog:
         with self._lock:
             self._events.clear()
             self._functions.clear()
+            self._version += 1
             self._anonymous.clear()
             self._programs.clear()
             self._count = self._jaxlab_count = self._eager_count = 0
