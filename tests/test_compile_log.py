@@ -138,6 +138,23 @@ def test_function_rows_are_made_again_only_after_a_compilation_or_a_clear():
     assert [(r.name, r.count) for r in log.functions()] == [("k", 1), ("g", 1)]
 
 
+def test_log_html_kept_by_a_live_view_draws_its_summary_anew_and_its_tables_when_changed():
+    log = CompileLog()
+    log.record("g", compile_s=0.5, where="In[1], line 1")
+    cache: dict = {}
+    first = log_html(log, cache)
+    log.add_cell_time(2.0, 0.5)  # the summary changes, the tables do not
+    second = log_html(log, cache)
+    (summary, tables), (summary_2, tables_2) = first.split("</p>", 1), second.split("</p>", 1)
+    assert f"{OTHER_NAME} 1.5" not in summary and f"{OTHER_NAME} 1.5" in summary_2
+    assert tables == tables_2
+    log.record("h", compile_s=0.25)
+    third = log_html(log, cache)
+    assert "<code>h</code>" in third and "<code>h</code>" not in second
+    ids = re.compile(r"jaxlab-cl-\d+")  # (each drawing's anchors have their own ids)
+    assert ids.sub("ID", third) == ids.sub("ID", log_html(log))  # as drawn without one
+
+
 def test_store_is_bounded_and_counts_the_rest():
     log = CompileLog(maxlen=3)
     for i in range(5):

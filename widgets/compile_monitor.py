@@ -81,6 +81,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         self._retry_lock = threading.Lock()
         # (log count, dropped, max_functions) -> the functions and counts made for them
         self._made: tuple[Any, list[dict[str, Any]], dict[str, Any]] | None = None
+        self._html_cache: dict[str, Any] = {}  # the twin's tables, for the log's version
         # a loop that compiles often sends at most four updates a second
         self._throttle = Throttle(self._push)
         self.refresh()
@@ -218,7 +219,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         super().close()
 
     def _static_html(self) -> str:
-        return log_html(self._log)
+        return log_html(self._log, self._html_cache)
 
     def _static_text(self) -> str:
         return log_text(self._log)

@@ -129,6 +129,12 @@ class CompileLog:
         return self._count
 
     @property
+    def version(self) -> int:
+        """Changes whenever a compilation is recorded or the log cleared (what is drawn of
+        the functions is the same while it does not)."""
+        return self._version
+
+    @property
     def dropped(self) -> int:
         """Compilations no longer kept (the store holds the last ``maxlen``)."""
         return self._count - len(self._events)

@@ -263,18 +263,31 @@ def _table(rows: tuple[FunctionStats, ...], prefix: str, log: CompileLog | None 
     )
 
 
-def log_html(log: CompileLog) -> str:
+def log_html(log: CompileLog, cache: dict[str, Any] | None = None) -> str:
     """The log as HTML: the user's functions in a table (newest first), a stacked bar per
-    compilation; JAX's and libraries' functions folded away below."""
+    compilation; JAX's and libraries' functions folded away below. ``cache``, a dict the
+    caller keeps (a live view, whose twin is drawn again after cells): the tables are made
+    again only when the log changed (``log.version``), the summary every time."""
     rows = log.functions()
+    eager = log.eager_operations()
+    functions = sum(1 for r in rows if not r.eager)
+    summary = (
+        f"<p>{html.escape(summary_text(log, functions))} {_share_bar(log)}<br>{legend_html()}</p>"
+    )
+    if cache is not None and cache.get("version") == log.version:
+        return str(cache["start"]) + summary + str(cache["body"])
+    body = _tables_html(log, rows, eager)
+    start = '<div class="jaxlab-compile-log">' + _STYLE
+    if cache is not None:
+        cache.update(version=log.version, start=start, body=body + "</div>")
+    return start + summary + body + "</div>"
+
+
+def _tables_html(log: CompileLog, rows: tuple[FunctionStats, ...], eager: EagerOperations) -> str:
+    """The log's tables: the user's functions, JAX's eager operations, libraries'."""
     mine = tuple(r for r in rows if r.user_code)
     theirs = tuple(r for r in rows if not r.user_code)
     prefix = f"jaxlab-cl-{next(_ids)}"
-    eager = log.eager_operations()
-    summary = (
-        f"<p>{html.escape(summary_text(log, len(mine) + len(theirs) - len(eager.rows)))} "
-        f"{_share_bar(log)}<br>{legend_html()}</p>"
-    )
     body = (
         _table(mine, f"{prefix}-m", log) if mine else "<p>None of your functions compiled yet.</p>"
     )
@@ -293,7 +306,7 @@ def log_html(log: CompileLog) -> str:
     note = weak_note(shown + [s for r in eager.rows for s in r.shapes])
     if note:
         body += f"<p><small>{html.escape(note)}</small></p>"
-    return '<div class="jaxlab-compile-log">' + _STYLE + summary + body + "</div>"
+    return body
 
 
 def _eager_html(ops: EagerOperations) -> str:
