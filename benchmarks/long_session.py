@@ -32,6 +32,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -144,10 +145,12 @@ def main() -> int:
     parser.add_argument("--notebook", type=int, default=100, help="distinct cell ids")
     parser.add_argument("--window", type=int, default=500, help="cells in each time window")
     parser.add_argument("--side", choices=["jaxlab", "plain"], help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.side is not None:  # a child: run one side, print its figures
+    if args.side is not None:  # a child: run one side, write its figures to --out
         figures = run_session(args.side == "jaxlab", args.cells, args.notebook)
-        print(json.dumps(figures))
+        # (a file, not stdout: a live widget's last throttled push may still print there)
+        Path(args.out).write_text(json.dumps(figures))
         return 0
     if args.cells < args.notebook + 4:
         parser.error("--cells must be a few more than --notebook")
@@ -156,14 +159,16 @@ def main() -> int:
     sides: dict[str, dict[str, Any]] = {}
     for side in ("plain", "jaxlab"):
         w0 = time.perf_counter()
-        child = [sys.executable, __file__, "--side", side]
-        done = subprocess.run(
-            [*child, "--cells", str(args.cells), "--notebook", str(args.notebook)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        sides[side] = json.loads(done.stdout.strip().splitlines()[-1])
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "figures.json"
+            child = [sys.executable, __file__, "--side", side, "--out", str(out)]
+            subprocess.run(
+                [*child, "--cells", str(args.cells), "--notebook", str(args.notebook)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            sides[side] = json.loads(out.read_text())
         # The child's CPU time is its own; this process only waited.
         child_cpu = sum(sides[side]["cpu"])
         print_clocks(f"{side} session ({args.cells} cells)", time.perf_counter() - w0, child_cpu)
