@@ -34,10 +34,12 @@ benchmarks/graph_explorer.py calls both beside its own figures; alone::
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -121,6 +123,14 @@ setInterval(() => {
 """
 
 
+def _folder(prefix: str) -> str:
+    """A temporary folder, removed when this process ends (the install alone is 630 MB:
+    left behind, each run of ``make bench`` filled the disk by that much)."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def why_not() -> str | None:
     """Why Model Explorer is not measured in this run (None when it is, or not yet tried)."""
     return _why_not
@@ -132,7 +142,7 @@ def load() -> str | None:
     global _target, _why_not
     if _target is not None or _why_not is not None:
         return _target
-    target = tempfile.mkdtemp(prefix="model-explorer-")
+    target = _folder("model-explorer-")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
          "--target", target, f"ai-edge-model-explorer=={VERSION}",
@@ -176,7 +186,7 @@ def convert(fun: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
         return None
     adapter = importlib.import_module("ai_edge_model_explorer_adapter")
     utils = importlib.import_module("model_explorer.utils")
-    folder = tempfile.mkdtemp(prefix="model-explorer-program-")
+    folder = _folder("model-explorer-program-")
     cpu0 = time.process_time()  # this process's threads: the adapter converts in-process
     path, lower_s = _stablehlo(fun, args, folder)
     t0 = time.perf_counter()
@@ -229,7 +239,7 @@ def first_view(
     from conftest import CHROMIUM, CHROMIUM_ARGS  # the browser tests' Chromium and flags
 
     chromium = next((c for c in CHROMIUM if Path(c).exists()), CHROMIUM[-1])
-    folder = tempfile.mkdtemp(prefix="model-explorer-page-")
+    folder = _folder("model-explorer-page-")
     path, lower_s = _stablehlo(fun, args, folder)
     port = _free_port()
     server = subprocess.Popen(
