@@ -202,6 +202,26 @@ def test_the_cap_leaves_no_mapping_pointing_at_a_forgotten_key_nor_a_used_key_un
             warn_pending()
 
 
+def test_keys_looked_up_by_data_before_the_cap_forgets_them_leave_the_data_index(monkeypatch):
+    monkeypatch.setattr(store, "MAX_NODES", 100)
+    monkeypatch.setattr(store, "MAX_EVENTS", 90)
+    with track_keys():
+        lineage = key_lineage()
+        for seed in range(6):
+            key = jax.random.key(seed)
+            for _ in range(30):
+                key, sub = jax.random.split(key)
+                jax.random.normal(sub, (2,))
+            warn_pending()
+            # a look-up by data (the index brought up to date), then the next cell forgets
+            assert lineage.find(jax.random.key_data(key)) is not None
+        held = set(lineage._nodes)
+        assert lineage.dropped > 0 and min(held) > 0
+        index = lineage._data_index()
+        ids = [n for v in index.values() for n in ([v] if isinstance(v, int) else v)]
+        assert set(ids) == held and len(ids) == len(held)  # no forgotten key left in it
+
+
 # --------------------------------------------------------------------------- %keys off
 PROGRAM = """\
 import jax

@@ -79,7 +79,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         self._logged = False  # the first failure is logged, the rest only counted
         self._retry: threading.Timer | None = None
         self._retry_lock = threading.Lock()
-        # (log count, dropped, max_functions) -> the functions and counts made for them
+        # (log version, max_functions) -> the functions and counts made for them
         self._made: tuple[Any, list[dict[str, Any]], dict[str, Any]] | None = None
         self._html_cache: dict[str, Any] = {}  # the twin's tables, for the log's version
         # a loop that compiles often sends at most four updates a second
@@ -107,7 +107,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         first; compilations newest first), and the session totals. The functions are
         made again only when the log recorded a compilation since (after most cells only
         the cell times change)."""
-        key = (self._log.count, self._log.dropped, self.max_functions)
+        key = (self._log.version, self.max_functions)
         if self._made is None or self._made[0] != key:
             self._made = (key, *self._functions_state())
         _, functions, counts = self._made
@@ -202,7 +202,7 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
         # end of a cell that compiled is shown at once; one that only added its time goes
         # through the throttle (within 0.25 s), so a burst of quick cells is not a redraw
         # and a twin each.
-        compiled = self._made is None or self._made[0][0] != self._log.count
+        compiled = self._made is None or self._made[0][0] != self._log.version
         self._throttle.changed(now=kind == "clear" or (kind == "cell" and compiled))
 
     def detach(self) -> None:

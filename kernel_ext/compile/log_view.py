@@ -275,12 +275,12 @@ def log_html(log: CompileLog, cache: dict[str, Any] | None = None) -> str:
         f"<p>{html.escape(summary_text(log, functions))} {_share_bar(log)}<br>{legend_html()}</p>"
     )
     if cache is not None and cache.get("version") == log.version:
-        return str(cache["start"]) + summary + str(cache["body"])
-    body = _tables_html(log, rows, eager)
-    start = '<div class="jaxlab-compile-log">' + _STYLE
-    if cache is not None:
-        cache.update(version=log.version, start=start, body=body + "</div>")
-    return start + summary + body + "</div>"
+        body = str(cache["body"])
+    else:
+        body = _tables_html(log, rows, eager)
+        if cache is not None:
+            cache.update(version=log.version, body=body)
+    return '<div class="jaxlab-compile-log">' + _STYLE + summary + body + "</div>"
 
 
 def _tables_html(log: CompileLog, rows: tuple[FunctionStats, ...], eager: EagerOperations) -> str:

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .rows import Rows
 
 
 class Held(Protocol):
@@ -27,7 +30,7 @@ class Held(Protocol):
 
     _single_roots: set[int]  # single keys known by their object (a seed's, or unseen)
     _consumed_by: dict[int, int]  # node -> the first event that consumed it
-    _nodes: Any  # node -> its row (raw data, impl, origin, parent, ...): a store.Rows
+    _nodes: Rows  # node -> its row (raw data, impl, origin, parent, ...)
 
 
 # Given as a call's key object: "the key this program consumed before, in this call" (the

@@ -6,7 +6,7 @@ forgetting the oldest was one dict deletion each. Here a record is ``width`` val
 one list (no object per record: a tracked loop's cell end makes none that survive), a
 record's number is its place plus ``base``, and the oldest are forgotten together, by one
 slice deletion. Read as a dict of tuples would be (``in``, ``get``, ``[]``, iteration in
-order), for the readers that are not on a hot path.
+order), for the readers that are not on a hot path; the hot path reads ``flat`` itself.
 """
 
 from __future__ import annotations
@@ -36,17 +36,17 @@ class Rows:
     def __contains__(self, number: object) -> bool:
         return type(number) is int and 0 <= number - self.base < len(self.flat) // self.width
 
-    def __getitem__(self, number: int) -> tuple[Any, ...]:
-        if number not in self:
-            raise KeyError(number)
-        at = (number - self.base) * self.width
-        return tuple(self.flat[at : at + self.width])
-
     def get(self, number: Any, default: Any = None) -> Any:
         if number not in self:
             return default
         at = (number - self.base) * self.width
         return tuple(self.flat[at : at + self.width])
+
+    def __getitem__(self, number: int) -> tuple[Any, ...]:
+        record = self.get(number)
+        if record is None:
+            raise KeyError(number)
+        return record
 
     def value(self, number: int, column: int) -> Any:
         """One value of a held record (its ``column``-th)."""
@@ -61,15 +61,6 @@ class Rows:
     def __iter__(self) -> Iterator[int]:
         return iter(range(self.base, self.next))
 
-    def items(self) -> list[tuple[int, tuple[Any, ...]]]:
-        """(number, record) for every record held, oldest first."""
-        w, flat = self.width, self.flat
-        return [(self.base + i, tuple(flat[i * w : (i + 1) * w])) for i in range(len(self))]
-
-    def column(self, column: int) -> list[Any]:
-        """One value of every record held, oldest first."""
-        return self.flat[column :: self.width]
-
     def drop(self, count: int) -> range:
         """The oldest ``count`` records forgotten; returns their numbers."""
         count = min(count, len(self))
@@ -77,7 +68,3 @@ class Rows:
         del self.flat[: count * self.width]
         self.base += count
         return gone
-
-    def clear(self) -> None:
-        """Every record forgotten (the numbering goes on)."""
-        self.drop(len(self))
