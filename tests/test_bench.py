@@ -20,6 +20,16 @@ from jaxlab.timing.bench import BenchError
 from jaxlab.timing.peak import machine_peak
 
 
+@pytest.fixture
+def never_slow(monkeypatch):
+    """No call counts as slow (``SLOW_S``): a busy machine can make a ~1 ms call take 10 ms,
+    and a slow call's dispatch figures are read off its rounds, with no pipeline round. The
+    tests that count the pipeline's calls pin it here instead of reading the clock."""
+    from jaxlab.timing import bench as bench_module
+
+    monkeypatch.setattr(bench_module, "SLOW_S", float("inf"))
+
+
 @jax.jit
 def matmul(a):
     return a @ a
@@ -88,12 +98,10 @@ def test_a_call_that_returns_no_arrays_is_timed_and_said_to_be_synchronous():
     assert "nothing ran behind it" in str(r) and r.output == "int"
 
 
-def test_explain_keeps_a_timeline_in_which_work_finishes_in_order():
+def test_explain_keeps_a_timeline_in_which_work_finishes_in_order(never_slow):
     a = jnp.ones((300, 300))
     r = jaxlab.bench(matmul, a, runs=1, repeats=1, explain=True)
-    # four calls; a call slower than SLOW_S (a busy machine can make this one so) is timed
-    # from its rounds (derived), and its timeline keeps two calls, not four
-    assert len(r.timeline) == (2 if r.derived else 4)
+    assert not r.derived and len(r.timeline) == 4  # four calls, none slow (never_slow)
     for span in r.timeline:
         assert span.start_s <= span.return_s <= span.ready_s
     readies = [s.ready_s for s in r.timeline]
@@ -127,7 +135,7 @@ def test_a_library_model_equinox_mlp():
 # ------------------------------------------------------------------------------ the magic
 
 
-def test_bench_magic_returns_the_record_with_o(ip):
+def test_bench_magic_returns_the_record_with_o(ip, never_slow):
     ip.run_cell(
         "import jax, jax.numpy as jnp\nf = jax.jit(lambda a: a @ a)\nx = jnp.ones((64, 64))"
     )
@@ -215,7 +223,7 @@ def test_bench_magic_on_something_not_callable_is_a_usage_error(ip):
 # --------------------------------------------------------------- what each figure means
 
 
-def test_the_headline_is_one_call_awaited_before_the_next():
+def test_the_headline_is_one_call_awaited_before_the_next(never_slow):
     """In a round of the quoted figure, each call finds the previous call's output ready
     (a loop that reads `float(loss)`); the pipeline of queued calls is the other figure."""
     from jaxlab.timing import rounds
@@ -390,7 +398,7 @@ def test_two_timings_of_the_calls_return_that_contradict_are_not_shown_side_by_s
     assert "until the call returns" in agreeing and "unblocked single call" in agreeing
 
 
-def test_a_large_output_is_held_at_most_twice(monkeypatch):
+def test_a_large_output_is_held_at_most_twice(monkeypatch, never_slow):
     from jaxlab.timing import bench as bench_module
 
     monkeypatch.setattr(bench_module, "HELD_BYTES", 4 << 20)
@@ -430,6 +438,10 @@ def test_a_slow_call_is_not_called_again_for_its_dispatch_figures(monkeypatch):
     assert r.derived and r.pipeline_s is None
     assert r.dispatch_s == r.naive_s == r.timeit_s <= r.ready_s
     assert "read off the timed rounds" in str(r)
+    r = jaxlab.bench(matmul, jnp.ones((30, 30)), runs=1, repeats=1, explain=True)
+    assert r.derived and len(r.timeline) == 2  # a slow call's timeline keeps two calls
+    for span in r.timeline:
+        assert span.start_s <= span.return_s <= span.ready_s
 
 
 def test_a_function_that_is_not_jitted_is_timed_as_it_is_and_said_so():
