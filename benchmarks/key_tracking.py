@@ -20,7 +20,8 @@ Cells: eager ``key, sub = split(key); normal(sub, (8,))`` blocked on, 1k/10k/100
 (target: CPU ratio at most 1.3); a jitted Monte-Carlo estimate (10^6 samples in a scan
 over 1,000 split keys) called 10 times (target at most 1.1). Each size prints the inside
 and outside ratios, whether they agree within 0.1, the load average, and PASS/FAIL on
-both (the verdict is the larger of the two)::
+both (the verdict is the larger of the two), and where the inside tracked cell's extra CPU
+went, per pair: the loop itself, and the cell's end (``warn_pending``)::
 
     .venv/bin/python benchmarks/key_tracking.py [--sizes 1000,10000,100000] [--quick]
 """
@@ -103,6 +104,8 @@ def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
         for s in ("plain", "tracked")
     }
 
+    ends: list[float] = []  # the tracked blocks' ends (warn_pending), process CPU s
+
     def block(side: str, r: int) -> float:
         space_ = {**(plain if side == "plain" else space)}
         if kind == "jit":
@@ -114,8 +117,12 @@ def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
         with track_keys(side == "tracked"):
             cpu = time.process_time()
             exec(run, space_)
+            loop = time.process_time()
             warn_pending()  # what %keys on runs when a cell ends: timed, as in a cell
-            return time.process_time() - cpu
+            end = time.process_time()
+            if side == "tracked":
+                ends.append(end - loop)
+            return end - cpu
 
     key_lineage().clear()
     block("plain", 0), block("tracked", 0)  # warm-up
@@ -125,10 +132,17 @@ def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
         for side in order:
             found[side].append(block(side, r))
     ratio = statistics.median(t / p for t, p in zip(found["tracked"], found["plain"], strict=True))
+    plain_s, tracked_s = statistics.median(found["plain"]), statistics.median(found["tracked"])
+    end_s = statistics.median(ends[1:])  # (the warm-up's left out)
+    calls = n if kind == "eager" else JIT_CALLS  # pairs, or calls of the jitted function
     return {
         "ratio": ratio,
-        "plain_s": statistics.median(found["plain"]),
-        "tracked_s": statistics.median(found["tracked"]),
+        "plain_s": plain_s,
+        "tracked_s": tracked_s,
+        # where the tracked side's extra time goes, per pair (or call): the cell's end
+        # (the records of what the loop noted), and the rest (the loop itself)
+        "end_us": end_s / calls * 1e6,
+        "loop_us": (tracked_s - end_s - plain_s) / calls * 1e6,
     }
 
 
@@ -232,7 +246,9 @@ def main() -> int:
             f"{label:28} {inner['ratio']:7.2f} {out_text} {'yes' if agree else 'NO':>6} "
             f"{(load_before + load_after) / 2:5.1f}  inside {inner['plain_s']:.3f}/"
             f"{inner['tracked_s']:.3f}"
-            + (f", outside {outer['plain_s']:.3f}/{outer['tracked_s']:.3f}" if outer else ""),
+            + (f", outside {outer['plain_s']:.3f}/{outer['tracked_s']:.3f}" if outer else "")
+            + f"; added per {'pair' if kind == 'eager' else 'call'}: loop "
+            f"{inner['loop_us']:.1f} µs, cell's end {inner['end_us']:.1f} µs",
             flush=True,
         )
         name = f"{kind}_{n}"
