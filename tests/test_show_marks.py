@@ -63,6 +63,10 @@ def test_a_subsampled_maps_colour_bar_says_the_arrays_range_and_the_samples():
     assert labels[0] == "0.5018"  # the array's max, not the sample's 0.4725
     assert labels[1] == "0.01"
     assert "drawn values 0.01 to 0.4725" in labels
+    sizes = re.findall(r'<text[^>]*font-size="([0-9.]+)"', bar.group(0))
+    assert len(sizes) == len(labels) and min(map(float, sizes)) >= 12  # no text under 12 px
+    width = float(re.search(r'width="([0-9.]+)"', bar.group(0)).group(1))
+    assert width >= 16 + 6.5 * len("drawn values 0.01 to 0.4725")  # the words fit the bar's box
 
 
 def test_two_drawings_have_different_gradient_ids():

@@ -332,12 +332,12 @@ def colour_bar_svg(
     height = max(height, 40)
     gid = f"jaxlab-cbar-{uuid.uuid4().hex[:12]}"
     note = (
-        f'<text x="16" y="{height // 2 + 4}" font-size="11" fill="{_TEXT}" opacity="0.8">'
+        f'<text x="16" y="{height // 2 + 4}" font-size="12" fill="{_TEXT}" opacity="0.8">'
         f"{html.escape(sample_words)}</text>"
         if sample_words
         else ""
-    )
-    width = 84 if not sample_words else 84 + 6 * len(sample_words)
+    )  # (12 px, as all text: the tutorials test measured 11 px where a twin showed it)
+    width = 84 if not sample_words else 84 + 7 * len(sample_words)
     return (
         f'<svg class="jaxlab-colour-bar" width="{width}" height="{height}" '
         f'xmlns="http://www.w3.org/2000/svg"><defs>'
