@@ -21,7 +21,8 @@ Cells: eager ``key, sub = split(key); normal(sub, (8,))`` blocked on, 1k/10k/100
 over 1,000 split keys) called 10 times (target at most 1.1). Each size prints the inside
 and outside ratios, whether they agree within 0.1, the load average, and PASS/FAIL on
 both (the verdict is the larger of the two), and where the inside tracked cell's extra CPU
-went, per pair: the loop itself, and the cell's end (``warn_pending``)::
+went, per pair: the loop itself, and the cell's end (``warn_pending``; at 100k pairs the
+notes reach their limit within the cell and are recorded in the loop, so its end is small)::
 
     .venv/bin/python benchmarks/key_tracking.py [--sizes 1000,10000,100000] [--quick]
 """
