@@ -135,15 +135,15 @@ def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
     ratio = statistics.median(t / p for t, p in zip(found["tracked"], found["plain"], strict=True))
     plain_s, tracked_s = statistics.median(found["plain"]), statistics.median(found["tracked"])
     end_s = statistics.median(ends[1:])  # (the warm-up's left out)
-    calls = n if kind == "eager" else JIT_CALLS  # pairs, or calls of the jitted function
     return {
         "ratio": ratio,
         "plain_s": plain_s,
         "tracked_s": tracked_s,
         # where the tracked side's extra time goes, per pair (or call): the cell's end
         # (the records of what the loop noted), and the rest (the loop itself)
-        "end_us": end_s / calls * 1e6,
-        "loop_us": (tracked_s - end_s - plain_s) / calls * 1e6,
+        # (n: the cell's pairs, or its calls of the jitted function)
+        "end_us": end_s / n * 1e6,
+        "loop_us": (tracked_s - end_s - plain_s) / n * 1e6,
     }
 
 
