@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import store as _store
-from .calls import DTYPE_NAMES, Call, data_bytes, dtype_name
+from .calls import DTYPE_NAMES, Call, data_bytes, dtype_name, host_bytes
 from .model import KeyReuse
 from .replay import replay
 from .site import Site
@@ -42,7 +42,7 @@ from .store import (
 from .store import _Pending as _Pending
 
 MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
-UNREAD_SPLITS = 16  # a noted split's keys are read once this many later ones are noted
+UNREAD_SPLITS = 16  # a noted split's keys not read when unpacked: read this many splits on
 _RECORDED = "<recorded split>"  # a split recorded when called, in _noted for its keys' tokens
 MAX_KIDS = 4096  # keys known by their split's index (beyond, the dead are dropped)
 _SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per shape, shared
@@ -247,8 +247,8 @@ class KeyRecorder(KeyStore):
 
     def _noted_split(self, at: int, count: int, out: Any) -> None:
         """A split into ``count`` keys (0: not one row of them) noted at ``at``: its keys
-        known by object when unpacked, and their data read a few splits later (computed by
-        then)."""
+        known by object when unpacked, and their data read then (a CPU array's) or a few
+        splits later, in a batch (computed by then)."""
         if 0 < count <= EAGER_KEYS:
             self._outs[id(out)] = at
         unread = self._unread
@@ -257,9 +257,11 @@ class KeyRecorder(KeyStore):
             self._read_unread()
 
     def _read_unread(self) -> None:
-        """The older half of the unread splits' keys read, at once (fewer calls)."""
+        """The older half of the unread splits' keys read, at once (fewer calls); those
+        read when unpacked are bytes already."""
         noted, outs, unread = self._noted, self._outs, self._unread
         old = [unread.popleft() for _ in range(UNREAD_SPLITS // 2)]
+        old = [where for where in old if type(noted[where]) is not bytes]
         arrays = [noted[i] for i in old]
         for where, blob in zip(old, data_bytes(arrays), strict=True):
             noted[where] = blob  # holds nothing of the key array
@@ -306,7 +308,9 @@ class KeyRecorder(KeyStore):
         """``array``, a key array, is being unpacked into ``keys`` (JAX's iterator of them):
         when it is a noted split's result unpacked for the first time, each key is known by
         its object from now on, as that split's i-th key, and a call given it needs no read
-        of its data (the keys of a second unpacking are read: a use of both is a reuse)."""
+        of its data (the keys of a second unpacking are read: a use of both is a reuse).
+        The split's keys' data is read now where it is on the host (a CPU array: its buffer,
+        no dispatch), so the array is not held for a batched read."""
         at = self._outs.pop(id(array), None)
         if at is None:
             return keys
@@ -325,6 +329,9 @@ class KeyRecorder(KeyStore):
         for i, key in enumerate(made):
             kids[id(key)] = (weakref.ref(key), token + i, impl)
         self._by_token = True
+        blob = host_bytes(array)
+        if blob is not None:  # (16 arrays held slowed a plain JAX loop by ~1 µs a pair)
+            noted[at + 7] = blob
         return iter(made)
 
     def _record_noted(self) -> None:
