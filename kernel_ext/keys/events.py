@@ -330,8 +330,10 @@ class KeyRecorder(KeyStore):
             kids[id(key)] = (weakref.ref(key), token + i, impl)
         self._by_token = True
         blob = host_bytes(array)
-        if blob is not None:  # (16 arrays held slowed a plain JAX loop by ~1 µs a pair)
-            noted[at + 7] = blob
+        if blob is not None:  # (the lineage holds none of the user's split arrays)
+            with self._lock:  # not while the records are made: they rewrite this entry
+                if noted[at + 7] is array:
+                    noted[at + 7] = blob
         return iter(made)
 
     def _record_noted(self) -> None:
