@@ -69,7 +69,7 @@ def test_keys_known_by_their_split_give_the_records_their_data_gives():
 
 def test_a_split_unpacked_is_read_from_its_buffer_and_not_held():
     """On the host the split's keys are read when unpacked: the lineage holds nothing of
-    the split's array (held for a batched read, 16 arrays slowed plain JAX)."""
+    the split's array (it was held until a batched read, a few splits later)."""
     with track_keys():
         key, _ = jax.random.split(jax.random.key(2))  # its keys known by object
         out = jax.random.split(key)  # noted by token, its array unread
