@@ -16,6 +16,7 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import jaxlab
+from jaxlab.timing import bench_cost
 from jaxlab.timing.bench import BenchError
 from jaxlab.timing.peak import machine_peak
 
@@ -145,6 +146,18 @@ def test_bench_magic_returns_the_record_with_o(ip, never_slow):
     assert r.timeit_loops == 3  # as `%timeit -n 3` would loop
     assert r.pipeline_calls == 3  # the pipeline round queues no more than a round's calls
     assert r.flops == pytest.approx(2 * 64**3, rel=0.02)
+
+
+def test_bench_magic_times_a_call_given_a_typed_key(ip, never_slow):
+    ip.run_cell(
+        "import jax\nf = jax.jit(lambda k: jax.random.normal(k, (64,)))\nk = jax.random.key(0)"
+    )  # a typed key array has no weak_type: the cost's signature once raised on it
+    r = ip.run_line_magic("bench", "-o -n 3 -r 2 f(k)")
+    assert isinstance(r, jaxlab.BenchResult)
+    assert r.runs == 3 and r.repeats == 2 and r.pipeline_calls == 3
+    assert bench_cost.signature((jax.random.key(1),), {}) == bench_cost.signature(
+        (jax.random.key(2),), {}
+    )  # one cost for every key of one type
 
 
 def test_bench_magic_displays_html_and_compares_a_call_with_spaces(ip):

@@ -58,7 +58,8 @@ def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable | None:
     parts: list[Hashable] = [tree]
     for leaf in leaves:
         if isinstance(leaf, jax.Array):
-            parts.append((leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding))
+            weak = getattr(leaf, "weak_type", False)  # (a typed key array has none)
+            parts.append((leaf.shape, leaf.dtype, weak, leaf.sharding))
         elif hasattr(leaf, "shape") and hasattr(leaf, "dtype"):  # a NumPy array: its type
             parts.append(("host", tuple(leaf.shape), str(leaf.dtype)))
         else:
