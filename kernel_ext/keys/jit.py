@@ -40,6 +40,7 @@ from .switch import paused
 # f -> {options: its compiled function}; nothing in a value refers to f strongly
 _MEMO: weakref.WeakKeyDictionary[Any, dict[Any, _Shared]] = weakref.WeakKeyDictionary()
 _ASSIGNED = ("__module__", "__name__", "__qualname__", "__doc__")
+_TRACING_METHODS = ("trace", "lower")  # methods of JAX's compiled function that trace f
 
 
 class _Expecting(threading.local):
@@ -91,13 +92,15 @@ class TrackedJit:
         shared: _Shared,
         record: Callable[[Call], None],
         is_on: Callable[[], bool],
+        writes: Callable[[], bool],
         site: Callable[[], Any],
         warn: Callable[[list[Any]], None],
     ) -> None:
         self._fun = fun  # alive as long as the user holds this
         self._shared = shared
         self._jitted = shared.jitted
-        self._record, self._is_on, self._site, self._warn = record, is_on, site, warn
+        self._record, self._is_on, self._writes = record, is_on, writes
+        self._site, self._warn = site, warn
         functools.update_wrapper(self, fun)
 
     @property
@@ -106,32 +109,41 @@ class TrackedJit:
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if not self._is_on() or TRACING.stack:
+        if not self._writes() or TRACING.stack:
             return self._jitted(*args, **kwargs)  # inside another trace: that one records
         leaves = jax.tree_util.tree_leaves((args, kwargs))
         if any(isinstance(x, jax.core.Tracer) for x in leaves):
             return self._jitted(*args, **kwargs)
-        shared = self._shared
-        _EXPECTING.call = shared
-        traces = shared.traces
-        try:
-            out = self._jitted(*args, **kwargs)
-        finally:
-            _EXPECTING.call = None
-        template = shared.template
-        if shared.traces != traces:  # traced now: what its jaxpr says about reuse
-            template.reuses = _static_reuses(self._jitted, args, kwargs)
-            if template.reuses:  # said after the call, once per pair of lines
-                self._warn(template.reuses)
+        out = self.traced_by(self._jitted, args, kwargs)
+        if not self._is_on():  # jaxlab's own call (a timing loop): its template, no record
+            return out
+        template = self._shared.template
         if template.ops or template.outputs:
             given = tuple((i, x) for i, x in enumerate(leaves) if is_key_like(x, legacy=True))
             returned = key_leaves(out, legacy=template.derives)
             self._record(Call(template, self._site(), given, returned))
         return out
 
+    def traced_by(self, method: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """``method(*args, **kwargs)`` (the call, ``.trace``, ``.lower``): a trace it makes
+        writes the template, which JAX's cache then shares with every later call."""
+        __tracebackhide__ = True
+        shared = self._shared
+        _EXPECTING.call = shared
+        traces = shared.traces
+        try:
+            out = method(*args, **kwargs)
+        finally:
+            _EXPECTING.call = None
+        if shared.traces != traces:  # traced now: what its jaxpr says about reuse
+            shared.template.reuses = _static_reuses(self._jitted, args, kwargs)
+            if shared.template.reuses:  # said after the call, once per pair of lines
+                self._warn(shared.template.reuses)
+        return out
+
     def __getattr__(self, name: str) -> Any:  # lower, trace, eval_shape, clear_cache, ...
         found = getattr(self._jitted, name)
-        return _Held(found, self) if callable(found) else found
+        return _Held(found, self, name in _TRACING_METHODS) if callable(found) else found
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:  # a jitted method binds
         return self if obj is None else functools.partial(self, obj)
@@ -144,14 +156,17 @@ class _Held:
     """A method of JAX's compiled function (``lower``, ``trace``, ...) that holds the
     :class:`TrackedJit` it came from, and so the user's function, while it lives."""
 
-    __slots__ = ("_method", "_owner")
+    __slots__ = ("_method", "_owner", "_traces")
 
-    def __init__(self, method: Callable[..., Any], owner: TrackedJit) -> None:
-        self._method, self._owner = method, owner
+    def __init__(self, method: Callable[..., Any], owner: TrackedJit, traces: bool) -> None:
+        self._method, self._owner, self._traces = method, owner, traces
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        return self._method(*args, **kwargs)
+        owner = self._owner
+        if not self._traces or not owner._writes() or TRACING.stack:
+            return self._method(*args, **kwargs)
+        return owner.traced_by(self._method, args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._method, name)
@@ -190,11 +205,14 @@ def make_jit(
     original_jit: Callable[..., Any],
     record: Callable[[Call], None],
     is_on: Callable[[], bool],
+    writes: Callable[[], bool],
     site: Callable[[], Any],
     warn: Callable[[list[Any]], None],
 ) -> Callable[..., Any]:
     """The ``jax.jit`` installed while tracking is on: its calls go to ``record``, while
-    ``is_on()``, from ``site()``; the reuses a new trace's jaxpr shows go to ``warn``."""
+    ``is_on()``, from ``site()``; while ``writes()``, a trace writes the function's
+    template (in jaxlab's own work too: JAX's cache keeps that trace for the user's calls);
+    the reuses a new trace's jaxpr shows go to ``warn``."""
 
     @functools.wraps(original_jit)
     def jit(fun: Any = None, /, **options: Any) -> Any:
@@ -211,7 +229,7 @@ def make_jit(
                 shared = per_fun[key] = _Shared(fun, options, original_jit)
         except TypeError:  # not weak-referenceable, or options that are not hashable
             shared = _Shared(fun, options, original_jit)
-        return TrackedJit(fun, shared, record, is_on, site, warn)
+        return TrackedJit(fun, shared, record, is_on, writes, site, warn)
 
     return jit
 

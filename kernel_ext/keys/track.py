@@ -40,6 +40,7 @@ import numpy as np
 
 from .._jax_compat import key_data_now, key_impl_now, tracing_loop_body, watch_key_unpacking
 from .._warning import JaxlabWarning
+from ..session.work import WORK_DEPTH as _WORK
 from .calls import TRACING, TemplateOp, dtype_name, is_typed, rows_of
 from .identity import SAME_AS_BEFORE, forget_uses, used_before
 from .jit import make_jit
@@ -122,7 +123,7 @@ def _set(on: bool) -> None:
         _ORIGINALS[_JIT] = jax.jit
         _UNPACKING[:] = [watch_key_unpacking(_LINEAGE.unpacked)]
         _WRAPPERS[_JIT] = make_jit(
-            jax.jit, key_lineage().called, _recording, user_site, warn_reuses
+            jax.jit, key_lineage().called, _recording, _writing, user_site, warn_reuses
         )
         jax.jit = _WRAPPERS[_JIT]
     elif not on and _WRAPPERS:
@@ -144,6 +145,13 @@ def _set(on: bool) -> None:
 
 
 def _recording() -> bool:
+    """Whether a call now is the user's to record: tracking on, not paused, not inside
+    jaxlab's own work (``session.work.jaxlab_work``)."""
+    return bool(_WRAPPERS) and not _SWITCH.paused and not _WORK.depth
+
+
+def _writing() -> bool:
+    """Whether a jitted function's trace writes its template: tracking on, not paused."""
     return bool(_WRAPPERS) and not _SWITCH.paused
 
 
@@ -160,7 +168,10 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if not _WRAPPERS or _SWITCH.paused:
+        if not _WRAPPERS or _SWITCH.paused or (_WORK.depth and not TRACING.stack):
+            # paused, or jaxlab's own work (a check, a timing loop): not the user's draw.
+            # A jitted function's trace writes its template all the same: the template is
+            # the function's, kept in JAX's cache for the user's own calls.
             return original(*args, **kwargs)
         if noted and args:
             key = args[0]
@@ -368,14 +379,16 @@ def _as_rows(data: Any) -> np.ndarray:
     return array.reshape(-1, array.shape[-1]) if array.ndim else array.reshape(1, 1)
 
 
-# Callbacks compiled into the user's functions: they outlive tracking, so they check it.
+# Callbacks compiled into the user's functions: they outlive tracking, so they check it,
+# and jaxlab's own work. A callback runs on the calling thread on CPU; an accelerator's
+# runs on a thread of its runtime's, where jaxlab's work is not seen (its calls recorded).
 def _on_create(name: str, impl: str, site: Site, data: Any) -> None:
-    if _WRAPPERS:
+    if _WRAPPERS and not _WORK.depth:
         key_lineage().created(name, _as_rows(data), impl, site, True)
 
 
 def _on_derive(name: str, impl: str, site: Site, again: bool, parent: Any, child: Any) -> None:
-    if _WRAPPERS:
+    if _WRAPPERS and not _WORK.depth:
         lineage, same = key_lineage(), SAME_AS_BEFORE if again else None
         rows, children = _as_rows(parent), _as_rows(child)
         lineage.unwarned(lineage.derived(name, rows, children, impl, site, True, same))
@@ -384,7 +397,7 @@ def _on_derive(name: str, impl: str, site: Site, again: bool, parent: Any, child
 def _on_consume(
     name: str, impl: str, shape: tuple[int, ...], dtype: str, site: Site, again: bool, data: Any
 ) -> None:
-    if _WRAPPERS:
+    if _WRAPPERS and not _WORK.depth:
         lineage, same = key_lineage(), SAME_AS_BEFORE if again else None
         rows = _as_rows(data)
         lineage.unwarned(lineage.consumed(name, rows, impl, shape, dtype, site, True, same))

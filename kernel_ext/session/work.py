@@ -3,7 +3,10 @@
 Compilations jaxlab makes for its own checks, drawings and reports run inside
 :func:`jaxlab_work`; the compile log (``compile/capture``) asks :func:`in_jaxlab_work`
 when JAX reports one, counts it as jaxlab's and never logs it as the user's, and
-subscribes with :func:`on_jaxlab_time` to the time of each outermost block::
+subscribes with :func:`on_jaxlab_time` to the time of each outermost block. Key tracking
+(``keys/track``) records no draw made inside one: a check's or a timing loop's calls of
+the user's function draw jaxlab's numbers, not the user's. It reads :data:`WORK_DEPTH` on
+every ``jax.random`` call (an attribute, no function call)::
 
     with jaxlab_work():
         finite_difference_check(f, x)   # compiles, but not the user's compilation
@@ -16,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["in_jaxlab_work", "jaxlab_work", "on_jaxlab_time"]
+__all__ = ["WORK_DEPTH", "in_jaxlab_work", "jaxlab_work", "on_jaxlab_time"]
 
 
 class _Depth(threading.local):
@@ -24,6 +27,7 @@ class _Depth(threading.local):
 
 
 _DEPTH = _Depth()
+WORK_DEPTH = _DEPTH  # read only: ``WORK_DEPTH.depth`` > 0 inside a block, on this thread
 _lock = threading.Lock()
 _listeners: tuple[Callable[[float], None], ...] = ()
 

@@ -41,6 +41,7 @@ from typing import Any
 import jax
 
 from ..compile.messages import short_type
+from ..session.work import jaxlab_work
 from . import rounds as timed
 from .bench_cost import CallCost, call_cost
 from .bench_progress import Progress
@@ -300,6 +301,19 @@ def measure(
     _check_counts(runs, repeats)
     for t in targets:
         _first_call(t)
+    # The first call is the user's (its compilation is logged); every call after it is
+    # jaxlab's: the compile log counts it as jaxlab's work, key tracking records none.
+    with jaxlab_work():
+        return _measure_rounds(targets, runs, repeats, explain, precision)
+
+
+def _measure_rounds(
+    targets: Sequence[_Target],
+    runs: int | None,
+    repeats: int | None,
+    explain: bool,
+    precision: float,
+) -> list[BenchResult]:
     for t in targets:
         _choose_runs(t, runs)
         _choose_timeit_loops(t)

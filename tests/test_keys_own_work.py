@@ -1,0 +1,113 @@
+"""Key tracking left on through jaxlab's own work: ``%bench``'s rounds and ``%jit``'s
+steady runs call the user's function hundreds of times, and none of those calls is the
+user's draw (``session.work.jaxlab_work``). Only the magic's first call, the one the user's
+line makes, is recorded; a jitted function traced first inside jaxlab's work still records
+the user's own calls afterwards (its template is written all the same)."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import pytest
+from IPython.utils.capture import capture_output
+
+from jaxlab import JaxlabWarning, key_lineage, track_keys
+from jaxlab.keys.track import warn_pending
+from jaxlab.session.work import jaxlab_work
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    key_lineage().clear()
+    yield
+    track_keys(False)
+    key_lineage().clear()
+
+
+def _kinds() -> list[tuple[str, str]]:
+    return [(e.kind, e.op) for e in key_lineage().events]
+
+
+def _shell(ip) -> None:
+    """``f`` jitted before ``%keys on`` (JAX compiles a callback into it at its first
+    call), ``g`` a plain function; keys made while tracking."""
+    ip.run_cell(
+        "import jax\n"
+        "f = jax.jit(lambda k: jax.random.normal(k, (4,)))\n"
+        "g = lambda k: jax.random.uniform(k, (3,))\n"
+    )
+    with capture_output():
+        ip.run_line_magic("keys", "on")
+    ip.run_cell("key = jax.random.key(3)\nkey, k1, k2, k3 = jax.random.split(key, 4)\n")
+
+
+def _run(ip, line: str) -> None:
+    with capture_output(), warnings.catch_warnings():
+        warnings.simplefilter("error", JaxlabWarning)  # a reuse warned fails the test
+        ip.run_line_magic(*line.split(" ", 1))
+
+
+@pytest.mark.parametrize(
+    ("line", "op"),
+    [
+        ("bench -n 5 -r 3 f(k1)", "normal"),
+        ("bench f(k1)", "normal"),  # rounds chosen as %timeit chooses: hundreds of calls
+        ("bench -n 5 -r 3 g(k1)", "uniform"),
+        ("jit f(k1)", "normal"),  # 3 to 100 steady runs
+        ("jit g(k1)", "uniform"),  # jitted inside %jit
+    ],
+)
+def test_a_measuring_magic_records_the_users_call_once_and_its_repeats_never(ip, line, op):
+    _shell(ip)
+    before = len(key_lineage().events)
+    _run(ip, line)
+    assert _kinds()[before:] == [("consume", op)]
+    assert key_lineage().reuses == ()
+
+
+def test_the_users_own_call_after_jit_is_recorded_and_a_second_use_is_caught(ip):
+    _shell(ip)
+    _run(ip, "jit f(k1)")  # traced through .trace(): the template JAX's cache keeps
+    ip.run_cell("a = f(k2)")
+    assert [op for _, op in _kinds()] == ["key", "split", "normal", "normal"]
+    assert key_lineage().reuses == ()
+    with capture_output():
+        ip.run_cell("b = f(k1)")  # the user draws again from the key %jit drew from
+    (reuse,) = key_lineage().reuses
+    assert (reuse.first_op, reuse.second_op) == ("normal", "normal")
+
+
+def test_draws_inside_jaxlab_work_are_not_the_users():
+    track_keys()
+    key = jax.random.key(0)
+    with jaxlab_work():
+        jax.random.normal(key, (2,))
+        sub = jax.random.split(key)
+        jax.random.uniform(sub[0], (2,))
+    assert _kinds() == [("create", "key")]
+    jax.random.normal(key, (2,))  # the user's first draw from it: no reuse
+    assert _kinds() == [("create", "key"), ("consume", "normal")]
+    assert key_lineage().reuses == ()
+
+
+@pytest.mark.parametrize("first", ["call", "lower", "trace"])
+def test_a_jitted_function_first_traced_in_jaxlab_work_records_the_users_calls(first):
+    track_keys()
+    sample = jax.jit(lambda k: jax.random.normal(k, (4,)))
+    keys = jax.random.split(jax.random.key(1), 3)
+    with jaxlab_work():  # jaxlab traces it first (a check, a drawing): JAX caches that trace
+        if first == "call":
+            sample(keys[0])
+        else:
+            getattr(sample, first)(keys[0])
+    assert [op for _, op in _kinds()] == ["key", "split"]
+    sample(keys[1])  # the user's call: a hit in JAX's cache, recorded from the template
+    sample(keys[2])
+    assert [op for _, op in _kinds()] == ["key", "split", "normal", "normal"]
+    assert sample.template.ops  # the template jaxlab's trace wrote
+    sample(keys[1])
+    with pytest.warns(JaxlabWarning, match="reuse"):
+        warn_pending()  # (a compiled call's reuse is said at the cell's end)
+    (reuse,) = key_lineage().reuses
+    assert (reuse.first_op, reuse.second_op) == ("normal", "normal")
