@@ -269,3 +269,19 @@ def test_the_twin_checks_and_normalises_its_slice():
         jaxlab.show(vol, name="vol", slice_at=(5,))
     with pytest.raises(ValueError, match="drawn whole"):
         jaxlab.show(jnp.ones(4), slice_at=(0,))
+
+
+def test_show_on_compiles_nothing_in_the_users_name(ip):
+    import jax
+
+    import jaxlab
+
+    log = jaxlab.compile_log()
+    jax.clear_caches()  # the array probe %show on makes compiles again, as in a new session
+    before, own = log.count, log.jaxlab_count
+    ip.run_line_magic("show", "on")
+    try:
+        assert log.count == before  # nothing logged as the user's (nor as an eager op)
+        assert log.jaxlab_count > own  # the probe's compilation, counted as jaxlab's
+    finally:
+        ip.run_line_magic("show", "off")

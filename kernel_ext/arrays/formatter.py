@@ -40,7 +40,11 @@ _LEAF, _ARRAY, _SEQUENCE, _DICT, _NODE = range(5)
 def _types() -> list[type]:
     import jax
 
-    types: list[type] = [jax.Array, type(jax.numpy.zeros(())), dict, list, tuple]
+    from ..session.work import jaxlab_work
+
+    with jaxlab_work():  # JAX compiles the zeros: jaxlab's compilation, not the user's
+        concrete = type(jax.numpy.zeros(()))
+    types: list[type] = [jax.Array, concrete, dict, list, tuple]
     if "equinox" in sys.modules:
         types.append(sys.modules["equinox"].Module)
     nnx = sys.modules.get("flax.nnx")
