@@ -219,6 +219,20 @@ def test_a_calls_cost_is_kept_per_function_and_argument_types(planted_peak, monk
     assert bench_cost.signature(({1, 2},), {}) is None  # a set leaf: not kept, costed each time
 
 
+def test_costing_a_plain_function_leaves_the_users_own_jit_of_it_to_compile(planted_peak):
+    def plain(a):
+        return jnp.tanh(a @ a).sum()
+
+    a = jnp.ones((16, 16))
+    jaxlab.bench(plain, a, runs=2, repeats=1)  # costed through a jit of jaxlab's own
+    seen, stop = _compiles()
+    try:
+        jax.jit(plain)(a).block_until_ready()  # the user's: compiles (logged as theirs)
+    finally:
+        stop()
+    assert seen == [bench_module.BACKEND_COMPILE]
+
+
 # ------------------------------------------------------------- the machine's kept peak
 
 

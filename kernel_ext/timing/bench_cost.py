@@ -17,6 +17,7 @@ arguments, or one that cannot be weakly referenced, is costed each time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -94,6 +95,19 @@ def forget_costs() -> None:
     _KEPT.clear()
 
 
+def _apart(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """``fun`` under a function of jaxlab's own: JAX keeps a trace and a compilation per
+    function object, and one made of the user's own function would answer the user's
+    later ``jax.jit(fun)`` call from its cache (no compilation in the user's compile log,
+    no kept program for ``%%profile --graph``)."""
+
+    @functools.wraps(fun)  # named and signed as the user's function
+    def apart(*args: Any, **kwargs: Any) -> Any:
+        return fun(*args, **kwargs)
+
+    return apart
+
+
 def _cost(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallCost:
     """Trace and compile ``fun(*args, **kwargs)`` as jaxlab's own work, for its costs."""
     lower = getattr(fun, "lower", None)
@@ -109,7 +123,7 @@ def _cost(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
                 compiled = lower(*args, **kwargs).compile()
             else:  # leaves JAX cannot trace (an equinox model's activation) held static
                 split = split_static(fun, args, kwargs)
-                traced = jax.jit(split.fun).trace(*split.args, **split.kwargs)
+                traced = jax.jit(_apart(split.fun)).trace(*split.args, **split.kwargs)
                 jaxpr, compiled = traced.jaxpr, traced.lower().compile()
             costs = cost_analysis(compiled)
             if not costs:  # equinox's filter_jit wraps JAX's Compiled as `.compiled`
