@@ -36,6 +36,9 @@ def _shell(ip) -> None:
         "import jax\n"
         "f = jax.jit(lambda k: jax.random.normal(k, (4,)))\n"
         "g = lambda k: jax.random.uniform(k, (3,))\n"
+        "def loss(w, k):\n"
+        "    return jax.numpy.sum((w * jax.random.normal(k, (3,))) ** 2)\n"
+        "w = jax.numpy.ones(3)\n"
     )
     with capture_output():
         ip.run_line_magic("keys", "on")
@@ -63,6 +66,21 @@ def test_a_measuring_magic_records_the_users_call_once_and_its_repeats_never(ip,
     before = len(key_lineage().events)
     _run(ip, line)
     assert _kinds()[before:] == [("consume", op)]
+    assert key_lineage().reuses == ()
+
+
+@pytest.mark.parametrize(
+    "line", ["grad loss(w, k1)", "grad --check loss(w, k1)", "jaxpr loss(w, k1)"]
+)
+def test_an_inspecting_magic_draws_nothing_in_the_users_name(ip, line):
+    """``%grad`` evaluates (and checks, through a jit of its own that closes over the
+    key) as jaxlab's work, as the compile log counts it: none of it is the user's draw."""
+    _shell(ip)
+    before = len(key_lineage().events)
+    _run(ip, line)
+    assert _kinds()[before:] == []
+    ip.run_cell("a = loss(w, k1)")  # the user's first draw from k1
+    assert _kinds()[before:] == [("consume", "normal")]
     assert key_lineage().reuses == ()
 
 

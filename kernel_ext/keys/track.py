@@ -168,12 +168,13 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if not _WRAPPERS or _SWITCH.paused or (_WORK.depth and not TRACING.stack):
+        work = _WORK.depth
+        if not _WRAPPERS or _SWITCH.paused or (work and not TRACING.stack):
             # paused, or jaxlab's own work (a check, a timing loop): not the user's draw.
             # A jitted function's trace writes its template all the same: the template is
             # the function's, kept in JAX's cache for the user's own calls.
             return original(*args, **kwargs)
-        if noted and args:
+        if noted and args and not work:
             key = args[0]
             known = kids.pop(id(key), None)  # used: forgotten (a second use is read)
             if known is not None and known[0]() is key:
@@ -221,9 +222,20 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
     try:  # JAX's call first: by the time it returns, the key's data is likely computed
         out = original(*args, **kwargs)
     except Exception:
-        _failed(name, kind, key, site)
+        if not _WORK.depth:
+            _failed(name, kind, key, site)
         raise
+    if _WORK.depth and _of_data(kind, key, out):
+        return out  # jaxlab's work tracing a jitted function drew from a concrete key
     return _recorded(name, kind, key, out, site, args, kwargs)
+
+
+def _of_data(kind: str, key: Any, out: Any) -> bool:
+    """Whether a call is recorded from data (not into a template): a sampler given a
+    concrete key, a key made or derived where neither side is traced."""
+    if kind == "consume":
+        return not isinstance(key, _TRACER)
+    return not isinstance(key, _TRACER) and not isinstance(out, _TRACER)
 
 
 def _failed(name: str, kind: str, key: Any, site: Site) -> None:
