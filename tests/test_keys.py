@@ -588,3 +588,50 @@ def test_an_eager_loop_keeps_only_its_newest_split_results_alive():
         # the newest splits, and the first (recorded at once, its keys read when needed)
         assert sum(r() is not None for r in alive) <= events.UNREAD_SPLITS + 1
         assert len(key_lineage().nodes) == 1 + 2 * 5 * events.UNREAD_SPLITS
+
+
+LIBRARY = """
+import jax
+
+
+def solve(key):  # a library's own jitted function: its jaxpr holds no frame of the user's
+    @jax.jit
+    def inner(k):
+        a = jax.random.split(k)
+        b = jax.random.split(k)  # the library reuses its key (as a Brownian tree does)
+        return a, b
+
+    return inner(key)
+"""
+
+
+def test_a_reuse_inside_a_librarys_jitted_function_names_the_librarys_lines(tmp_path, monkeypatch):
+    folder = tmp_path / "site-packages"  # a library's file, as is_user_file tells one
+    folder.mkdir()
+    (folder / "keylib_for_test.py").write_text(LIBRARY)
+    monkeypatch.syspath_prepend(str(folder))
+    import keylib_for_test
+
+    track_keys()
+    key = jax.random.key(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        keylib_for_test.solve(key)
+    said = [str(w.message) for w in caught if issubclass(w.category, JaxlabWarning)]
+    sys.modules.pop("keylib_for_test", None)
+    # its jaxpr's tracebacks end at the library's function: jaxlab's wrappers were the
+    # innermost lines that were not JAX's (track.py, line 223 was named)
+    assert len(said) == 1, said
+    assert "split at keylib_for_test.py, line 8 and split at keylib_for_test.py, line 9" in said[0]
+
+
+def test_an_equation_with_no_user_or_library_line_is_named_after_the_call():
+    from types import SimpleNamespace as Fake
+
+    from jaxlab.keys import flow
+
+    ours = Fake(file_name=track.__file__, line_num=223)
+    jaxs = Fake(file_name=jax.random.__file__, line_num=1)
+    eqn = Fake(source_info=Fake(traceback=Fake(frames=[jaxs, ours])))
+    call = Site("In[4], line 2", "In[4]", "sol = solve(key)")
+    assert flow._site(eqn, flow._State(call_site=call)) is call

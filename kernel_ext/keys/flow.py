@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
@@ -114,6 +115,9 @@ class _State:
     # outer one it was passed (and the loop depth that one lives at)
     alias: dict[Any, Any] = field(default_factory=dict)
     var_level: dict[Any, int] = field(default_factory=dict)
+    # the user's line of the call that traced the jaxpr: an equation with no user or
+    # library frame in its traceback is named after it
+    call_site: Site | None = None
 
     def enter(self, inner: Sequence[Any], outer: Sequence[Any], level: int) -> None:
         for i, o in zip(inner, outer, strict=False):
@@ -163,9 +167,11 @@ def key_flow(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> KeyFlow:
     return flow_of_jaxpr(closed, getattr(fun, "__name__", type(fun).__name__))
 
 
-def flow_of_jaxpr(closed: Any, name: str) -> KeyFlow:
-    """The key flow of a jaxpr already traced (``jax.make_jaxpr``, ``jit(f).trace``)."""
-    state = _State()
+def flow_of_jaxpr(closed: Any, name: str, call_site: Site | None = None) -> KeyFlow:
+    """The key flow of a jaxpr already traced (``jax.make_jaxpr``, ``jit(f).trace``);
+    ``call_site``, the user's line of the call that traced it, names an equation whose
+    traceback holds no user frame."""
+    state = _State(call_site=call_site)
     jaxpr = closed.jaxpr
     env: dict[Any, int] = {}
     for i, var in enumerate(jaxpr.invars):
@@ -175,13 +181,25 @@ def flow_of_jaxpr(closed: Any, name: str) -> KeyFlow:
     return KeyFlow(name, tuple(state.keys), tuple(state.uses), tuple(state.reuses))
 
 
+# jaxlab's own files and JAX's: never the line a key was used at
+_NOT_LIBRARY = (
+    str(Path(__file__).resolve().parents[1]),
+    str(Path(jax.__file__).resolve().parent),
+    "<",
+)
+
+
 def _is_key(aval: Any) -> bool:
     dtype = getattr(aval, "dtype", None)
     return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
 
-def _site(eqn: Any) -> Site:
-    """The user's line of an equation: its innermost frame of user code.
+def _site(eqn: Any, state: _State) -> Site:
+    """The user's line of an equation: its innermost frame of user code. JAX's traceback
+    ends at the function being traced: a library's own jitted function (diffrax's
+    Brownian tree) holds no user frame, and the innermost library line is named; where
+    there is none either (JAX's own function jitted), the line of the call that traced it.
+    Never one of jaxlab's own lines.
 
     JAX's own summary skips only JAX's frames; a jaxpr traced while tracking was on has
     jaxlab's wrappers between JAX and the user, so the frames are read here.
@@ -190,6 +208,11 @@ def _site(eqn: Any) -> Site:
     for frame in frames:  # innermost first
         if is_user(frame.file_name):
             return site_of(frame.file_name, frame.line_num)
+    for frame in frames:
+        if not frame.file_name.startswith(_NOT_LIBRARY):
+            return site_of(frame.file_name, frame.line_num)
+    if state.call_site is not None:
+        return state.call_site
     text = source_info_util.summarize(eqn.source_info)
     match = _SUMMARY.match(text)
     return site_of(match.group(1), int(match.group(2))) if match else Site(text, None, "")
@@ -219,7 +242,7 @@ def _walk(
 
 def _equation(eqn, ins, env, state, named, level, repeats) -> Sequence[int | None]:
     name = eqn.primitive.name
-    site, op = (named[1], named[0]) if named else (_site(eqn), "")
+    site, op = (named[1], named[0]) if named else (_site(eqn, state), "")
     key = ins[0] if ins else None
     if name == "random_seed":
         return [state.new("seed", None, site, level)]
@@ -257,7 +280,7 @@ def _equation(eqn, ins, env, state, named, level, repeats) -> Sequence[int | Non
     sub = _subjaxpr(eqn)
     if sub is not None:
         jit_name = str(eqn.params.get("name", "")).lstrip("_")
-        inner_named = named or ((jit_name, _site(eqn)) if jit_name in _NAMED else None)
+        inner_named = named or ((jit_name, _site(eqn, state)) if jit_name in _NAMED else None)
         inner_env = {v: i for v, i in zip(sub.invars, ins, strict=False) if i is not None}
         state.enter(sub.invars, eqn.invars, level)
         return _walk(sub, inner_env, state, inner_named, level, repeats)
@@ -310,12 +333,12 @@ def _loop(eqn, ins, state, named, level) -> list[int | None]:
             if j < n_consts:
                 env[var] = ident
             elif j < n_consts + n_carry:
-                env[var] = state.new("carry", ident, _site(eqn), inner_level)
+                env[var] = state.new("carry", ident, _site(eqn, state), inner_level)
             else:
-                env[var] = state.new("scan slice", ident, _site(eqn), inner_level)
+                env[var] = state.new("scan slice", ident, _site(eqn, state), inner_level)
         carry_in = [env.get(v) for v in body.invars[n_consts : n_consts + n_carry]]
         outs = _walk(body, env, state, named, inner_level, repeats)
-        _carry_reuse(state, carry_in, outs[:n_carry], repeats, _site(eqn))
+        _carry_reuse(state, carry_in, outs[:n_carry], repeats, _site(eqn, state))
         return [*outs[:n_carry], *[None] * (len(outs) - n_carry)]
     body = _inner(p["body_jaxpr"])
     n_consts, n_cond = p["body_nconsts"], p["cond_nconsts"]
@@ -325,10 +348,10 @@ def _loop(eqn, ins, state, named, level) -> list[int | None]:
     for j, (var, ident) in enumerate(zip(body.invars, body_ins, strict=False)):
         if ident is not None:
             origin = "carry" if j >= n_consts else None
-            env[var] = state.new(origin, ident, _site(eqn), inner_level) if origin else ident
+            env[var] = state.new(origin, ident, _site(eqn, state), inner_level) if origin else ident
     carry_in = [env.get(v) for v in body.invars[n_consts:]]
     outs = _walk(body, env, state, named, inner_level, True)
-    _carry_reuse(state, carry_in, outs, True, _site(eqn))
+    _carry_reuse(state, carry_in, outs, True, _site(eqn, state))
     return list(outs)
 
 

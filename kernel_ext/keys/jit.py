@@ -136,7 +136,7 @@ class TrackedJit:
         finally:
             _EXPECTING.call = None
         if shared.traces != traces:  # traced now: what its jaxpr says about reuse
-            shared.template.reuses = _static_reuses(self._jitted, args, kwargs)
+            shared.template.reuses = _static_reuses(self._jitted, args, kwargs, self._site())
             if shared.template.reuses:  # said after the call, once per pair of lines
                 self._warn(shared.template.reuses)
         return out
@@ -234,7 +234,7 @@ def make_jit(
     return jit
 
 
-def _static_reuses(jitted: Any, args: Any, kwargs: Any) -> list[Any]:
+def _static_reuses(jitted: Any, args: Any, kwargs: Any, site: Any) -> list[Any]:
     """Reuses in the jaxpr JAX just traced (read from its cache: nothing is traced again)."""
     from ..session.work import jaxlab_work
 
@@ -243,4 +243,4 @@ def _static_reuses(jitted: Any, args: Any, kwargs: Any) -> list[Any]:
             closed = jitted.trace(*args, **kwargs).jaxpr
     except Exception:  # an older JAX without .trace: the wrappers' view stands alone
         return []
-    return list(flow_of_jaxpr(closed, "").reuses)
+    return list(flow_of_jaxpr(closed, "", site).reuses)
