@@ -9,7 +9,10 @@
 The function is traced with its template on the tracing stack, so the ``jax.random``
 wrappers write what it does with keys into the template instead of compiling a callback
 into it; each call then costs one flatten of its arguments and result (no callback, no
-copy to the host). See :mod:`jaxlab.keys.calls` for the replay.
+copy to the host). See :mod:`jaxlab.keys.calls` for the replay. A trace made by
+``.trace``/``.lower``, or by a call inside jaxlab's own work (``session.work``: such a call
+is not recorded), writes the template too: JAX's cache keeps that trace for the user's
+later calls, which are recorded from it.
 
 Lifetime. ``jax.jit(f)`` twice shares one trace cache, as JAX's own does: the compiled
 function (a :class:`_Shared`) is memoised per ``f``, weakly. The memo's value must not
