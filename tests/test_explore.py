@@ -412,6 +412,51 @@ def test_leaves_make_a_pytrees_float_leaves_sliders():
     assert "held fixed: x (f32[4])" in view.frame()["notes"]
 
 
+def random_walk(sigma, drift, key):
+    """A stochastic model with its noise fixed by a key: where a 100-step walk ends."""
+    return jnp.sum(drift + sigma * jax.random.normal(key, (100,)))
+
+
+def test_a_key_argument_is_held_fixed_and_the_noise_is_the_keys():
+    key = jax.random.key(7)
+    view = explore(random_walk, 1.0, 0.1, key)
+    controls = {c.name: (c.kind, c.described) for c in view.layout.controls}
+    assert controls["key"] == ("fixed", "key<fry>[]")
+    assert (controls["sigma"][0], controls["drift"][0]) == ("float", "float")
+    view.set(sigma=0.5, drift=0.2)
+    noise = float(jnp.sum(jax.random.normal(key, (100,))))  # JAX's own draw, same key
+    assert float(view.output) == pytest.approx(100 * 0.2 + 0.5 * noise, rel=1e-5)
+    assert float(view.sensitivity["sigma"]) == pytest.approx(noise, rel=1e-4)
+    assert float(view.sensitivity["drift"]) == pytest.approx(100.0, rel=1e-5)
+
+
+def test_exploring_with_keys_tracked_draws_nothing_in_the_users_name():
+    """The explorer's program calls the function several times (value, tangent,
+    Jacobian): none of that is the user's draw, nor a reuse of theirs."""
+    import warnings
+
+    from jaxlab import JaxlabWarning, key_lineage, track_keys
+    from jaxlab.keys.track import warn_pending
+
+    track_keys()
+    try:
+        key = jax.random.key(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", JaxlabWarning)
+            view = explore(random_walk, 1.0, 0.1, key)
+            for sigma in (0.5, 0.8, 1.3):
+                view.move("sigma", sigma)
+            view.sweep("drift", 8)
+            warn_pending()
+        assert [e.op for e in key_lineage().events] == ["key"]
+        random_walk(1.0, 0.1, key)  # the user's own first draw from it
+        assert [e.op for e in key_lineage().events] == ["key", "normal"]
+        assert key_lineage().reuses == ()
+    finally:
+        track_keys(False)
+        key_lineage().clear()
+
+
 def test_magic_displays_the_explorer_and_takes_its_options(ip):
     from IPython.utils.capture import capture_output
 

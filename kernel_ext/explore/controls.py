@@ -166,7 +166,11 @@ def _float_scalar(v: Any) -> bool:
     if isinstance(v, float):
         return True
     if is_array(v) or isinstance(v, np.generic):
-        return np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.floating)
+        import jax
+
+        # its own dtype (a PRNG key array has no NumPy one): JAX's test takes both kinds
+        dtype = v.dtype if hasattr(v, "dtype") else np.asarray(v).dtype
+        return np.ndim(v) == 0 and jax.dtypes.issubdtype(dtype, np.floating)
     return False
 
 
@@ -221,7 +225,11 @@ def range_around(value: float) -> tuple[float, float, str]:
 
 def _described(v: Any) -> str:
     if is_array(v):
+        import jax
+
         a = np.asarray(v) if not hasattr(v, "dtype") else v
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):  # key<fry>[]: no NumPy dtype
+            return f"{a.dtype}[{','.join(str(d) for d in np.shape(a))}]"
         dtype = np.dtype(a.dtype)
         short = {"f": "f", "i": "i", "u": "u", "b": "bool", "c": "c"}.get(dtype.kind, dtype.kind)
         bits = "" if dtype.kind == "b" else str(dtype.itemsize * 8)

@@ -140,7 +140,10 @@ class TrackedJit:
             _EXPECTING.call = None
         if shared.traces != traces:  # traced now: what its jaxpr says about reuse
             shared.template.reuses = _static_reuses(self._jitted, args, kwargs, self._site())
-            if shared.template.reuses:  # said after the call, once per pair of lines
+            # said after the call, once per pair of lines; a trace in jaxlab's own work (a
+            # program of jaxlab's may call the user's function more than once) says
+            # nothing: the user's first call of this function records them (replay)
+            if shared.template.reuses and self._is_on():
                 self._warn(shared.template.reuses)
         return out
 
