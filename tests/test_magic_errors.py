@@ -186,6 +186,8 @@ def test_jax_nans_switches_jax_debug_nans(ip, nans_off):
 def test_jax_nans_rejects_other_words_and_changes_nothing(ip, nans_off):
     with pytest.raises(UsageError, match="takes `on` or `off`, not `maybe`"):
         ip.run_line_magic("jax_nans", "maybe")
+    with pytest.raises(UsageError, match=r"takes `on` or `off`, not `loss\(w, k\)`"):
+        ip.run_line_magic("jax_nans", "loss(w, k)")  # (argparse said "unrecognized: k)")
     assert jax.config.jax_debug_nans is False
 
 

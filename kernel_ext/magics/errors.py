@@ -173,6 +173,9 @@ class ErrorMagics(Magics):
         made it, explained. Unloading jaxlab restores the setting it found. Example:
         ``%jax_nans on``.
         """
+        rest = " ".join(word for word in line.split() if word != "-o")
+        if len(rest.split()) > 1:  # `%jax_nans f(x, y)`: a call is not a state
+            raise UsageError(f"%jax_nans takes `on` or `off`, not `{rest}`")
         args = parse_options(self.jax_nans, line)
         enabled: bool | None = None
         if args.state is not None:
