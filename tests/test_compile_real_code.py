@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
 from jax.extend.core import jaxpr_as_fun
 
 import jaxlab
@@ -419,3 +420,28 @@ def test_a_filter_jit_function_of_arrays_is_answered_from_the_cache_the_second_t
     assert first.cached == () and {"lower", "compile"} <= set(second.cached)
     assert second.value["how"] is jnp.sin
     np.testing.assert_allclose(second.value["out"], jnp.sin(x), rtol=1e-6)
+
+
+class _Dropped(nnx.Module):
+    """A flax nnx model whose call changes its state: dropout advances its RNG count."""
+
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(4, 4, rngs=rngs)
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+    def __call__(self, x):
+        return self.drop(self.lin(x))
+
+
+def test_jit_of_a_stateful_nnx_call_offers_the_jit_cell_and_the_cell_does_as_nnx(ip):
+    x = jnp.ones((2, 4))
+    reference = _Dropped(nnx.Rngs(0))  # nnx itself, eagerly: two calls, two masks
+    want = [reference(x), reference(x)]
+    assert not np.allclose(want[0], want[1])
+    ip.user_ns.update(m=_Dropped(nnx.Rngs(0)), x=x)
+    with pytest.raises(UsageError, match=r"Run it in a %%jit cell.*`y = m\(x\)`"):
+        ip.run_line_magic("jit", "m(x)")
+    for expected in want:  # the advice taken: each run writes the module's count back
+        with capture_output():
+            ip.run_cell_magic("jit", "", "y = m(x)")
+        np.testing.assert_allclose(ip.user_ns["y"], expected, rtol=1e-6)

@@ -1,8 +1,10 @@
 """Key tracking left on through jaxlab's own work: ``%bench``'s rounds and ``%jit``'s
 steady runs call the user's function hundreds of times, and none of those calls is the
-user's draw (``session.work.jaxlab_work``). Only the magic's first call, the one the user's
-line makes, is recorded; a jitted function traced first inside jaxlab's work still records
-the user's own calls afterwards (its template is written all the same)."""
+user's draw (``session.work.jaxlab_work``). ``%jit``'s first call is the user's (its result
+is the report's ``value``) and is recorded; ``%bench``'s first call only measures (its
+outputs never reach the user: ``results_unseen``), and is not. A jitted function traced
+first inside jaxlab's work still records the user's own calls afterwards (its template is
+written all the same)."""
 
 from __future__ import annotations
 
@@ -54,18 +56,35 @@ def _run(ip, line: str) -> None:
 @pytest.mark.parametrize(
     ("line", "op"),
     [
-        ("bench -n 5 -r 3 f(k1)", "normal"),
-        ("bench f(k1)", "normal"),  # rounds chosen as %timeit chooses: hundreds of calls
-        ("bench -n 5 -r 3 g(k1)", "uniform"),
         ("jit f(k1)", "normal"),  # 3 to 100 steady runs
         ("jit g(k1)", "uniform"),  # jitted inside %jit
     ],
 )
-def test_a_measuring_magic_records_the_users_call_once_and_its_repeats_never(ip, line, op):
+def test_jit_records_the_users_call_once_and_its_steady_runs_never(ip, line, op):
     _shell(ip)
     before = len(key_lineage().events)
     _run(ip, line)
     assert _kinds()[before:] == [("consume", op)]
+    assert key_lineage().reuses == ()
+
+
+@pytest.mark.parametrize(
+    ("line", "call"),
+    [
+        ("bench -n 5 -r 3 f(k1)", "f(k1)"),
+        ("bench f(k1)", "f(k1)"),  # rounds chosen as %timeit chooses: hundreds of calls
+        ("bench -n 5 -r 3 g(k1)", "g(k1)"),
+        ("bench --compare g(k1) f(k1)", "f(k1)"),
+    ],
+)
+def test_bench_draws_nothing_in_the_users_name(ip, line, call):
+    _shell(ip)
+    before = len(key_lineage().events)
+    _run(ip, line)
+    assert _kinds()[before:] == []  # not its first call either: its outputs are only timed
+    with capture_output():
+        ip.run_cell(f"out = {call}")  # the user's own first draw from k1: no reuse
+    assert [kind for kind, _ in _kinds()[before:]] == ["consume"]
     assert key_lineage().reuses == ()
 
 

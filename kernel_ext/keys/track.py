@@ -146,8 +146,9 @@ def _set(on: bool) -> None:
 
 def _recording() -> bool:
     """Whether a call now is the user's to record: tracking on, not paused, not inside
-    jaxlab's own work (``session.work.jaxlab_work``)."""
-    return bool(_WRAPPERS) and not _SWITCH.paused and not _WORK.depth
+    jaxlab's own work (``session.work.jaxlab_work``) nor a call whose results the user
+    never sees (``results_unseen``)."""
+    return bool(_WRAPPERS) and not _SWITCH.paused and not _WORK.draws
 
 
 def _writing() -> bool:
@@ -168,11 +169,13 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        work = _WORK.depth
-        if not _WRAPPERS or _SWITCH.paused or (work and not TRACING.stack):
+        work = _WORK.draws  # (0 outside jaxlab's work and results_unseen: one read)
+        if not _WRAPPERS or _SWITCH.paused or (work and _WORK.depth and not TRACING.stack):
             # paused, or jaxlab's own work (a check, a timing loop): not the user's draw.
             # A jitted function's trace writes its template all the same: the template is
-            # the function's, kept in JAX's cache for the user's own calls.
+            # the function's, kept in JAX's cache for the user's own calls. The user's
+            # call whose results are unseen (%bench's first) records no data either, but
+            # traces as the user's (callbacks placed: JAX caches that trace for them).
             return original(*args, **kwargs)
         if noted and args and not work:
             key = args[0]
@@ -222,10 +225,10 @@ def _call(name: str, kind: str, original: Callable[..., Any], args: Any, kwargs:
     try:  # JAX's call first: by the time it returns, the key's data is likely computed
         out = original(*args, **kwargs)
     except Exception:
-        if not _WORK.depth:
+        if not _WORK.draws:
             _failed(name, kind, key, site)
         raise
-    if _WORK.depth and _of_data(kind, key, out):
+    if _WORK.draws and _of_data(kind, key, out):
         return out  # jaxlab's work tracing a jitted function drew from a concrete key
     return _recorded(name, kind, key, out, site, args, kwargs)
 
@@ -395,12 +398,12 @@ def _as_rows(data: Any) -> np.ndarray:
 # and jaxlab's own work. A callback runs on the calling thread on CPU; an accelerator's
 # runs on a thread of its runtime's, where jaxlab's work is not seen (its calls recorded).
 def _on_create(name: str, impl: str, site: Site, data: Any) -> None:
-    if _WRAPPERS and not _WORK.depth:
+    if _WRAPPERS and not _WORK.draws:
         key_lineage().created(name, _as_rows(data), impl, site, True)
 
 
 def _on_derive(name: str, impl: str, site: Site, again: bool, parent: Any, child: Any) -> None:
-    if _WRAPPERS and not _WORK.depth:
+    if _WRAPPERS and not _WORK.draws:
         lineage, same = key_lineage(), SAME_AS_BEFORE if again else None
         rows, children = _as_rows(parent), _as_rows(child)
         lineage.unwarned(lineage.derived(name, rows, children, impl, site, True, same))
@@ -409,7 +412,7 @@ def _on_derive(name: str, impl: str, site: Site, again: bool, parent: Any, child
 def _on_consume(
     name: str, impl: str, shape: tuple[int, ...], dtype: str, site: Site, again: bool, data: Any
 ) -> None:
-    if _WRAPPERS and not _WORK.depth:
+    if _WRAPPERS and not _WORK.draws:
         lineage, same = key_lineage(), SAME_AS_BEFORE if again else None
         rows = _as_rows(data)
         lineage.unwarned(lineage.consumed(name, rows, impl, shape, dtype, site, True, same))

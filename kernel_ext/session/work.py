@@ -5,8 +5,9 @@ Compilations jaxlab makes for its own checks, drawings and reports run inside
 when JAX reports one, counts it as jaxlab's and never logs it as the user's, and
 subscribes with :func:`on_jaxlab_time` to the time of each outermost block. Key tracking
 (``keys/track``) records no draw made inside one: a check's or a timing loop's calls of
-the user's function draw jaxlab's numbers, not the user's. It reads :data:`WORK_DEPTH` on
-every ``jax.random`` call (an attribute, no function call)::
+the user's function draw jaxlab's numbers, not the user's; nor does it inside
+:func:`results_unseen` (the user's call whose outputs a measurement discards). It reads
+``WORK_DEPTH.draws`` on every ``jax.random`` call (an attribute, no function call)::
 
     with jaxlab_work():
         finite_difference_check(f, x)   # compiles, but not the user's compilation
@@ -19,15 +20,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["WORK_DEPTH", "in_jaxlab_work", "jaxlab_work", "on_jaxlab_time"]
+__all__ = ["WORK_DEPTH", "in_jaxlab_work", "jaxlab_work", "on_jaxlab_time", "results_unseen"]
 
 
 class _Depth(threading.local):
     depth = 0  # jaxlab_work blocks open on this thread
+    draws = 0  # blocks whose random draws are not the user's: these and results_unseen
 
 
 _DEPTH = _Depth()
-WORK_DEPTH = _DEPTH  # read only: ``WORK_DEPTH.depth`` > 0 inside a block, on this thread
+WORK_DEPTH = _DEPTH  # read only: ``.depth`` > 0 inside jaxlab_work, ``.draws`` > 0 also
+# inside results_unseen, on this thread
 _lock = threading.Lock()
 _listeners: tuple[Callable[[float], None], ...] = ()
 
@@ -41,15 +44,29 @@ def jaxlab_work() -> Iterator[None]:
     ...     jax.jit(jnp.sin)(x)   # not in jaxlab.compile_log().events
     """
     _DEPTH.depth += 1
+    _DEPTH.draws += 1
     started = time.perf_counter() if _DEPTH.depth == 1 else None
     try:
         yield
     finally:
         _DEPTH.depth -= 1
+        _DEPTH.draws -= 1
         if started is not None:  # the outermost block: its whole time is jaxlab's
             elapsed = time.perf_counter() - started
             for listener in _listeners:
                 listener(elapsed)
+
+
+@contextlib.contextmanager
+def results_unseen() -> Iterator[None]:
+    """The user's call, run where its results never reach the user (``%bench``'s first
+    call, whose outputs it only measures): its compilation is the user's, logged as
+    theirs; its random draws are not, and key tracking records none of them."""
+    _DEPTH.draws += 1
+    try:
+        yield
+    finally:
+        _DEPTH.draws -= 1
 
 
 def in_jaxlab_work() -> bool:

@@ -41,7 +41,7 @@ from typing import Any
 import jax
 
 from ..compile.messages import short_type
-from ..session.work import jaxlab_work
+from ..session.work import jaxlab_work, results_unseen
 from . import rounds as timed
 from .bench_cost import CallCost, call_cost
 from .bench_progress import Progress
@@ -299,10 +299,12 @@ def measure(
     """Measure ``targets`` side by side: their rounds alternate, so drift hits all alike,
     until each median is known to ``precision`` (or ``repeats`` rounds, when given)."""
     _check_counts(runs, repeats)
-    for t in targets:
-        _first_call(t)
-    # The first call is the user's (its compilation is logged); every call after it is
-    # jaxlab's: the compile log counts it as jaxlab's work, key tracking records none.
+    # The first call compiles the user's function (logged as theirs); its outputs are
+    # only measured, so its random draws are not the user's (key tracking records none).
+    # Every call after it is jaxlab's work (the compile log counts it as such).
+    with results_unseen():
+        for t in targets:
+            _first_call(t)
     with jaxlab_work():
         return _measure_rounds(targets, runs, repeats, explain, precision)
 
