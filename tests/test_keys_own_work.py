@@ -1,10 +1,11 @@
 """Key tracking left on through jaxlab's own work: ``%bench``'s rounds and ``%jit``'s
 steady runs call the user's function hundreds of times, and none of those calls is the
-user's draw (``session.work.jaxlab_work``). ``%jit``'s first call is the user's (its result
-is the report's ``value``) and is recorded; ``%bench``'s first call only measures (its
-outputs never reach the user: ``results_unseen``), and is not. A jitted function traced
-first inside jaxlab's work still records the user's own calls afterwards (its template is
-written all the same)."""
+user's draw (``session.work.jaxlab_work``); nor is the first call of either, which only
+measures or reports the call (``results_unseen``: its compilation is the user's, its
+draws are no one's). A magic that inspects a call (``%grad``, ``%jaxpr``, ``%explore``)
+draws nothing in the user's name either. A jitted function traced first inside jaxlab's
+work still records the user's own calls afterwards (its template is written all the
+same; a plain jit's callbacks are placed)."""
 
 from __future__ import annotations
 
@@ -54,34 +55,21 @@ def _run(ip, line: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "op"),
-    [
-        ("jit f(k1)", "normal"),  # 3 to 100 steady runs
-        ("jit g(k1)", "uniform"),  # jitted inside %jit
-    ],
-)
-def test_jit_records_the_users_call_once_and_its_steady_runs_never(ip, line, op):
-    _shell(ip)
-    before = len(key_lineage().events)
-    _run(ip, line)
-    assert _kinds()[before:] == [("consume", op)]
-    assert key_lineage().reuses == ()
-
-
-@pytest.mark.parametrize(
     ("line", "call"),
     [
         ("bench -n 5 -r 3 f(k1)", "f(k1)"),
         ("bench f(k1)", "f(k1)"),  # rounds chosen as %timeit chooses: hundreds of calls
         ("bench -n 5 -r 3 g(k1)", "g(k1)"),
         ("bench --compare g(k1) f(k1)", "f(k1)"),
+        ("jit f(k1)", "f(k1)"),  # 3 to 100 steady runs
+        ("jit g(k1)", "g(k1)"),  # jitted inside %jit
     ],
 )
-def test_bench_draws_nothing_in_the_users_name(ip, line, call):
+def test_a_measuring_magic_draws_nothing_in_the_users_name(ip, line, call):
     _shell(ip)
     before = len(key_lineage().events)
     _run(ip, line)
-    assert _kinds()[before:] == []  # not its first call either: its outputs are only timed
+    assert _kinds()[before:] == []  # not its first call either: it only measures
     with capture_output():
         ip.run_cell(f"out = {call}")  # the user's own first draw from k1: no reuse
     assert [kind for kind, _ in _kinds()[before:]] == ["consume"]
@@ -103,14 +91,16 @@ def test_an_inspecting_magic_draws_nothing_in_the_users_name(ip, line):
     assert key_lineage().reuses == ()
 
 
-def test_the_users_own_call_after_jit_is_recorded_and_a_second_use_is_caught(ip):
+def test_the_users_calls_after_jit_are_recorded_and_a_second_use_is_caught(ip):
     _shell(ip)
-    _run(ip, "jit f(k1)")  # traced through .trace(): the template JAX's cache keeps
-    ip.run_cell("a = f(k2)")
-    assert [op for _, op in _kinds()] == ["key", "split", "normal", "normal"]
+    with capture_output():
+        ip.run_cell("h = jax.jit(lambda k: jax.random.normal(k, (4,)))")  # a tracked jit
+    _run(ip, "jit h(k1)")  # traced through .trace(): the template JAX's cache keeps
+    ip.run_cell("a = h(k2)")
+    assert [op for _, op in _kinds()] == ["key", "split", "normal"]
     assert key_lineage().reuses == ()
     with capture_output():
-        ip.run_cell("b = f(k1)")  # the user draws again from the key %jit drew from
+        ip.run_cell("b = h(k2)")  # the user draws again from the key they drew from
     (reuse,) = key_lineage().reuses
     assert (reuse.first_op, reuse.second_op) == ("normal", "normal")
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._jax_compat import cost_analysis
-from ..session.work import jaxlab_work
+from ..session.work import jaxlab_work, results_unseen
 from .capture import COMPILE, LOWER, TRACE
 from .collectives import Collective, collectives
 from .log_view import PHASES, seconds
@@ -360,7 +360,8 @@ def compile_report(
     def run() -> Any:
         return jax.block_until_ready(jitted(*args, **kwargs))
 
-    value, first_run_s = _timed(run)
+    with results_unseen():  # a report of the call: its random draws are not the user's
+        value, first_run_s = _timed(run)
     if split is not None:  # leaves JAX cannot return (a model's activation) put back
         value = split.outputs.rebuild(value)
     runs: list[float] = []
