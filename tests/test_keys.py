@@ -622,7 +622,20 @@ def test_a_reuse_inside_a_librarys_jitted_function_names_the_librarys_lines(tmp_
     # its jaxpr's tracebacks end at the library's function: jaxlab's wrappers were the
     # innermost lines that were not JAX's (track.py, line 223 was named)
     assert len(said) == 1, said
-    assert "split at keylib_for_test.py, line 8 and split at keylib_for_test.py, line 9" in said[0]
+    assert "inside a library (split at keylib_for_test.py, line 8, split at" in said[0]
+    assert "keylib_for_test.py, line 9), not in your code" in said[0]
+
+
+def test_a_reuse_with_a_use_in_the_users_code_keeps_the_users_fix():
+    from jaxlab.keys.model import KeyReuse
+
+    lib = Site("tree.py, line 394", None, "", "/env/site-packages/diffrax/tree.py", 394)
+    cell = "<ipython-input-2-3e110fae2acf>"
+    mine = Site("In[2], line 3", "In[2]", "x = jax.random.normal(k, (3,))", cell, 3)
+    assert KeyReuse(0, lib, lib, "split", "split", True).in_library
+    both = KeyReuse(0, lib, mine, "split", "normal", True)
+    assert not both.in_library
+    assert "k is reused (used after split)" in both.message()
 
 
 def test_an_equation_with_no_user_or_library_line_is_named_after_the_call():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .site import Site
+from .site import Site, is_user
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,22 @@ class KeyReuse:
             self.first.code, self.first_op
         )
 
+    @property
+    def in_library(self) -> bool:
+        """Both uses are in a library's code, none in the user's (diffrax's Brownian tree
+        derives the same keys again on purpose, for the same noise at the same time)."""
+        return all(s.filename and not is_user(s.filename) for s in (self.first, self.second))
+
     def message(self) -> str:
         """What happened, where, and the fix that fits the case (plain text, no markup)."""
+        if self.in_library:
+            return (
+                f"a key is used twice inside a library ({self.first_op} at {self.first.where}, "
+                f"{self.second_op} at {self.second.where}), not in your code: a library that "
+                "derives its keys again on purpose (diffrax's VirtualBrownianTree does, for "
+                "the same noise at the same time) reuses them by design; if it is not one, "
+                "the key your code gives it is the one to check."
+            )
         name = self.name or "the key"
         key = self.name or "key"
         head = f"{name} is reused ({self.kind}): "
