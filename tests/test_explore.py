@@ -430,31 +430,27 @@ def test_a_key_argument_is_held_fixed_and_the_noise_is_the_keys():
     assert float(view.sensitivity["drift"]) == pytest.approx(100.0, rel=1e-5)
 
 
-def test_exploring_with_keys_tracked_draws_nothing_in_the_users_name():
+def test_exploring_with_keys_tracked_draws_nothing_in_the_users_name(fresh_lineage):
     """The explorer's program calls the function several times (value, tangent,
     Jacobian): none of that is the user's draw, nor a reuse of theirs."""
     import warnings
 
-    from jaxlab import JaxlabWarning, key_lineage, track_keys
+    from jaxlab import JaxlabWarning, track_keys
     from jaxlab.keys.track import warn_pending
 
     track_keys()
-    try:
-        key = jax.random.key(3)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", JaxlabWarning)
-            view = explore(random_walk, 1.0, 0.1, key)
-            for sigma in (0.5, 0.8, 1.3):
-                view.move("sigma", sigma)
-            view.sweep("drift", 8)
-            warn_pending()
-        assert [e.op for e in key_lineage().events] == ["key"]
-        random_walk(1.0, 0.1, key)  # the user's own first draw from it
-        assert [e.op for e in key_lineage().events] == ["key", "normal"]
-        assert key_lineage().reuses == ()
-    finally:
-        track_keys(False)
-        key_lineage().clear()
+    key = jax.random.key(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JaxlabWarning)
+        view = explore(random_walk, 1.0, 0.1, key)
+        for sigma in (0.5, 0.8, 1.3):
+            view.move("sigma", sigma)
+        view.sweep("drift", 8)
+        warn_pending()
+    assert [e.op for e in fresh_lineage.events] == ["key"]
+    random_walk(1.0, 0.1, key)  # the user's own first draw from it
+    assert [e.op for e in fresh_lineage.events] == ["key", "normal"]
+    assert fresh_lineage.reuses == ()
 
 
 def test_magic_displays_the_explorer_and_takes_its_options(ip):

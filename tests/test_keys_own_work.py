@@ -19,13 +19,7 @@ from jaxlab import JaxlabWarning, key_lineage, track_keys
 from jaxlab.keys.track import warn_pending
 from jaxlab.session.work import jaxlab_work
 
-
-@pytest.fixture(autouse=True)
-def clean():
-    key_lineage().clear()
-    yield
-    track_keys(False)
-    key_lineage().clear()
+pytestmark = pytest.mark.usefixtures("fresh_lineage")  # tracking off, lineage empty
 
 
 def _kinds() -> list[tuple[str, str]]:
