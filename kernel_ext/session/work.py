@@ -6,7 +6,7 @@ when JAX reports one, counts it as jaxlab's and never logs it as the user's, and
 subscribes with :func:`on_jaxlab_time` to the time of each outermost block. Key tracking
 (``keys/track``) records no draw made inside one: a check's or a timing loop's calls of
 the user's function draw jaxlab's numbers, not the user's; nor does it inside
-:func:`results_unseen` (the user's call whose outputs a measurement discards). It reads
+:func:`results_unseen` (the user's call that a measuring magic makes). It reads
 ``WORK_DEPTH.draws`` on every ``jax.random`` call (an attribute, no function call)::
 
     with jaxlab_work():
@@ -59,9 +59,9 @@ def jaxlab_work() -> Iterator[None]:
 
 @contextlib.contextmanager
 def results_unseen() -> Iterator[None]:
-    """The user's call, run where its results never reach the user (``%bench``'s first
-    call, whose outputs it only measures): its compilation is the user's, logged as
-    theirs; its random draws are not, and key tracking records none of them."""
+    """The user's call, run by a magic that measures or reports it (``%bench``'s and
+    ``%jit``'s first call): its compilation is the user's, logged as theirs; its random
+    draws are not, and key tracking records none of them."""
     _DEPTH.draws += 1
     try:
         yield
