@@ -28,6 +28,7 @@ from typing import Any
 from .._jax_compat import cost_analysis
 from ..session.work import jaxlab_work, results_unseen
 from .capture import COMPILE, LOWER, TRACE
+from .cell_inputs import nnx_of
 from .collectives import Collective, collectives
 from .log_view import PHASES, seconds
 from .loop_costs import loops_counted_whole
@@ -333,6 +334,11 @@ def compile_report(
             "arguments were fixed by jax.jit; pass the plain function instead"
         )
     plain = target if target is not None else fun
+    if nnx_of(plain) is not None:  # a flax nnx module called: the module an argument,
+        # traced as arrays (its state changes inside the trace: RNG counts, statistics),
+        # so the user's module is left as it was (a report, not a call of theirs)
+        plain, args = type(plain).__call__, (plain, *args)
+        nums = tuple(n + 1 for n in nums)
     if hasattr(plain, "trace") and hasattr(plain, "lower"):
         jitted, split = plain, None
     else:

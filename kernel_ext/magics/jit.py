@@ -203,8 +203,9 @@ def _describe_failure(call: Call, error: BaseException) -> str:
         text += "\nA jitted function returns arrays only: keep strings and other objects out."
     elif type(error).__name__ == "TraceContextError":  # flax nnx: state changed in the call
         text += (
-            "\nThe call changes a flax nnx module's state (its RNG counts, batch statistics), "
-            "which jax.jit cannot write back. Run it in a %%jit cell, which writes the "
+            "\nThe call changes the state of a flax nnx module it closes over (RNG counts, "
+            "batch statistics), which jax.jit cannot write back. Run it in a %%jit cell, "
+            "which writes the "
             f"module's changes back (`%%jit` then `y = {call.source}`), or compile it with "
             "nnx.jit."
         )
