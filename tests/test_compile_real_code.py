@@ -449,3 +449,6 @@ def test_jit_of_a_stateful_nnx_call_reports_it_and_leaves_the_module_as_it_was(i
         with capture_output():
             ip.run_cell_magic("jit", "", "y = m(x)")
         np.testing.assert_allclose(ip.user_ns["y"], expected, rtol=1e-6)
+    ip.user_ns["closes"] = lambda v: model(v)  # the module closed over: jax.jit cannot
+    with pytest.raises(UsageError, match=r"Run it in a %%jit cell.*`y = closes\(x\)`"):
+        ip.run_line_magic("jit", "closes(x)")

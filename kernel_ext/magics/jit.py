@@ -205,9 +205,8 @@ def _describe_failure(call: Call, error: BaseException) -> str:
         text += (
             "\nThe call changes the state of a flax nnx module it closes over (RNG counts, "
             "batch statistics), which jax.jit cannot write back. Run it in a %%jit cell, "
-            "which writes the "
-            f"module's changes back (`%%jit` then `y = {call.source}`), or compile it with "
-            "nnx.jit."
+            f"which writes the module's changes back (`%%jit` then `y = {call.source}`), "
+            "or pass the module as an argument, or compile it with nnx.jit."
         )
     return text
 
