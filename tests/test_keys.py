@@ -602,6 +602,10 @@ def solve(key):  # a library's own jitted function: its jaxpr holds no frame of 
         return a, b
 
     return inner(key)
+
+
+def draw(key):  # a library's eager draw from the key it is given
+    return jax.random.normal(key, (2,))
 """
 
 
@@ -636,6 +640,35 @@ def test_a_reuse_with_a_use_in_the_users_code_keeps_the_users_fix():
     both = KeyReuse(0, lib, mine, "split", "normal", True)
     assert not both.in_library
     assert "k is reused (used after split)" in both.message()
+
+
+def test_a_reuse_made_by_a_library_names_its_line_and_the_users_lines_that_called_it(
+    tmp_path, monkeypatch
+):
+    folder = tmp_path / "site-packages"
+    folder.mkdir()
+    (folder / "keylib_for_test.py").write_text(LIBRARY)
+    monkeypatch.syspath_prepend(str(folder))
+    import keylib_for_test
+
+    track_keys()
+    key = jax.random.key(0)
+    lines = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):  # the same key given to the library twice
+            lines.append(here() + 1)
+            keylib_for_test.draw(key)
+    sys.modules.pop("keylib_for_test", None)
+    said = [str(w.message) for w in caught if issubclass(w.category, JaxlabWarning)]
+    assert len(said) == 1, said
+    (reuse,) = key_lineage().reuses
+    at = 1 + next(i for i, text in enumerate(LIBRARY.splitlines()) if "normal(key" in text)
+    assert reuse.first.via == reuse.second.via == f"keylib_for_test.py, line {at}"
+    assert reuse.first.where == f"test_keys.py, line {lines[0]}"  # the user's line, as before
+    called = f"normal at keylib_for_test.py, line {at} (called from test_keys.py, line {lines[0]})"
+    assert called in said[0]
+    assert "or your code gives it one key twice" in said[0]
 
 
 def test_an_equation_with_no_user_or_library_line_is_named_after_the_call():

@@ -80,18 +80,33 @@ class KeyReuse:
     @property
     def in_library(self) -> bool:
         """Both uses are in a library's code, none in the user's (diffrax's Brownian tree
-        derives the same keys again on purpose, for the same noise at the same time)."""
-        return all(s.filename and not is_user(s.filename) for s in (self.first, self.second))
+        derives the same keys again on purpose, for the same noise at the same time): both
+        sites are a library's lines, or both were reached through one (``Site.via``)."""
+        return all(
+            s.via or (s.filename and not is_user(s.filename)) for s in (self.first, self.second)
+        )
 
     def message(self) -> str:
         """What happened, where, and the fix that fits the case (plain text, no markup)."""
         if self.in_library:
-            return (
-                f"a key is used twice inside a library ({self.first_op} at {self.first.where}, "
-                f"{self.second_op} at {self.second.where}), not in your code: a library that "
-                "derives its keys again on purpose (diffrax's VirtualBrownianTree does, for "
-                "the same noise at the same time) reuses them by design; if it is not one, "
-                "the key your code gives it is the one to check."
+            first, second = (
+                f"{s.via} (called from {s.where})" if s.via else s.where
+                for s in (self.first, self.second)
+            )
+            head = f"a key is used twice inside a library ({self.first_op} at {first}, "
+            if not (self.first.via and self.second.via):  # only the library's lines known
+                return head + (
+                    f"{self.second_op} at {second}), not in your code: a library that derives "
+                    "its keys again on purpose (diffrax's VirtualBrownianTree does, for the "
+                    "same noise at the same time) reuses them by design; if it is not one, "
+                    "the key your code gives it is the one to check."
+                )
+            return head + (
+                f"{self.second_op} at {second}): either the library derives its keys again "
+                "on purpose (diffrax's VirtualBrownianTree does, for the same noise at the "
+                "same time: nothing to fix), or your code gives it one key twice (give each "
+                "call its own: k1, k2 = jax.random.split(key), or a split per iteration in "
+                "a loop)."
             )
         name = self.name or "the key"
         key = self.name or "key"

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import linecache
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from types import CodeType, FrameType
 
 from ..explain.source import is_user_file, label
@@ -32,6 +33,7 @@ class Site:
     code: str
     filename: str = ""
     lineno: int = 0
+    via: str = ""  # the library's line that called jax.random, when not the user's own
 
     @classmethod
     def unknown(cls) -> Site:
@@ -80,6 +82,7 @@ def user_site(start: FrameType | None = None) -> Site:
     passes its caller's frame) or from the caller's own frame. Asked on every tracked
     call: one function, the caches read in line."""
     frame: FrameType | None = sys._getframe(1) if start is None else start
+    via = None  # ``start``, when a library's frame: the line of its that made the call
     for _ in range(_MAX_DEPTH):
         if frame is None:
             break
@@ -90,11 +93,28 @@ def user_site(start: FrameType | None = None) -> Site:
             code, spot = frame.f_code, (id(frame.f_code), frame.f_lasti)
             found = SPOTS.get(spot)
             if found is not None and found[0] is code:
-                return found[1]
+                return found[1] if via is None else _through(found[1], via)
             site = site_of(filename, frame.f_lineno)
             if len(SPOTS) > 4096:
                 SPOTS.clear()
             SPOTS[spot] = (code, site)  # the code held: its id is no other's meanwhile
-            return site
+            return site if via is None else _through(site, via)
+        if via is None and start is not None and frame is start:
+            via = frame if not filename.startswith(_JAXLAB) else None
         frame = frame.f_back
     return Site.unknown()
+
+
+_JAXLAB = str(Path(__file__).resolve().parents[1])  # jaxlab's own files: never a via
+_THROUGH: dict[tuple[int, str], Site] = {}  # (id(site), via) -> the site with it
+
+
+def _through(site: Site, frame: FrameType) -> Site:
+    """``site`` reached through a library's line (``frame``, the caller of jax.random)."""
+    via = site_of(frame.f_code.co_filename, frame.f_lineno).where
+    found = _THROUGH.get((id(site), via))
+    if found is None or found.where != site.where:  # (an id of a site gone: another's)
+        if len(_THROUGH) > 4096:
+            _THROUGH.clear()
+        found = _THROUGH[(id(site), via)] = replace(site, via=via)
+    return found
