@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from IPython.utils.capture import capture_output
 
 from jaxlab import JaxlabWarning, key_flow, key_lineage, track_keys
 from jaxlab.keys import events, record, store, track
@@ -681,3 +682,33 @@ def test_an_equation_with_no_user_or_library_line_is_named_after_the_call():
     eqn = Fake(source_info=Fake(traceback=Fake(frames=[jaxs, ours])))
     call = Site("In[4], line 2", "In[4]", "sol = solve(key)")
     assert flow._site(eqn, flow._State(call_site=call)) is call
+
+
+def test_a_key_a_jitted_function_drew_from_and_returned_is_returned_spent():
+    track_keys()
+
+    @jax.jit
+    def step(k):
+        k, sub = jax.random.split(k)
+        return k, sub, jax.random.normal(sub, (2,))  # sub drawn from, and returned
+
+    k, sub, _ = step(jax.random.key(0))
+    jax.random.normal(k, (2,))  # the fresh key it returned: no reuse
+    assert key_lineage().reuses == ()
+    with pytest.warns(JaxlabWarning, match="sub is reused"):
+        jax.random.normal(sub, (2,))  # drawn from inside step already: told at once
+    (reuse,) = key_lineage().reuses
+    assert (reuse.first_op, reuse.second_op) == ("normal", "normal")
+
+
+def test_a_jit_cells_key_drawn_from_again_in_the_next_cell_is_the_users_reuse(ip):
+    with capture_output():
+        ip.run_line_magic("keys", "on")
+        ip.run_cell("import jax\nkey = jax.random.key(0)")
+        ip.run_cell_magic(
+            "jit", "", "key, sub = jax.random.split(key)\ny = jax.random.normal(sub, (3,))"
+        )
+        ip.run_cell_magic("jit", "", "z = jax.random.normal(sub, (3,))")  # sub: drawn from
+    (reuse,) = key_lineage().reuses
+    assert not reuse.in_library  # the cell's compiled code ("<jaxlab cell>") is the user's
+    assert reuse.message().startswith("sub is reused (consumed twice)")

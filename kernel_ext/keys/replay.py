@@ -4,7 +4,8 @@ Each call noted by :class:`~jaxlab.keys.jit.TrackedJit` is replayed on the templ
 trace wrote: the keys it was given (their data, read now), one node per key the function
 derived (without data: it lived inside the program), one event per draw (a reuse found
 here is warned about when the cell ends), and the keys it returned, children of the key
-it was given.
+it was given; one it drew from (or split) inside the call is returned spent, so a later
+draw from it is a reuse.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from .site import Site
 
 if TYPE_CHECKING:
     from .store import KeyStore
+
+from .store import _add_one
 
 
 def replay(self: KeyStore, call: Call) -> None:
@@ -43,6 +46,7 @@ def replay(self: KeyStore, call: Call) -> None:
             loose[j] = [self._new_node(b"", "", "traced", None, None, None, op_site, True)]
         return loose[j]
 
+    spent: dict[int, int] = {}  # node -> the event of this call that consumed it
     for j, op in enumerate(template.ops):
         inputs = nodes_of(op.source, op.site)
         event = self._event(
@@ -50,6 +54,8 @@ def replay(self: KeyStore, call: Call) -> None:
         )
         if op.kind == "consume" or op.op == "split":
             self._unwarned.extend(self._consume(inputs, event))
+            for node in inputs:
+                spent.setdefault(node, event)
         if op.kind != "consume":
             parent = inputs[0] if inputs else None
             op_nodes[j] = [self._new_node(b"", "", op.op, parent, None, event, op.site, True)]
@@ -66,9 +72,16 @@ def replay(self: KeyStore, call: Call) -> None:
         if not owners:
             owners = next(iter(arg_nodes.values()), [])
         parent = owners[0] if owners else None
+        # the key returned is the one the template's node stands for (an op's result, a
+        # tracer of its own): consumed inside the call, it is returned spent
+        used = spent.get(parent) if ref is not None and ref[0] != "arg" and parent else None
         for row in rows_of(key):
             raw = row.tobytes()
             if raw not in self._data_index():
-                self._new_node(
+                node = self._new_node(
                     raw, "", f"returned by {template.name}", parent, None, None, site, True
                 )
+                if used is not None:  # a later draw from it is a reuse, told at once
+                    self._consumed_by[node] = used
+                    _add_one(self._consumers, node, used)
+                    self._consumed_data.add(raw)
