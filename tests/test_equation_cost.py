@@ -143,6 +143,8 @@ def test_the_magic_draws_and_returns_the_costs_and_refuses_what_it_cannot(ip):
     grad = ip.run_line_magic("jaxpr", "--cost bytes --grad -o mm(a, b)")
     assert grad.measure == "bytes" and grad.total_bytes > c.total_bytes
     before = dict(ip.user_ns)
+    bare = ip.run_line_magic("jaxpr", "-o --cost mm(a, b)")  # --cost alone: FLOPs
+    assert bare.measure == "flops" and bare.total_flops == c.total_flops
     with pytest.raises(UsageError, match="one of flops, bytes, transcendentals, not 'time'"):
         ip.run_line_magic("jaxpr", "--cost time mm(a, b)")
     with pytest.raises(UsageError, match="leave out --text"):

@@ -19,6 +19,7 @@ The call is traced, never run. Its plain-Python twins are ``jaxlab.jaxpr_graph``
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -37,6 +38,9 @@ from ._progress import watching
 
 # Options that take a value: the call expression starts after the last option (and value).
 _VALUED = frozenset({"--depth", "--budget", "--open", "--cost"})
+# `--cost f(x)`: the call comes next (its first word has a bracket), so FLOPs are meant;
+# `--cost flop f(x)` stays a (misspelt) measure, refused with the list
+_BARE_COST = re.compile(r"(?<!\S)--cost(?=\s+[^\s(=]*\()")
 
 
 @magics_class
@@ -78,8 +82,8 @@ class JaxprMagics(Magics):
         default=None,
         metavar="WHAT",
         help="FLOPs, bytes or transcendentals per equation drawn on the program (--cost "
-        "flops, --cost bytes): from the compiled program, loops counted by their trip "
-        "counts (jaxlab.equation_costs).",
+        "flops, --cost bytes; --cost alone: flops): from the compiled program, loops "
+        "counted by their trip counts (jaxlab.equation_costs).",
     )
     @argument(
         "--budget",
@@ -98,7 +102,7 @@ class JaxprMagics(Magics):
 
         Example: ``%jaxpr --grad loss(params, batch)``.
         """
-        options, source = split_options(line, _VALUED)
+        options, source = split_options(_BARE_COST.sub("--cost flops", line), _VALUED)
         args = parse_options(self.jaxpr, options)
         views = [name for name in ("text", "stablehlo", "hlo") if getattr(args, name)]
         if len(views) > 1:
