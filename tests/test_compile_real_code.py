@@ -199,6 +199,9 @@ def test_modules_through_jaxpr_grad_and_jit(ip, models, name):
 
     r = ip.run_line_magic("jit", "-o call(model, v)")
     np.testing.assert_allclose(r.value, expected, rtol=1e-6)
+    # the model called itself (jax.jit of an equinox module hashed its arrays and raised)
+    called = ip.run_line_magic("jit", "-o model(v)")
+    np.testing.assert_allclose(called.value, model(v), rtol=1e-6)
     text = ip.run_line_magic("jaxpr", "-o --text call(model, v)")
     assert "dot_general" in text.text
 

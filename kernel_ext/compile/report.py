@@ -245,6 +245,21 @@ def _normalise_static(
     return nums, names
 
 
+def _called_module(fun: Any) -> bool:
+    """Whether ``fun`` is a model called as a function (``mlp(x)``): an object, not a
+    function or a jitted one, whose class defines ``__call__`` and which holds arrays as a
+    pytree (an equinox module) or is a flax nnx module."""
+    import jax
+
+    if inspect.isroutine(fun) or isinstance(fun, functools.partial) or hasattr(fun, "trace"):
+        return False
+    if not inspect.isfunction(inspect.getattr_static(type(fun), "__call__", None)):
+        return False
+    if nnx_of(fun) is not None:
+        return True
+    return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(fun))
+
+
 def _code_of(fun: Any) -> Any:
     """The code object that runs when JAX traces ``fun`` (a jitted function's, a partial's
     function's, a callable object's ``__call__``), or None."""
@@ -334,9 +349,9 @@ def compile_report(
             "arguments were fixed by jax.jit; pass the plain function instead"
         )
     plain = target if target is not None else fun
-    if nnx_of(plain) is not None:  # a flax nnx module called: the module an argument,
-        # traced as arrays (its state changes inside the trace: RNG counts, statistics),
-        # so the user's module is left as it was (a report, not a call of theirs)
+    if _called_module(plain):  # its class's call, the module an argument: traced as arrays
+        # (jax.jit of the module itself hashes its arrays; an nnx module's state changes
+        # inside the trace, RNG counts, statistics), and the user's module left as it was
         plain, args = type(plain).__call__, (plain, *args)
         nums = tuple(n + 1 for n in nums)
     if hasattr(plain, "trace") and hasattr(plain, "lower"):

@@ -33,7 +33,7 @@ from jax.extend import core, source_info_util
 
 from .._jax_compat import scan_counts
 from .model import KeyReuse
-from .site import Site, is_user, site_of
+from .site import OWN_CODE, Site, is_user, site_of
 from .switch import DERIVERS, SAMPLERS, paused
 
 _SUMMARY = re.compile(r"^(.*?):(\d+)(?::\d+)? \((.*)\)$")
@@ -181,12 +181,8 @@ def flow_of_jaxpr(closed: Any, name: str, call_site: Site | None = None) -> KeyF
     return KeyFlow(name, tuple(state.keys), tuple(state.uses), tuple(state.reuses))
 
 
-# jaxlab's own files and JAX's: never the line a key was used at
-_NOT_LIBRARY = (
-    str(Path(__file__).resolve().parents[1]),
-    str(Path(jax.__file__).resolve().parent),
-    "<",
-)
+# jaxlab's own code and JAX's: never the line a key was used at
+_NOT_LIBRARY = (*OWN_CODE, str(Path(jax.__file__).resolve().parent))
 
 
 def _is_key(aval: Any) -> bool:

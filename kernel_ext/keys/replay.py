@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 
 from .calls import Call, Ref, rows_of
 from .site import Site
+from .store import _add_one
 
 if TYPE_CHECKING:
     from .store import KeyStore
-
-from .store import _add_one
 
 
 def replay(self: KeyStore, call: Call) -> None:

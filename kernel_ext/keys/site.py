@@ -100,13 +100,14 @@ def user_site(start: FrameType | None = None) -> Site:
             SPOTS[spot] = (code, site)  # the code held: its id is no other's meanwhile
             return site if via is None else _through(site, via)
         if via is None and start is not None and frame is start:
-            via = frame if not filename.startswith(_NEVER_VIA) else None
+            via = frame if not filename.startswith(OWN_CODE) else None
         frame = frame.f_back
     return Site.unknown()
 
 
-# jaxlab's own files, and code made at run time (a %%jit cell's "<jaxlab cell>": the user's)
-_NEVER_VIA = (str(Path(__file__).resolve().parents[1]), "<")
+# jaxlab's own files, and code made at run time (a %%jit cell's "<jaxlab cell>": the user's):
+# never a library's line
+OWN_CODE = (str(Path(__file__).resolve().parents[1]), "<")
 _THROUGH: dict[tuple[int, str], Site] = {}  # (id(site), via) -> the site with it
 
 
