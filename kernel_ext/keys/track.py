@@ -40,6 +40,7 @@ import numpy as np
 
 from .._jax_compat import key_data_now, key_impl_now, tracing_loop_body, watch_key_unpacking
 from .._warning import JaxlabWarning
+from ..session.work import WORK_ANYWHERE as _ANYWHERE
 from ..session.work import WORK_DEPTH as _WORK
 from .calls import TRACING, TemplateOp, dtype_name, is_typed, rows_of
 from .identity import SAME_AS_BEFORE, forget_uses, used_before
@@ -395,15 +396,17 @@ def _as_rows(data: Any) -> np.ndarray:
 
 
 # Callbacks compiled into the user's functions: they outlive tracking, so they check it,
-# and jaxlab's own work. A callback runs on the calling thread on CPU; an accelerator's
-# runs on a thread of its runtime's, where jaxlab's work is not seen (its calls recorded).
+# and jaxlab's own work. A callback runs on the calling thread on CPU, and on a thread of
+# its runtime's on an accelerator (a TPU's: "Dummy-2"), which sees no thread's marker:
+# they ask whether any thread is in jaxlab's work. (A user's call dispatched before a
+# measuring magic whose callback runs only once the magic has begun is then not recorded.)
 def _on_create(name: str, impl: str, site: Site, data: Any) -> None:
-    if _WRAPPERS and not _WORK.draws:
+    if _WRAPPERS and not _ANYWHERE.draws:
         key_lineage().created(name, _as_rows(data), impl, site, True)
 
 
 def _on_derive(name: str, impl: str, site: Site, again: bool, parent: Any, child: Any) -> None:
-    if _WRAPPERS and not _WORK.draws:
+    if _WRAPPERS and not _ANYWHERE.draws:
         lineage, same = key_lineage(), SAME_AS_BEFORE if again else None
         rows, children = _as_rows(parent), _as_rows(child)
         lineage.unwarned(lineage.derived(name, rows, children, impl, site, True, same))
@@ -412,7 +415,7 @@ def _on_derive(name: str, impl: str, site: Site, again: bool, parent: Any, child
 def _on_consume(
     name: str, impl: str, shape: tuple[int, ...], dtype: str, site: Site, again: bool, data: Any
 ) -> None:
-    if _WRAPPERS and not _WORK.draws:
+    if _WRAPPERS and not _ANYWHERE.draws:
         lineage, same = key_lineage(), SAME_AS_BEFORE if again else None
         rows = _as_rows(data)
         lineage.unwarned(lineage.consumed(name, rows, impl, shape, dtype, site, True, same))
