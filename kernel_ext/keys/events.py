@@ -28,6 +28,7 @@ from . import store as _store
 from .calls import DTYPE_NAMES, Call, data_bytes, dtype_name, host_bytes
 from .model import KeyReuse
 from .replay import replay
+from .runs import record_run
 from .site import Site
 from .store import (
     _GONE,
@@ -361,7 +362,14 @@ class KeyRecorder(KeyStore):
         consumed_data, site_ids = self._consumed_data, self._site_ids
         rows: dict[tuple[Any, ...], Any] = {}  # (op, site, key's origin, its site) -> table row
         shapes, names = _SHAPES, DTYPE_NAMES  # (a draw's shape and dtype, one object each)
+        resume = 0  # where the last run of token calls recorded at once ended
         for at in range(0, len(noted), _NOTE):
+            if at < resume:
+                continue
+            if type(noted[at + 1]) is int and not self._pending:  # a loop's calls: at once
+                resume = record_run(self, noted, at, firsts, rows, _AVAL, shapes, _shared)
+                if resume > at:
+                    continue
             op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
             if op is _RECORDED:  # a split recorded when called: its keys' data, for tokens
                 blob = out if isinstance(out, bytes) else data_bytes([out])[0]
