@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import store as _store
-from .calls import DTYPE_NAMES, Call, data_bytes, dtype_name, host_bytes
+from .calls import Call, data_bytes, dtype_name, host_bytes
 from .model import KeyReuse
 from .replay import replay
 from .runs import record_run
@@ -354,14 +353,9 @@ class KeyRecorder(KeyStore):
         # where in `noted` a split is -> its first key's node: a key known by its token is
         # that split's i-th key, found with no look-up of its data (a flat walk, in order)
         firsts: dict[int, int] = {}
-        nodes, consumed, events = self._nodes, self._consumed_by, self._events
-        node_rows, event_rows = nodes.flat, events.flat  # (one row: 8 values, in order)
-        # (their lengths, as values: Rows' own methods are calls, on every recorded call)
-        most_events, most_nodes = _store.MAX_EVENTS * 8, _store.MAX_NODES * 8
-        consumers = self._consumers
-        consumed_data, site_ids = self._consumed_data, self._site_ids
+        nodes, consumed = self._nodes, self._consumed_by
         rows: dict[tuple[Any, ...], Any] = {}  # (op, site, key's origin, its site) -> table row
-        shapes, names = _SHAPES, DTYPE_NAMES  # (a draw's shape and dtype, one object each)
+        shapes = _SHAPES  # (a draw's shape, one object each)
         resume = 0  # where the last run of token calls recorded at once ended
         for at in range(0, len(noted), _NOTE):
             if at < resume:
@@ -394,51 +388,6 @@ class KeyRecorder(KeyStore):
                 node = None if first is None else first + i
                 if node is not None and (node < nodes.base or node in consumed):
                     node = None  # forgotten, or used: known by its data
-                if node is not None:  # that key, by identity (not forgotten, not used)
-                    count = shape[0] if split and len(shape) == 1 else 0
-                    if (not split or 0 < count <= EAGER_KEYS) and not self._pending:
-                        site_id = site_ids.get(id(site))
-                        if site_id is None:
-                            site_id = self._site_id(site)
-                        index = events.base + len(event_rows) // 8
-                        at_node = (node - nodes.base) * 8  # its key's row: data, origin, site
-                        data, origin, made_at = (
-                            node_rows[at_node],
-                            node_rows[at_node + 2],
-                            node_rows[at_node + 6],
-                        )
-                        if split:
-                            kind, dtype = "derive", "key"
-                        else:
-                            kind, dtype = "consume", names.get(dtype) or dtype_name(dtype)
-                        event_rows += (op, kind, node, shape, dtype, site_id, False, False)
-                        if node in consumers:
-                            _add_one(consumers, node, index)
-                        else:
-                            consumers[node] = index
-                        consumed[node] = index
-                        if data:
-                            consumed_data.add(data)
-                        if len(event_rows) > most_events:  # the oldest out, as _event does
-                            self._drop_events()
-                        row = rows.get((op, site_id, origin, made_at))
-                        if row is None:  # the table's own call, the row it made kept
-                            up = (origin, self._site_list[made_at].where)
-                            row = self._table_row(rows, split, op, site, up, index, count)
-                            rows[(op, site_id, origin, made_at)] = row
-                        else:
-                            row.count += count if split else 1
-                        if split:  # its keys, one node each, as _flush makes them
-                            blob = out if isinstance(out, bytes) else data_bytes([out])[0]
-                            width = len(blob) // count
-                            noted[at + 7] = (blob, width)  # for the tokens of its keys
-                            first = firsts[at] = nodes.base + len(node_rows) // 8
-                            for i in range(count):  # (indexed by data when asked)
-                                raw = blob[i * width : (i + 1) * width]
-                                node_rows += (raw, impl, op, node, i, index, site_id, False)
-                            if len(node_rows) > most_nodes:  # the oldest out, as _node does
-                                self._forget(max(1, _store.MAX_NODES // 10))
-                        continue
                 held = noted[where + 7]  # its keys read by now: rows, or (bytes, width)
                 raw = held[i].tobytes() if type(held) is not tuple else _row(held, i)
                 obj = None  # known by its data: the newest key of that data not yet used

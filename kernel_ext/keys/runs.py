@@ -17,14 +17,17 @@ other than two keys, a key forgotten or consumed already): the call-by-call way 
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain, repeat
 from typing import Any
+
+import numpy as np
 
 from . import store as _store
 from .calls import DTYPE_NAMES, data_bytes, dtype_name
-from .store import _NOTE, _TOKENS
+from .store import _NOTE, _TOKENS, EAGER_KEYS
 
 CHUNK = 1024  # calls recorded together at most
-_TWO = (2,)  # a split's shape: two keys
+_FEW = EAGER_KEYS  # a split into at most this many keys: its keys known by their tokens
 
 
 def record_run(
@@ -32,116 +35,179 @@ def record_run(
     aval: str, shapes: dict[Any, Any], shared: Any,
 ) -> int:  # fmt: skip
     """Make the records of the run of token calls that starts at ``at`` in ``noted`` (an
-    eager loop's draws, and its splits into two keys); returns where in ``noted`` the run
+    eager loop's draws, and its splits into a few keys); returns where in ``noted`` the run
     ended (``at`` when the call there is not one). ``firsts``: where in ``noted`` a split
     is -> its first key's node, read and written; ``rows``: the site table's rows by
     (op, site, the key's origin, its site), read and written; ``aval``: the dtype a draw is
     noted with; ``shapes`` and ``shared``: one tuple per shape."""
-    end = min(len(noted), at + CHUNK * _NOTE)
+    stop = min(len(noted), at + CHUNK * _NOTE)
+    raws, counts = noted[at + 1 : stop : _NOTE], noted[at + 4 : stop : _NOTE]
+    dtypes = noted[at + 5 : stop : _NOTE]
+    fits = [  # a token; a draw, or a split into a few keys
+        type(raw) is int and (dtype is aval or (dtype is None and type(c) is int and 0 < c <= _FEW))
+        for raw, c, dtype in zip(raws, counts, dtypes, strict=True)
+    ]  # fmt: skip
+    n = fits.index(False) if False in fits else len(fits)
+    if n == 0:
+        return at
     nodes, events = recorder._nodes, recorder._events
     node_rows, event_rows = nodes.flat, events.flat
-    # past a cap the oldest tenth is forgotten, as the call-by-call way forgets it: right
-    # after the call that went past (the run ends with that call)
-    most_events, most_nodes = _store.MAX_EVENTS * 8, _store.MAX_NODES * 8
-    consumed, site_ids, site_id_of = recorder._consumed_by, recorder._site_ids, recorder._site_id
-    base, names = nodes.base, DTYPE_NAMES
-    made = base + len(node_rows) // 8  # the node the next key made gets
-    first_made, first_event = made, events.base + len(event_rows) // 8
-    index = first_event
-    used: list[int] = []  # each call's key (its node), in order
-    keys: list[tuple[Any, ...]] = []  # each call's site-table row key, in order
-    splits = 0
-    j = at
-    while j < end:
-        op, raw, impl, site, shape, dtype, _, out = noted[j : j + _NOTE]
-        if type(raw) is not int:
-            break
-        split = dtype is None
-        if split and (shape != 2 or type(shape) is not int):
-            break  # a split into other than two keys: the call-by-call way
-        if not split and dtype is not aval:
-            break
-        t = raw % _TOKENS
-        first = firsts.get(t // 16 * 8)
-        if first is None:
-            break
-        node = first + t % 16
-        if node < base or node in consumed:
-            break  # forgotten, or used already: known by its data
-        site_id = site_ids.get(id(site))
-        if site_id is None:
-            site_id = site_id_of(site)
-        at_node = (node - base) * 8  # its key's row: data, origin, site
-        origin, made_at = node_rows[at_node + 2], node_rows[at_node + 6]
-        if split:
-            event_rows += (op, "derive", node, _TWO, "key", site_id, False, False)
-            blob = out if type(out) is bytes else data_bytes([out])[0]
-            width = len(blob) // 2
-            noted[j + 7] = (blob, width)  # for the tokens of its keys
-            firsts[j] = made
-            made += 2
-            splits += 1
-            node_rows += (
-                blob[:width], impl, op, node, 0, index, site_id, False,
-                blob[width:], impl, op, node, 1, index, site_id, False,
-            )  # fmt: skip
-        else:
-            kind_shape = shape.shape
-            event_rows += (
-                op, "consume", node, shapes.get(kind_shape) or shared(kind_shape),
-                names.get(shape.dtype) or dtype_name(shape.dtype), site_id, False, False,
-            )  # fmt: skip
-        used.append(node)
-        keys.append((op, site_id, origin, made_at))
-        index += 1
-        j += _NOTE
-        if len(event_rows) > most_events or len(node_rows) > most_nodes:
-            break
-    if j == at:
+    base, made = nodes.base, nodes.base + len(node_rows) // 8  # (made: the next key's node)
+    made_n = np.array(
+        [c if d is None else 0 for c, d in zip(counts[:n], dtypes[:n], strict=True)], np.int64
+    )
+    made_first = made + np.cumsum(made_n) - made_n  # each split's first key's node
+    tokens = np.array(raws[:n], np.int64) % _TOKENS
+    where, kid = tokens // 16 * 8, tokens % 16  # the split's place in noted, the key's index
+    inside = (where - at) // _NOTE  # that split among these calls (below 0: before them)
+    found = np.full(n, -1, np.int64)
+    ok = (inside >= 0) & (inside < np.arange(n))
+    ok[ok] &= made_n[inside[ok]] > kid[ok]
+    found[ok] = made_first[inside[ok]] + kid[ok]
+    consumed = recorder._consumed_by
+    for k in np.flatnonzero(inside < 0).tolist():  # a split recorded before them (a few)
+        first = firsts.get(int(where[k]))
+        node = -1 if first is None else first + int(kid[k])
+        if node >= base and node not in consumed:
+            found[k] = node
+    bad = np.flatnonzero(found < 0)
+    n = int(bad[0]) if len(bad) else n
+    if len(set(found[:n].tolist())) < n:  # a key used twice (a token is used once): a reuse,
+        n = _first_again(found[:n].tolist())  # told by the call-by-call way
+    # past a cap the oldest tenth is forgotten right after the call that went past, as the
+    # call-by-call way forgets it: the run ends with that call
+    held_events = len(event_rows) // 8 + np.arange(1, n + 1)
+    held_nodes = len(node_rows) // 8 + np.cumsum(made_n[:n])
+    past = np.flatnonzero((held_events > _store.MAX_EVENTS) | (held_nodes > _store.MAX_NODES))
+    n = int(past[0]) + 1 if len(past) else n
+    if n == 0:
         return at
-    _consumed(recorder, used, first_event, first_made, node_rows, base)
-    _count_rows(recorder, keys, first_event, rows)
-    if len(event_rows) > most_events:
+    end = at + n * _NOTE
+    used = found[:n].tolist()
+    ops, impls = noted[at:end:_NOTE], noted[at + 2 : end : _NOTE]
+    site_ids, site_id_of = recorder._site_ids, recorder._site_id
+    sids = [
+        i if (i := site_ids.get(id(site))) is not None else site_id_of(site)
+        for site in noted[at + 3 : end : _NOTE]
+    ]
+    first_event = events.base + len(event_rows) // 8
+    counts = counts[:n]
+    splits = np.flatnonzero(made_n[:n]).tolist()
+    if splits:  # their keys, one node each, as the call-by-call way makes them
+        _made(recorder, noted, at, splits, counts, ops, impls, sids, used, first_event)
+        firsts.update(
+            zip([at + k * _NOTE for k in splits], made_first[splits].tolist(), strict=True)
+        )
+    names = DTYPE_NAMES
+    event_rows += chain.from_iterable(zip(
+        ops,
+        ["consume" if d is aval else "derive" for d in dtypes[:n]],
+        used,
+        [(c,) if type(c) is int else shapes.get(c.shape) or shared(c.shape) for c in counts],
+        ["key" if type(c) is int else names.get(c.dtype) or dtype_name(c.dtype)
+         for c in counts],
+        sids, repeat(False, n), repeat(False, n), strict=False,
+    ))  # fmt: skip
+    at_nodes = [(node - base) * 8 for node in used]
+    origins = [node_rows[i + 2] for i in at_nodes]
+    made_ats = [node_rows[i + 6] for i in at_nodes]
+    _consumed(recorder, used, first_event, made, [node_rows[i] for i in at_nodes])
+    each = [c if type(c) is int else 0 for c in counts]  # a split's keys; a draw: 0
+    _count_rows(recorder, list(zip(ops, sids, origins, made_ats, each, strict=True)),
+                first_event, rows)  # fmt: skip
+    if len(event_rows) > _store.MAX_EVENTS * 8:
         recorder._drop_events()
-    if len(node_rows) > most_nodes:
+    if len(node_rows) > _store.MAX_NODES * 8:
         recorder._forget(max(1, _store.MAX_NODES // 10))
-    return j
+    return end
 
 
-def _consumed(
-    recorder: Any, used: list[int], first_event: int, first_made: int, node_rows: list[Any],
-    base: int,
+def _first_again(used: list[int]) -> int:
+    """Where in ``used`` a node comes for the second time."""
+    seen: set[int] = set()
+    for k, node in enumerate(used):
+        if node in seen:
+            return k
+        seen.add(node)
+    return len(used)
+
+
+def _made(
+    recorder: Any, noted: list[Any], at: int, splits: list[int], counts: list[Any],
+    ops: list[str], impls: list[str], sids: list[int], used: list[int], first_event: int,
 ) -> None:  # fmt: skip
-    """Each used key consumed by its call's event: the maps and the data consumed, at once."""
+    """The keys of the run's splits (at ``splits`` among its calls), one node row each:
+    data, impl, op, parent, index, event, site, traced."""
+    outs = [noted[at + k * _NOTE + 7] for k in splits]
+    unread = [i for i, out in enumerate(outs) if type(out) is not bytes]
+    if unread:  # (not unpacked, or no host buffer: read now, together)
+        for i, blob in zip(unread, data_bytes([outs[i] for i in unread]), strict=True):
+            outs[i] = blob
+    node_rows = recorder._nodes.flat
+    if all(counts[k] == 2 for k in splits):  # `key, sub = split(key)`, all of them: at once
+        widths = [len(blob) // 2 for blob in outs]
+        for k, blob, width in zip(splits, outs, widths, strict=True):
+            noted[at + k * _NOTE + 7] = (blob, width)  # for the tokens of their keys
+        parents, events = [used[k] for k in splits], [first_event + k for k in splits]
+        s_ops, s_impls, s_sites = (
+            [ops[k] for k in splits],
+            [impls[k] for k in splits],
+            [sids[k] for k in splits],
+        )
+        node_rows += chain.from_iterable(zip(
+            [b[:w] for b, w in zip(outs, widths, strict=True)], s_impls, s_ops, parents,
+            repeat(0), events, s_sites, repeat(False),
+            [b[w:] for b, w in zip(outs, widths, strict=True)], s_impls, s_ops, parents,
+            repeat(1), events, s_sites, repeat(False), strict=False,
+        ))  # fmt: skip
+        return
+    for k, blob in zip(splits, outs, strict=True):
+        count = counts[k]
+        width = len(blob) // count
+        noted[at + k * _NOTE + 7] = (blob, width)  # for the tokens of its keys
+        op, impl, node, event, site = ops[k], impls[k], used[k], first_event + k, sids[k]
+        for i in range(count):
+            data = blob[i * width : (i + 1) * width]
+            node_rows += (data, impl, op, node, i, event, site, False)
+
+
+def _consumed(recorder: Any, used: list[int], first_event: int, made: int, data: list[Any]) -> None:
+    """Each used key consumed by its call's event (``data``, each key's): the maps and the
+    data consumed, at once. Keys from ``made`` on were made in this run: used by nothing
+    else yet."""
     consumers, consumed = recorder._consumers, recorder._consumed_by
     events = range(first_event, first_event + len(used))
     consumed.update(zip(used, events, strict=True))
-    fresh = [node >= first_made for node in used]
-    if all(fresh):  # keys made in this run: consumed by nothing else yet
-        consumers.update(zip(used, events, strict=True))
-    else:
-        for node, event in zip(used, events, strict=True):
-            _store._add_one(consumers, node, event)
-    recorder._consumed_data.update(
-        data for data in (node_rows[(node - base) * 8] for node in used) if data
-    )
+    older = [k for k, node in enumerate(used) if node < made]  # (a few: the run's first)
+    held = [consumers.get(used[k]) for k in older]
+    consumers.update(zip(used, events, strict=True))
+    for k, before in zip(older, held, strict=True):
+        if before is not None:  # its earlier consumers kept, this one added
+            consumers[used[k]] = before
+            _store._add_one(consumers, used[k], first_event + k)
+    consumed_data = recorder._consumed_data
+    consumed_data.update(data)
+    consumed_data.discard(b"")  # (a traced key's: no data)
+    consumed_data.discard(None)
 
 
 def _count_rows(
     recorder: Any, keys: list[tuple[Any, ...]], first_event: int, rows: dict[Any, Any]
 ) -> None:
-    """The per-site table told of the run's calls: a row made by its first call (as the
+    """The per-site table told of the run's calls, ``keys`` (op, site, the key's origin, its
+    site, the number of keys a split made, 0 for a draw): a row made by its first call (as the
     call-by-call way makes it), then counted once for the rest."""
     sites = recorder._site_list
     for key, calls in Counter(keys).items():
-        op, site_id, origin, made_at = key
-        split = op == "split"  # (a split is noted as "split"; a draw by its sampler's name)
-        each = 2 if split else 1
-        row = rows.get(key)
+        op, site_id, origin, made_at, count = key
+        split = count > 0
+        cached = (op, site_id, origin, made_at)
+        each = count if split else 1
+        row = rows.get(cached)
         if row is None:
             up = (origin, sites[made_at].where)
             first = first_event + keys.index(key)
             row = recorder._table_row(rows, split, op, sites[site_id], up, first, each)
-            rows[key] = row
+            rows[cached] = row
             calls -= 1
         row.count += each * calls
