@@ -371,7 +371,9 @@ class KeyStore:
         self._indexed = max(indexed, nodes.base)
         self._dropped += len(old)
         if len(self._consumed_data) > MAX_NODES + MAX_NOTED:  # the forgotten keys' data out
-            held = [nodes.value(n, 0) for n in consumed if n in nodes]
+            flat, base, width = nodes.flat, nodes.base, _WIDTH  # (Rows' own calls: per key)
+            top = len(flat) // width
+            held = [flat[(n - base) * width] for n in consumed if 0 <= n - base < top]
             noted = [raw for raw in self._noted[1::_NOTE] if type(raw) is bytes]
             data = self._consumed_data  # in place: a caller recording noted calls holds it
             data.clear()
