@@ -8,19 +8,12 @@ from collections.abc import Callable
 
 import jax
 import pytest
-from test_keys_unpacked import notes_by_token
+from test_keys_unpacked import notes_by_token, pairs
 
 from jaxlab import JaxlabWarning, key_lineage, track_keys
 from jaxlab.keys import events, runs, store
 
 pytestmark = pytest.mark.usefixtures("fresh_lineage")
-
-
-def pairs(steps: int) -> None:
-    key = jax.random.key(3)
-    for _ in range(steps):
-        key, sub = jax.random.split(key)
-        jax.random.normal(sub, (3,))
 
 
 def three_ways(steps: int) -> None:
