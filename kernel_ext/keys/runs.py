@@ -3,15 +3,16 @@
 ``key, sub = split(key)`` then a draw from ``sub``, in a loop: every call after the first is
 noted by a token (the split that made its key, the key's index there) and its records are
 made when the lineage is next read (``KeyRecorder._record_noted``). This module makes them
-for a run of such calls at once: one pass over the run that finds each call's key (by
-arithmetic on the tokens: no look-up of key data) and writes its event, and a split's two
-keys; then the maps from keys to the events that consumed them, the data consumed and the
-per-site table, each updated once for the whole run. The records are those the call-by-call
-way makes, in the same order, with the same numbers (``tests/test_key_runs.py`` compares
-the two on the same calls).
+for a run of such calls at once, column by column: each call's key found by NumPy
+arithmetic on the tokens (no look-up of key data), then the event rows, the split's keys'
+rows, the maps from keys to the events that consumed them, the data consumed and the
+per-site table, each written once for the whole run. The records are those the
+call-by-call way makes, in the same order, with the same numbers; past a cap the oldest are
+forgotten after the same call (``tests/test_key_runs.py`` compares the two).
 
 A run ends at the first call that is not such a call (a key read by its data, a split into
-other than two keys, a key forgotten or consumed already): the call-by-call way records it.
+more than ``EAGER_KEYS`` keys, a key forgotten or consumed already): the call-by-call way
+records it, by the key's data.
 """
 
 from __future__ import annotations
