@@ -105,3 +105,39 @@ def test_a_key_given_twice_within_a_run_is_left_to_the_call_by_call_way():
     one found twice, the run stops before the second, which is then recorded by data."""
     assert runs._first_again([4, 5, 6, 5, 7]) == 3
     assert runs._first_again([4, 5, 6]) == 3
+
+
+def mixed(seed: int) -> Callable[[int], None]:
+    """A program drawn at random (from ``seed``): splits into two to four keys unpacked,
+    draws, a fold-in now and then, a key drawn from twice now and then, fresh seeds."""
+    import random
+
+    def program(steps: int) -> None:
+        pick = random.Random(seed)
+        keys = [jax.random.key(seed)]
+        for _ in range(steps):
+            newest = pick.random() < 0.9  # (mostly the newest key, as a loop's)
+            key = keys.pop() if newest or len(keys) < 2 else keys.pop(pick.randrange(len(keys)))
+            move = pick.random()
+            if move < 0.55:
+                keys.extend(jax.random.split(key, pick.choice((2, 2, 3, 4))))
+            elif move < 0.95:
+                jax.random.normal(key, (2,))
+            elif move < 0.97:
+                keys.append(jax.random.fold_in(key, 7))
+            else:
+                jax.random.uniform(key)
+                jax.random.uniform(key)  # (a reuse)
+                keys.append(jax.random.key(pick.randrange(1000)))
+            if not keys:
+                keys.append(jax.random.key(seed + 1))
+
+    return program
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_a_random_program_recorded_a_run_at_a_time_is_recorded_as_by_its_data(seed):
+    program = mixed(seed)
+    by_token, by_data = lineage_of(program, 200, True), lineage_of(program, 200, False)
+    assert by_token.pop("by token") > 40 and by_data.pop("by token") == 0
+    assert by_token["reuses"] and by_token == by_data
