@@ -30,6 +30,7 @@ from .replay import replay
 from .runs import record_run
 from .site import Site
 from .store import (
+    _AVAL,
     _GONE,
     _NOTE,
     _NOTED_LIMIT,
@@ -38,6 +39,7 @@ from .store import (
     MAX_REUSES,
     KeyStore,
     _add_one,
+    _shared,
 )
 from .store import _Pending as _Pending
 
@@ -45,16 +47,6 @@ MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
 UNREAD_SPLITS = 16  # a noted split's keys not read when unpacked: read this many splits on
 _RECORDED = "<recorded split>"  # a split recorded when called, in _noted for its keys' tokens
 MAX_KIDS = 4096  # keys known by their split's index (beyond, the dead are dropped)
-_SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per shape, shared
-_AVAL = "<aval>"  # a noted draw's dtype: its shape is its result's aval (shape and dtype)
-
-
-def _shared(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """One tuple per shape, however many calls are noted with it."""
-    found = _SHAPES.get(shape)
-    if found is None and len(_SHAPES) < 4096:
-        found = _SHAPES[shape] = shape
-    return shape if found is None else found
 
 
 def _row(held: tuple[bytes, int], i: int) -> bytes:
@@ -355,13 +347,12 @@ class KeyRecorder(KeyStore):
         firsts: dict[int, int] = {}
         nodes, consumed = self._nodes, self._consumed_by
         rows: dict[tuple[Any, ...], Any] = {}  # (op, site, key's origin, its site) -> table row
-        shapes = _SHAPES  # (a draw's shape, one object each)
         resume = 0  # where the last run of token calls recorded at once ended
         for at in range(0, len(noted), _NOTE):
             if at < resume:
                 continue
             if type(noted[at + 1]) is int and not self._pending:  # a loop's calls: at once
-                resume = record_run(self, noted, at, firsts, rows, _AVAL, shapes, _shared)
+                resume = record_run(self, noted, at, firsts, rows)
                 if resume > at:
                     continue
             op, raw, impl, site, shape, dtype, ref, out = noted[at : at + _NOTE]
@@ -380,7 +371,7 @@ class KeyRecorder(KeyStore):
             if split:  # (noted by its count: its keys' shape)
                 shape = (shape,) if type(shape) is int else _shared(shape)
             else:
-                shape = shapes.get(shape) or _shared(shape)
+                shape = _shared(shape)
             if type(raw) is int:  # a key's token: key t % 16 of the split noted at t // 16 * 8
                 t = raw % _TOKENS
                 where, i = t // 16 * 8, t % 16

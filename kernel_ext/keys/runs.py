@@ -25,27 +25,25 @@ import numpy as np
 
 from . import store as _store
 from .calls import DTYPE_NAMES, data_bytes, dtype_name
-from .store import _NOTE, _TOKENS, EAGER_KEYS
+from .store import _AVAL, _NOTE, _SHAPES, _TOKENS, EAGER_KEYS, _shared
 
 CHUNK = 1024  # calls recorded together at most
-_FEW = EAGER_KEYS  # a split into at most this many keys: its keys known by their tokens
 
 
 def record_run(
-    recorder: Any, noted: list[Any], at: int, firsts: dict[int, int], rows: dict[Any, Any],
-    aval: str, shapes: dict[Any, Any], shared: Any,
-) -> int:  # fmt: skip
+    recorder: Any, noted: list[Any], at: int, firsts: dict[int, int], rows: dict[Any, Any]
+) -> int:
     """Make the records of the run of token calls that starts at ``at`` in ``noted`` (an
     eager loop's draws, and its splits into a few keys); returns where in ``noted`` the run
     ended (``at`` when the call there is not one). ``firsts``: where in ``noted`` a split
     is -> its first key's node, read and written; ``rows``: the site table's rows by
-    (op, site, the key's origin, its site), read and written; ``aval``: the dtype a draw is
-    noted with; ``shapes`` and ``shared``: one tuple per shape."""
+    (op, site, the key's origin, its site), read and written."""
     stop = min(len(noted), at + CHUNK * _NOTE)
     raws, counts = noted[at + 1 : stop : _NOTE], noted[at + 4 : stop : _NOTE]
     dtypes = noted[at + 5 : stop : _NOTE]
+    few = EAGER_KEYS  # a split into at most this many keys: its keys known by their tokens
     fits = [  # a token; a draw, or a split into a few keys
-        type(raw) is int and (dtype is aval or (dtype is None and type(c) is int and 0 < c <= _FEW))
+        type(raw) is int and (dtype is _AVAL or (dtype is None and type(c) is int and 0 < c <= few))
         for raw, c, dtype in zip(raws, counts, dtypes, strict=True)
     ]  # fmt: skip
     n = fits.index(False) if False in fits else len(fits)
@@ -102,9 +100,9 @@ def record_run(
     names = DTYPE_NAMES
     event_rows += chain.from_iterable(zip(
         ops,
-        ["consume" if d is aval else "derive" for d in dtypes[:n]],
+        ["consume" if d is _AVAL else "derive" for d in dtypes[:n]],
         used,
-        [(c,) if type(c) is int else shapes.get(c.shape) or shared(c.shape) for c in counts],
+        [(c,) if type(c) is int else _SHAPES.get(c.shape) or _shared(c.shape) for c in counts],
         ["key" if type(c) is int else names.get(c.dtype) or dtype_name(c.dtype)
          for c in counts],
         sids, repeat(False, n), repeat(False, n), strict=False,
@@ -145,23 +143,6 @@ def _made(
         for i, blob in zip(unread, data_bytes([outs[i] for i in unread]), strict=True):
             outs[i] = blob
     node_rows = recorder._nodes.flat
-    if all(counts[k] == 2 for k in splits):  # `key, sub = split(key)`, all of them: at once
-        widths = [len(blob) // 2 for blob in outs]
-        for k, blob, width in zip(splits, outs, widths, strict=True):
-            noted[at + k * _NOTE + 7] = (blob, width)  # for the tokens of their keys
-        parents, events = [used[k] for k in splits], [first_event + k for k in splits]
-        s_ops, s_impls, s_sites = (
-            [ops[k] for k in splits],
-            [impls[k] for k in splits],
-            [sids[k] for k in splits],
-        )
-        node_rows += chain.from_iterable(zip(
-            [b[:w] for b, w in zip(outs, widths, strict=True)], s_impls, s_ops, parents,
-            repeat(0), events, s_sites, repeat(False),
-            [b[w:] for b, w in zip(outs, widths, strict=True)], s_impls, s_ops, parents,
-            repeat(1), events, s_sites, repeat(False), strict=False,
-        ))  # fmt: skip
-        return
     for k, blob in zip(splits, outs, strict=True):
         count = counts[k]
         width = len(blob) // count

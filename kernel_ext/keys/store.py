@@ -39,6 +39,16 @@ _GONE = object()  # stands for a noted key's object that died before its record 
 _NOTE = 8  # values per noted call in KeyStore._noted
 _NOTED_LIMIT = MAX_NOTED * _NOTE  # values in KeyStore._noted
 _TOKENS = 1 << 32  # tokens of one KeyStore._noted (above 2 * _NOTED_LIMIT)
+_AVAL = "<aval>"  # a noted draw's dtype: its shape is its result's aval (shape and dtype)
+_SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per shape, shared
+
+
+def _shared(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """One tuple per shape, however many calls are noted with it."""
+    found = _SHAPES.get(shape)
+    if found is None and len(_SHAPES) < 4096:
+        found = _SHAPES[shape] = shape
+    return shape if found is None else found
 
 
 @dataclass(slots=True)
