@@ -20,10 +20,12 @@ help:
 	@echo "make bench  run every benchmark in benchmarks/ and print its figures"
 
 # One stamp per environment: rebuilt when its lock or pyproject.toml changes.
-$(VENV)/.stamp: $(LOCK) pyproject.toml
+# (jaxlab's own install compiles key tracking's optional C part, keys/_hot.c, when it can.)
+$(VENV)/.stamp: $(LOCK) pyproject.toml kernel_ext/keys/_hot.c
 	@test -n "$(PYTHON)" || { echo "jaxlab needs python3.12, or python3 >= 3.11" >&2; exit 1; }
 	@echo "jaxlab: environment $(VENV) on Python $(MINOR) from $(LOCK)"
 	@tools/ensure_system.sh venv $(PYTHON)
+	@tools/ensure_system.sh compiler $(PYTHON) || true
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -r $(LOCK)
@@ -38,8 +40,9 @@ $(VENV)/.kernel-config: tools/kernel_config.py $(VENV)/.stamp
 	$(VENV)/bin/python tools/kernel_config.py
 	@touch $@
 
-$(VENV311)/.stamp: requirements/py3.11.txt pyproject.toml
+$(VENV311)/.stamp: requirements/py3.11.txt pyproject.toml kernel_ext/keys/_hot.c
 	@tools/ensure_system.sh venv $(PY311)
+	@tools/ensure_system.sh compiler $(PY311) || true
 	$(PY311) -m venv $(VENV311)
 	$(VENV311)/bin/python -m pip install -q --upgrade pip
 	$(VENV311)/bin/python -m pip install -q -r requirements/py3.11.txt

@@ -295,10 +295,14 @@ def key_impl_now(key: Any) -> Any:
 _KEY_ARRAY_CLASS = "PRNGKeyArray"
 
 
-def watch_key_unpacking(watch: Callable[[Any, Any], Any]) -> Callable[[], None] | None:
+def watch_key_unpacking(
+    watch: Callable[[Any, Any], Any], compiled: Callable[[Any], Any] | None = None
+) -> Callable[[], None] | None:
     """While hooked, iterating a concrete typed key array returns ``watch(array, keys)``,
     ``keys`` being JAX's own iterator of its keys (``watch`` returns an iterator of the
-    same keys); returns the undo, or None when this JAX cannot be watched."""
+    same keys); returns the undo, or None when this JAX cannot be watched. ``compiled``,
+    where given, makes the class's ``__iter__`` from JAX's own instead (the same watch,
+    compiled: ``jaxlab.keys.hot``)."""
     import jax
 
     cls = next((c for c in jax.Array.__subclasses__() if c.__name__ == _KEY_ARRAY_CLASS), None)
@@ -306,12 +310,13 @@ def watch_key_unpacking(watch: Callable[[Any, Any], Any]) -> Callable[[], None] 
     if not callable(original):
         return None
 
-    def __iter__(self: Any) -> Any:
+    def watched(self: Any) -> Any:
         __tracebackhide__ = True
         return watch(self, original(self))
 
-    __iter__.__wrapped__ = original  # type: ignore[attr-defined]
-    __iter__.__doc__ = original.__doc__
+    watched.__wrapped__ = original  # type: ignore[attr-defined]
+    watched.__doc__ = original.__doc__
+    __iter__ = watched if compiled is None else compiled(original)
     try:
         setattr(cls, "__iter__", __iter__)  # noqa: B010 (a method replaced, for a while)
     except (TypeError, AttributeError):  # an immutable (C) type

@@ -39,6 +39,7 @@ print(json.dumps({
     "primitives": sorted(graph.primitives()),
     "magics": sorted(shell.magics_manager.magics["line"]),
     "static": sorted(p.name for p in static.iterdir()),
+    "compiled": importlib.import_module("jaxlab.keys.hot").compiled(),
 }))
 """
 
@@ -149,3 +150,5 @@ def test_wheel_installs_imports_and_loads_in_a_fresh_environment(wheel, tmp_path
     assert {"sin", "mul"} <= set(found["primitives"])
     assert {"jaxpr", "grad", "jit", "compile_log", "jax_devices"} <= set(found["magics"])
     assert {"compile_monitor.js", "compile_monitor.css"} <= set(found["static"])
+    # key tracking's compiled hot path, built with the wheel (a compiler is here)
+    assert found["compiled"] and "jaxlab.keys._hot" in found["modules"]

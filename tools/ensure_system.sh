@@ -4,6 +4,8 @@
 #   tools/ensure_system.sh chromium   Debian's Chromium for the browser tests
 #   tools/ensure_system.sh venv PY    venv and ensurepip for interpreter PY (Debian splits
 #                                     them off into python3-venv)
+#   tools/ensure_system.sh compiler PY  a C compiler and PY's headers, for the optional
+#                                     compiled part of key tracking (jaxlab/keys/_hot.c)
 set -u
 what=$1
 case "$what" in
@@ -11,6 +13,12 @@ case "$what" in
        minor=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
        pkg="python3-venv python${minor}-venv"
        hint="install the venv module for $py: 'sudo apt-get install python3-venv'" ;;
+  compiler) py=$2  # a C compiler and PY's headers: key tracking's compiled hot path
+       probe() { command -v cc >/dev/null 2>&1 && "$py" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; }
+       minor=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+       pkg="gcc libc6-dev python${minor}-dev"
+       hint="key tracking then runs in Python, slower ('sudo apt-get install gcc python3-dev' builds its compiled path)" ;;
   dot) probe() { dot -V >/dev/null 2>&1; }; pkg=graphviz
        hint="install Graphviz: 'sudo apt-get install graphviz', 'brew install graphviz' or 'conda install -c conda-forge graphviz'" ;;
   chromium) probe() { [ -x /usr/lib/chromium/chromium ] || [ -x /usr/bin/chromium ]; }; pkg=chromium

@@ -311,12 +311,8 @@ class KeyRecorder(KeyStore):
         if at + 7 >= len(noted) or noted[at + 7] is not array:  # recorded since
             return keys
         made = tuple(keys)
-        if len(kids) > MAX_KIDS:  # the dead out (a loop's keys die as it goes on)
-            with self._lock:  # (no other thread clears it while it is walked)
-                for dead in [i for i, k in kids.items() if k[0]() is None]:
-                    del kids[dead]  # in place: the wrappers hold this dict
-                if len(kids) > MAX_KIDS // 2:
-                    kids.clear()  # (those keys are then read when used: slower, correct)
+        if len(kids) > MAX_KIDS:
+            self.drop_dead_kids()
         token, impl = base + 2 * at, noted[at + 2]  # + the index (at: a multiple of _NOTE, < 16)
         for i, key in enumerate(made):
             kids[id(key)] = (weakref.ref(key), token + i, impl)
@@ -327,6 +323,16 @@ class KeyRecorder(KeyStore):
                 if noted[at + 7] is array:
                     noted[at + 7] = blob
         return iter(made)
+
+    def drop_dead_kids(self) -> None:
+        """The keys known by their token that died, forgotten (a loop's keys die as it
+        goes on); when most live, all (those are then read when used: slower, correct)."""
+        kids = self.kids
+        with self._lock:  # (no other thread clears it while it is walked)
+            for dead in [i for i, k in kids.items() if k[0]() is None]:
+                del kids[dead]  # in place: the wrappers hold this dict
+            if len(kids) > MAX_KIDS // 2:
+                kids.clear()
 
     def _record_noted(self) -> None:
         """Make the records of the noted calls, in order, as if made when called. A call of

@@ -42,11 +42,13 @@ from .._jax_compat import key_data_now, key_impl_now, tracing_loop_body, watch_k
 from .._warning import JaxlabWarning
 from ..session.work import WORK_ANYWHERE as _ANYWHERE
 from ..session.work import WORK_DEPTH as _WORK
-from .calls import TRACING, TemplateOp, dtype_name, is_typed, rows_of
+from . import hot
+from .calls import TRACING, TemplateOp, dtype_name, host_bytes, is_typed, rows_of
 from .identity import SAME_AS_BEFORE, forget_uses, used_before
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
 from .site import SPOTS, Site, user_site
+from .store import _AVAL
 from .switch import CREATORS as CREATORS
 from .switch import DERIVERS as DERIVERS
 from .switch import SAMPLERS as SAMPLERS
@@ -114,6 +116,7 @@ def track_keys(on: bool = True) -> _Tracking:
 
 def _set(on: bool) -> None:
     if on and not _WRAPPERS:
+        _configure()
         for name in (*CREATORS, *DERIVERS, *SAMPLERS):
             original = getattr(jax.random, name, None)
             if original is None:  # an older JAX without this sampler
@@ -122,7 +125,7 @@ def _set(on: bool) -> None:
             _WRAPPERS[name] = _wrap(name, original)
             setattr(jax.random, name, _WRAPPERS[name])
         _ORIGINALS[_JIT] = jax.jit
-        _UNPACKING[:] = [watch_key_unpacking(_LINEAGE.unpacked)]
+        _UNPACKING[:] = [watch_key_unpacking(_LINEAGE.unpacked, hot.watch(_LINEAGE))]
         _WRAPPERS[_JIT] = make_jit(
             jax.jit, key_lineage().called, _recording, _writing, user_site, warn_reuses
         )
@@ -204,7 +207,19 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             _SWITCH.paused -= 1
 
     wrapper.__jaxlab_original__ = original  # type: ignore[attr-defined]
-    return wrapper
+    return hot.hook(name, original, wrapper, note, split) if noted else wrapper
+
+
+def _configure() -> None:
+    """The compiled path's view of the session (each time tracking starts)."""
+    hot.configure(
+        _LINEAGE, wrappers=_WRAPPERS, switch=_SWITCH, work=_WORK, spots=SPOTS,
+        user_site=user_site, aval=_AVAL, host_bytes=host_bytes,
+        record=lambda name, key, out, site, args, kwargs: _quietly(
+            _recorded, name, _kind(name), key, out, site, args, kwargs
+        ),
+        fail=lambda name, key, site: _quietly(_failed, name, _kind(name), key, site),
+    )  # fmt: skip
 
 
 def _quietly(record: Callable[..., Any], *args: Any) -> Any:
