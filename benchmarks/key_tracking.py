@@ -229,16 +229,19 @@ def main() -> int:
     print(f"{'cell':28} {'inside':>7} {'outside':>8} {'agree':>6} {'load':>5}  plain/tracked CPU s")
     for kind, n, limit in cases:
         big = kind == "eager" and n >= 100_000
-        rounds = (2 if big else 4 if n >= 10_000 else 10) if kind == "eager" else 10
+        rounds = (2 if big else 4 if n >= 10_000 else 10) if kind == "eager" else 20
         rounds = max(2, rounds // 2) if args.quick else rounds
         load_before = load()
         inner = inside(kind, n, rounds)
         outer: dict[str, Any] | None = None
         if not args.no_outside:
-            repeat = 2 if n >= 10_000 else 3  # (100k: 2 cells of 7 s a side, one run)
+            repeat = 2 if n >= 10_000 else 8  # (100k: 2 cells of 7 s a side, one run)
             if kind == "jit":  # 40 ms cells whose CPU (XLA's threads) swings: more of them
                 repeat = 10
-            outer = outside(kind, n, 1 if big or args.quick else 2, repeat)
+            # fresh processes differ (a 2-core machine read 0.22 and 0.30 s for one plain
+            # 1k cell): three per side where cells are short
+            runs = 1 if big or args.quick else 2 if n >= 10_000 and kind == "eager" else 3
+            outer = outside(kind, n, runs, repeat)
         load_after = load()
         label = f"eager {n:,} pairs" if kind == "eager" else f"jit MC x{JIT_CALLS} calls"
         agree = outer is None or abs(inner["ratio"] - outer["ratio"]) <= AGREE

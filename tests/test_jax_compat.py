@@ -289,6 +289,27 @@ def test_watch_key_unpacking_on_installed_jax():
     assert len(seen) == 1
 
 
+def test_watch_key_unpacking_takes_a_compiled_iter_made_from_jax_s_own():
+    made_from = []
+
+    def compiled(original):  # what jaxlab.keys.hot.watch hands over: JAX's __iter__ in
+        made_from.append(original)
+        return lambda self: iter(tuple(original(self))[::-1])  # (reversed: seen to be ours)
+
+    undo = _jax_compat.watch_key_unpacking(lambda array, keys: keys, compiled)
+    assert undo is not None
+    try:
+        out = jax.random.split(jax.random.key(8), 3)
+        a, _, c = out
+    finally:
+        undo()
+    (original,) = made_from
+    assert callable(original) and original.__name__ == "__iter__"
+    first, _, last = out  # undone: JAX's own order again
+    assert np.array_equal(jax.random.key_data(a), jax.random.key_data(last))
+    assert np.array_equal(jax.random.key_data(c), jax.random.key_data(first))
+
+
 def test_watch_key_unpacking_fallback(monkeypatch):
     monkeypatch.setattr(_jax_compat, "_KEY_ARRAY_CLASS", "GoneAway")
     assert _jax_compat.watch_key_unpacking(lambda array, keys: keys) is None

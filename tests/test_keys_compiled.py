@@ -132,6 +132,22 @@ def test_a_compiled_wrapper_stands_for_jax_s_function():
     assert ops == ["key", "key", "split", "normal", "normal"]
 
 
+def test_the_compiled_unpacking_watch_stands_for_jax_s_iter():
+    key_class = type(jax.random.key(0))
+    original = key_class.__dict__["__iter__"]
+    with track_keys():
+        watch = key_class.__dict__["__iter__"]
+        assert type(watch).__name__ == "Watch" and watch.__wrapped__ is original
+        out = jax.random.split(jax.random.key(3), 3)
+        assert [np.asarray(jax.random.key_data(k)).tolist() for k in out] == (
+            np.asarray(jax.random.key_data(out)).tolist()
+        )
+        assert len(key_lineage().kids) == 3  # the split's keys, known by their tokens
+        with pytest.raises(TypeError, match="0-d"):
+            iter(jax.random.key(1))  # JAX's own complaint, through the watch
+    assert key_class.__dict__["__iter__"] is original
+
+
 def failing(steps: int) -> None:
     key = jax.random.key(9)
     for _ in range(steps):

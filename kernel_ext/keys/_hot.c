@@ -250,6 +250,10 @@ hook_call(Hook *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     if (!ok)  /* paused, or jaxlab's own work: the Python wrapper says what to do */
         return call_slow(self, args, nargsf, kwnames);
+    /* the user's line is read off the calling frame (none: called from C alone) */
+    PyFrameObject *frame = PyEval_GetFrame();  /* borrowed */
+    if (frame == NULL)
+        return call_slow(self, args, nargsf, kwnames);
     PyObject *key = args[0];
     PyObject *id = PyLong_FromVoidPtr(key);
     if (id == NULL)
@@ -281,9 +285,8 @@ hook_call(Hook *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         }
     }
     /* the user's line: the calling frame's instruction, as user_site caches it */
-    PyFrameObject *frame = PyEval_GetFrame();  /* borrowed */
     PyObject *site = NULL;
-    if (frame != NULL) {
+    {
         PyCodeObject *code = PyFrame_GetCode(frame);
         PyObject *spot = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(code), PyFrame_GetLasti(frame));
         PyObject *found = spot ? PyDict_GetItemWithError(g_spots, spot) : NULL;
@@ -301,8 +304,6 @@ hook_call(Hook *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         if (site == NULL)
             site = PyObject_CallOneArg(g_user_site, (PyObject *)frame);
     }
-    else
-        site = PyObject_CallNoArgs(g_user_site);
     if (site == NULL) {
         Py_DECREF(id);
         Py_DECREF(known);
@@ -314,6 +315,11 @@ hook_call(Hook *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     Py_DECREF(id);
     PyObject *out = PyObject_Vectorcall(self->original, args, nargsf, kwnames);
     if (out == NULL) {  /* consumed all the same: the Python side records it, then re-raise */
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {  /* (an interrupt: as in Python) */
+            Py_DECREF(known);
+            Py_DECREF(site);
+            return NULL;
+        }
         SAVE_EXC(exc);
         PyObject *r = PyObject_CallFunctionObjArgs(g_fail, self->name, key, site, NULL);
         Py_DECREF(known);
@@ -327,8 +333,15 @@ hook_call(Hook *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     }
     PyObject *two = NULL;
-    if (self->split && count == NULL)
+    if (self->split && count == NULL) {
         count = two = PyLong_FromLong(2);
+        if (two == NULL) {
+            Py_DECREF(known);
+            Py_DECREF(site);
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
     int noted;
     if (self->note == Py_None)
         noted = note(self->name, known, site, out, count);
@@ -501,8 +514,12 @@ unpacked(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *base = PyObject_GetAttr(r, s_token_base);
     PyObject *noted = base ? PyObject_GetAttr(r, s_noted) : NULL;
     PyObject *made = NULL, *result = NULL;
-    if (noted == NULL || !PyList_Check(noted))
+    if (noted == NULL)
         goto done;
+    if (!PyList_Check(noted)) {
+        result = Py_NewRef(keys);
+        goto done;
+    }
     if (at + 7 >= PyList_GET_SIZE(noted) || PyList_GET_ITEM(noted, at + 7) != array) {
         result = Py_NewRef(keys);  /* recorded since */
         goto done;
@@ -516,13 +533,15 @@ unpacked(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         Py_DECREF(res);
     }
-    if (at + 7 >= PyList_GET_SIZE(noted))
-        goto done;  /* (JAX's iterator ran Python: this list cannot shrink meanwhile) */
-    PyObject *impl = PyList_GET_ITEM(noted, at + 2);
+    if (at + 7 >= PyList_GET_SIZE(noted)) {  /* (JAX's iterator ran Python: never so) */
+        result = PyObject_GetIter(made);
+        goto done;
+    }
     Py_ssize_t first = PyLong_AsSsize_t(base);
     if (first == -1 && PyErr_Occurred())
         goto done;
     first += 2 * at;
+    PyObject *impl = Py_NewRef(PyList_GET_ITEM(noted, at + 2));
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(made); i++) {
         PyObject *key = PyTuple_GET_ITEM(made, i);
         PyObject *ref = PyWeakref_NewRef(key, NULL);
@@ -531,9 +550,12 @@ unpacked(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         int bad = kid == NULL ? -1 : PyDict_SetItem(g_kids, kid, entry);
         Py_XDECREF(kid);
         Py_XDECREF(entry);
-        if (bad < 0)
+        if (bad < 0) {
+            Py_DECREF(impl);
             goto done;
+        }
     }
+    Py_DECREF(impl);
     if (PyObject_SetAttr(r, s_by_token, Py_True) < 0)
         goto done;
     PyObject *blob = PyObject_CallOneArg(g_host_bytes, array);
