@@ -49,6 +49,13 @@ def lineage_of(program: Callable[[int], None], steps: int, by_token: bool) -> di
         warnings.simplefilter("always", JaxlabWarning)
         with notes_by_token(by_token) as tokens, track_keys():
             program(steps)
+    return {**observed(said), "by token": sum(tokens)}
+
+
+def observed(said: list) -> dict:
+    """What a program's tracking left: the lineage's records, its reuses, the warnings
+    (``said``) and the per-site table's rows."""
+    lineage = key_lineage()
     table = lineage.sites
     return {
         **lineage.to_dict(),
@@ -58,7 +65,6 @@ def lineage_of(program: Callable[[int], None], steps: int, by_token: bool) -> di
         "said": [str(w.message) for w in said],
         "keys table": [(r.key, r.count, r.parent, r.reused) for r in table.keys.values()],
         "uses table": [(r.key, r.count, r.label) for r in table.uses.values()],
-        "by token": sum(tokens),
     }
 
 

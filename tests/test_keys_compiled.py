@@ -12,7 +12,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 import pytest
-from test_key_runs import a_reuse, counting_runs, mixed, nested, three_ways
+from test_key_runs import a_reuse, counting_runs, mixed, nested, observed, three_ways
 from test_keys_unpacked import pairs
 
 from jaxlab import JaxlabWarning, key_lineage, track_keys
@@ -44,16 +44,7 @@ def lineage_of(program: Callable[[int], None], steps: int, python: bool, monkeyp
         with track_keys():
             assert (type(jax.random.split).__name__ == "Hook") is not python
             program(steps)
-    table = lineage.sites
-    return {
-        **lineage.to_dict(),
-        "reuses": [
-            (r.first.where, r.second.where, r.first_op, r.second_op) for r in lineage.reuses
-        ],
-        "said": [str(w.message) for w in said],
-        "keys table": [(r.key, r.count, r.parent, r.reused) for r in table.keys.values()],
-        "uses table": [(r.key, r.count, r.label) for r in table.uses.values()],
-    }
+    return observed(said)
 
 
 PROGRAMS = [pairs, three_ways, nested, a_reuse, mixed(1), mixed(2), mixed(3)]

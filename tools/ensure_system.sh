@@ -14,10 +14,12 @@ case "$what" in
        pkg="python3-venv python${minor}-venv"
        hint="install the venv module for $py: 'sudo apt-get install python3-venv'" ;;
   compiler) py=$2  # a C compiler and PY's headers: key tracking's compiled hot path
-       probe() { command -v cc >/dev/null 2>&1 && "$py" -c 'import os, sys, sysconfig
+       headers() { "$py" -c 'import os, sys, sysconfig
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; }
+       probe() { command -v cc >/dev/null 2>&1 && headers; }
        minor=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-       pkg="gcc libc6-dev python${minor}-dev"
+       # only what is missing (a pyenv Python has its headers; Debian has no python3.12-dev)
+       pkg="$(command -v cc >/dev/null 2>&1 || echo gcc libc6-dev) $(headers || echo "python${minor}-dev")"
        hint="key tracking then runs in Python, slower ('sudo apt-get install gcc python3-dev' builds its compiled path)" ;;
   dot) probe() { dot -V >/dev/null 2>&1; }; pkg=graphviz
        hint="install Graphviz: 'sudo apt-get install graphviz', 'brew install graphviz' or 'conda install -c conda-forge graphviz'" ;;
