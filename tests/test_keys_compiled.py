@@ -4,7 +4,9 @@ the records the Python wrappers make, and stands for JAX's functions as they do.
 from __future__ import annotations
 
 import inspect
+import os
 import shutil
+import sysconfig
 import threading
 import warnings
 from collections.abc import Callable
@@ -18,15 +20,23 @@ from test_keys_unpacked import pairs
 from jaxlab import JaxlabWarning, key_lineage, track_keys
 from jaxlab.keys import hot
 
+
+def can_build() -> bool:
+    """A C compiler and this Python's headers: the install builds the extension then."""
+    headers = os.path.join(sysconfig.get_paths()["include"], "Python.h")
+    return bool(shutil.which("cc") or shutil.which("gcc")) and os.path.exists(headers)
+
+
+# Where the extension could have been built, these run (and fail if it was not): only a
+# machine that cannot build it skips them.
 pytestmark = [
     pytest.mark.usefixtures("fresh_lineage"),
-    pytest.mark.skipif(hot._hot is None, reason="the compiled hot path was not built"),
+    pytest.mark.skipif(hot._hot is None and not can_build(), reason="cannot be built here"),
 ]
 
 
 def test_the_hot_path_is_built_where_a_compiler_is():
     """``pip install -e .`` builds it (an optional extension: no compiler, no build)."""
-    assert shutil.which("cc") or shutil.which("gcc")
     assert hot._hot is not None and hot.compiled()
 
 
