@@ -263,12 +263,6 @@ def key_base_now(key: Any) -> Any:
     return jax.random.key_data(key)
 
 
-def key_base_of(key: Any) -> Any:
-    """One concrete typed key array's own array of its data, or None (``key_bases_of``
-    for one array, with no list)."""
-    return getattr(key, _KEY_BASE_ARRAY, None)
-
-
 def key_bases_of(keys: Sequence[Any]) -> list[Any]:
     """Each concrete typed key array's own array of its data, or None (ask
     ``key_base_now``): for arrays known to be concrete (eager results), read in batches."""

@@ -334,18 +334,6 @@ def test_key_bases_of_fallback(monkeypatch):
     assert data_bytes([keys, legacy]) == want  # through jax.random.key_data instead
 
 
-def test_key_base_of_on_installed_jax_and_fallback(monkeypatch):
-    from jaxlab.keys.calls import host_bytes
-
-    keys = jax.random.split(jax.random.key(11), 2)
-    base = _jax_compat.key_base_of(keys)
-    assert np.array_equal(np.asarray(base), jax.random.key_data(keys))
-    assert host_bytes(keys) == np.asarray(jax.random.key_data(keys)).tobytes()
-    monkeypatch.setattr(_jax_compat, "_KEY_BASE_ARRAY", "_gone_away")
-    assert _jax_compat.key_base_of(keys) is None
-    assert host_bytes(keys) is None  # the caller reads it in batches (data_bytes)
-
-
 def test_tracing_loop_body_on_installed_jax():
     seen = []
 

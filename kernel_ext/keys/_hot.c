@@ -28,7 +28,7 @@
 
 /* the session's objects (configure) */
 static PyObject *g_wrappers, *g_switch, *g_work, *g_kids, *g_spots, *g_recorder;
-static PyObject *g_user_site, *g_record, *g_fail, *g_aval, *g_host_bytes, *g_drop_dead;
+static PyObject *g_user_site, *g_record, *g_fail, *g_aval, *g_drop_dead;
 static Py_ssize_t g_noted_limit, g_eager_keys, g_unread_splits, g_max_kids;
 
 static PyObject *s_paused, *s_draws, *s_lock, *s_noted, *s_data_from, *s_calls, *s_outs;
@@ -486,7 +486,7 @@ static PyTypeObject HookType = {
 /* ----------------------------------------------------------------- the unpacking watch */
 
 /* KeyRecorder.unpacked(array, keys): a noted split's result unpacked the first time: its
- * keys known by object from now on (their tokens), its data read off the host buffer. */
+ * keys known by object from now on (their tokens); its data read later, in a batch. */
 static PyObject *
 unpacked(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -558,38 +558,6 @@ unpacked(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(impl);
     if (PyObject_SetAttr(r, s_by_token, Py_True) < 0)
         goto done;
-    PyObject *blob = PyObject_CallOneArg(g_host_bytes, array);
-    if (blob == NULL)
-        goto done;
-    if (blob != Py_None) {  /* (the lineage holds none of the user's split arrays) */
-        PyObject *lock = PyObject_GetAttr(r, s_lock);
-        PyObject *got = lock ? PyObject_CallMethodNoArgs(lock, s_acquire) : NULL;
-        if (got == NULL) {
-            Py_XDECREF(lock);
-            Py_DECREF(blob);
-            goto done;
-        }
-        Py_DECREF(got);
-        PyObject *now = PyObject_GetAttr(r, s_noted);  /* not while the records are made */
-        int bad = now == NULL ? -1 : 0;
-        if (now == noted && at + 7 < PyList_GET_SIZE(noted)
-            && PyList_GET_ITEM(noted, at + 7) == array)
-            bad = PyList_SetItem(noted, at + 7, Py_NewRef(blob));
-        Py_XDECREF(now);
-        SAVE_EXC(exc);
-        if (call_method0(lock, s_release) < 0) {
-            DROP_EXC(exc);
-            bad = -1;
-        }
-        else
-            RESTORE_EXC(exc);
-        Py_DECREF(lock);
-        if (bad < 0) {
-            Py_DECREF(blob);
-            goto done;
-        }
-    }
-    Py_DECREF(blob);
     result = PyObject_GetIter(made);
 done:
     Py_XDECREF(made);
@@ -688,19 +656,18 @@ static PyObject *
 configure(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kw[] = {"wrappers", "switch", "work", "kids", "spots", "recorder",
-                         "user_site", "record", "fail", "aval", "host_bytes", "drop_dead",
+                         "user_site", "record", "fail", "aval", "drop_dead",
                          "noted_limit", "eager_keys", "unread_splits", "max_kids", NULL};
-    PyObject *o[12];
+    PyObject *o[11];
     Py_ssize_t n[4];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOO!O!OOOOOOOnnnn", kw, &PyDict_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOO!O!OOOOOOnnnn", kw, &PyDict_Type,
                                      &o[0], &o[1], &o[2], &PyDict_Type, &o[3], &PyDict_Type,
-                                     &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11],
+                                     &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10],
                                      &n[0], &n[1], &n[2], &n[3]))
         return NULL;
-    PyObject **slots[12] = {&g_wrappers, &g_switch, &g_work, &g_kids, &g_spots, &g_recorder,
-                            &g_user_site, &g_record, &g_fail, &g_aval, &g_host_bytes,
-                            &g_drop_dead};
-    for (int i = 0; i < 12; i++)
+    PyObject **slots[11] = {&g_wrappers, &g_switch, &g_work, &g_kids, &g_spots, &g_recorder,
+                            &g_user_site, &g_record, &g_fail, &g_aval, &g_drop_dead};
+    for (int i = 0; i < 11; i++)
         Py_XSETREF(*slots[i], Py_NewRef(o[i]));
     g_noted_limit = n[0];
     g_eager_keys = n[1];

@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._jax_compat import key_base_now, key_base_of, key_bases_of, key_data_now
+from .._jax_compat import key_base_now, key_bases_of, key_data_now
 from .site import Site
 
 _ARRAYS = (jax.Array, np.ndarray)  # only arrays (and tracers) can be keys
@@ -108,24 +108,6 @@ def dtype_name(dtype: Any) -> str:
     if name is None:
         name = DTYPE_NAMES[dtype] = str(dtype)
     return name
-
-
-_HOST_READS = [True]  # False once a key array here had no host buffer to read
-
-
-def host_bytes(keys: Any) -> bytes | None:
-    """The data of every key in one concrete key array as bytes, read off its host buffer
-    (a CPU array's: no dispatch); None where it has none (an accelerator's array: the
-    caller reads it with :func:`data_bytes`, in batches). After one such array, None at
-    once: reading stays batched for the session."""
-    if _HOST_READS[0]:
-        base = key_base_of(keys)
-        if base is not None:
-            try:
-                return memoryview(base).tobytes()
-            except (TypeError, BufferError, ValueError):
-                _HOST_READS[0] = False
-    return None
 
 
 def data_bytes(keys: Sequence[Any]) -> list[bytes]:

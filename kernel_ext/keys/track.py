@@ -43,7 +43,7 @@ from .._warning import JaxlabWarning
 from ..session.work import WORK_ANYWHERE as _ANYWHERE
 from ..session.work import WORK_DEPTH as _WORK
 from . import hot
-from .calls import TRACING, TemplateOp, dtype_name, host_bytes, is_typed, rows_of
+from .calls import TRACING, TemplateOp, dtype_name, is_typed, rows_of
 from .identity import SAME_AS_BEFORE, forget_uses, used_before
 from .jit import make_jit
 from .record import KeyLineage, KeyReuse, key_lineage
@@ -214,7 +214,7 @@ def _configure() -> None:
     """The compiled path's view of the session (each time tracking starts)."""
     hot.configure(
         _LINEAGE, wrappers=_WRAPPERS, switch=_SWITCH, work=_WORK, spots=SPOTS,
-        user_site=user_site, aval=_AVAL, host_bytes=host_bytes,
+        user_site=user_site, aval=_AVAL,
         record=lambda name, key, out, site, args, kwargs: _quietly(
             _recorded, name, _kind(name), key, out, site, args, kwargs
         ),
