@@ -12,7 +12,9 @@ Outside: the same cell run in fresh processes, each a real IPython shell with ja
 loaded, one side after ``%keys on`` (its post-cell hook included), the other plain; each
 process runs warm-up cells (enough for the lineage to reach its cap, as inside), then the
 cell ``--repeat`` times; a side's figure is the median of its cells' process CPU times;
-the two sides alternate, each run twice (once for 100k pairs). The earlier benchmark
+the two sides alternate, each run five times (three at 10k pairs, once at 100k). Each
+figure comes with its spread: the middle half of the inside rounds' ratios, and how far
+apart each side's slowest and fastest process were. The earlier benchmark
 timed its blocks before the cell's end and cleared the lineage before each, and read
 1.22-1.28 where the same cell from outside read 1.62-1.81.
 
@@ -132,11 +134,13 @@ def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
         order = ("plain", "tracked") if r % 2 == 0 else ("tracked", "plain")
         for side in order:
             found[side].append(block(side, r))
-    ratio = statistics.median(t / p for t, p in zip(found["tracked"], found["plain"], strict=True))
+    ratios = [t / p for t, p in zip(found["tracked"], found["plain"], strict=True)]
+    ratio = statistics.median(ratios)
     plain_s, tracked_s = statistics.median(found["plain"]), statistics.median(found["tracked"])
     end_s = statistics.median(ends[1:])  # (the warm-up's left out)
     return {
         "ratio": ratio,
+        "spread": quartiles(ratios),  # the rounds' ratios: how far one round is to trust
         "plain_s": plain_s,
         "tracked_s": tracked_s,
         # where the tracked side's extra time goes, per pair (or call): the cell's end
@@ -192,8 +196,17 @@ def warm_up_cells(kind: str, n: int) -> int:
     return 1 + math.ceil(MAX_NODES / (2 * n))
 
 
+def quartiles(values: list[float]) -> list[float]:
+    """The lower and upper quartiles (the middle half of the values lies between)."""
+    if len(values) < 2:
+        return [values[0], values[0]] if values else []
+    q = statistics.quantiles(values, n=4)
+    return [round(q[0], 3), round(q[2], 3)]
+
+
 def outside(kind: str, n: int, runs: int, repeat: int) -> dict[str, Any]:
     found: dict[str, list[float]] = {"plain": [], "tracked": []}
+    each: dict[str, list[float]] = {"plain": [], "tracked": []}  # each process's median
     for r in range(runs):
         order = ("plain", "tracked") if r % 2 == 0 else ("tracked", "plain")
         for side in order:
@@ -201,9 +214,14 @@ def outside(kind: str, n: int, runs: int, repeat: int) -> dict[str, Any]:
             done = subprocess.run(
                 [sys.executable, __file__, *args], capture_output=True, text=True, check=True
             )
-            found[side] += json.loads(done.stdout.strip().splitlines()[-1])
+            times = json.loads(done.stdout.strip().splitlines()[-1])
+            found[side] += times
+            each[side].append(statistics.median(times))
     plain, tracked = statistics.median(found["plain"]), statistics.median(found["tracked"])
-    return {"ratio": tracked / plain, "plain_s": plain, "tracked_s": tracked}
+    # how far apart fresh processes of one side are (a process keeps its speed: on a
+    # 2-core machine two plain sides in one process read 0.88-1.10 of each other)
+    apart = {side: round(max(t) / min(t), 3) for side, t in each.items()}
+    return {"ratio": tracked / plain, "plain_s": plain, "tracked_s": tracked, "apart": apart}
 
 
 def main() -> int:
@@ -229,7 +247,9 @@ def main() -> int:
     print(f"{'cell':28} {'inside':>7} {'outside':>8} {'agree':>6} {'load':>5}  plain/tracked CPU s")
     for kind, n, limit in cases:
         big = kind == "eager" and n >= 100_000
-        rounds = (2 if big else 4 if n >= 10_000 else 10) if kind == "eager" else 20
+        # more rounds and processes where cells are short: on a 2-core machine one cell's
+        # reading swung by a quarter, and a fresh process kept its own speed
+        rounds = (2 if big else 6 if n >= 10_000 else 20) if kind == "eager" else 20
         rounds = max(2, rounds // 2) if args.quick else rounds
         load_before = load()
         inner = inside(kind, n, rounds)
@@ -239,8 +259,8 @@ def main() -> int:
             if kind == "jit":  # 40 ms cells whose CPU (XLA's threads) swings: more of them
                 repeat = 10
             # fresh processes differ (a 2-core machine read 0.22 and 0.30 s for one plain
-            # 1k cell): three per side where cells are short
-            runs = 1 if big or args.quick else 2 if n >= 10_000 and kind == "eager" else 3
+            # 1k cell): five per side where cells are short, three at 10k
+            runs = 1 if big or args.quick else 3 if n >= 10_000 and kind == "eager" else 5
             outer = outside(kind, n, runs, repeat)
         load_after = load()
         label = f"eager {n:,} pairs" if kind == "eager" else f"jit MC x{JIT_CALLS} calls"
@@ -251,6 +271,8 @@ def main() -> int:
             f"{(load_before + load_after) / 2:5.1f}  inside {inner['plain_s']:.3f}/"
             f"{inner['tracked_s']:.3f}"
             + (f", outside {outer['plain_s']:.3f}/{outer['tracked_s']:.3f}" if outer else "")
+            + f"; inside rounds' middle half {inner['spread']}"
+            + (f", outside slowest/fastest process {outer['apart']}" if outer else "")
             + f"; added per {'pair' if kind == 'eager' else 'call'}: loop "
             f"{inner['loop_us']:.1f} µs, cell's end {inner['end_us']:.1f} µs",
             flush=True,
