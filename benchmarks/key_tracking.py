@@ -27,6 +27,9 @@ went, per pair: the loop itself, and the cell's end (``warn_pending``; at 100k p
 notes reach their limit within the cell and are recorded in the loop, so its end is small)::
 
     .venv/bin/python benchmarks/key_tracking.py [--sizes 1000,10000,100000] [--quick]
+
+It runs pinned to one CPU, the shells it starts too (``--no-pin``: not), so that no cell is
+moved between CPUs midway.
 """
 
 from __future__ import annotations
@@ -82,6 +85,19 @@ def jit_cell(start: int) -> str:
         f"for i in range({JIT_CALLS}):\n"
         f"    jax.block_until_ready(mc(jax.random.key({start} + i)))\n"
     )
+
+
+def pin_to_one_cpu() -> int | None:
+    """This process and the shells it starts kept on one CPU (the last it may use), so
+    that neither side is moved between CPUs mid-cell: on a 2-core machine, a plain 1k
+    cell read 0.20-0.25 s pinned and 0.23-0.30 s not. The CPU, or None where the
+    platform cannot pin or only one CPU is there."""
+    allowed = getattr(os, "sched_getaffinity", lambda _: set())(0)
+    if len(allowed) < 2:
+        return None
+    cpu = max(allowed)
+    os.sched_setaffinity(0, {cpu})
+    return cpu
 
 
 def load() -> float:
@@ -230,6 +246,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     parser.add_argument("--no-jit", action="store_true", help="eager cells only")
     parser.add_argument("--no-outside", action="store_true", help="inside measurement only")
+    parser.add_argument("--no-pin", action="store_true", help="let the OS move it between CPUs")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -237,6 +254,8 @@ def main() -> int:
         print(json.dumps(child(kind, int(n), side == "tracked", int(repeat))))
         return 0
     warnings.simplefilter("error")  # a reuse warning would mean the benchmark is wrong
+    cpu = None if args.no_pin else pin_to_one_cpu()  # (before JAX starts: both sides alike)
+    print(f"pinned to CPU {cpu}" if cpu is not None else "not pinned to a CPU")
     targets = Targets()
     cases: list[tuple[str, int, float]] = [
         ("eager", int(s), 1.3) for s in args.sizes.split(",") if s
