@@ -12,7 +12,8 @@ Outside: the same cell run in fresh processes, each a real IPython shell with ja
 loaded, one side after ``%keys on`` (its post-cell hook included), the other plain; each
 process runs warm-up cells (enough for the lineage to reach its cap, as inside), then the
 cell ``--repeat`` times; a side's figure is the median of its cells' process CPU times;
-the two sides alternate, each run five times (three at 10k pairs, once at 100k). Each
+the two sides alternate, each run five times (three at 10k pairs, twice at 100k, eight
+times for the jitted cell). Each
 figure comes with its spread: the middle half of the inside rounds' ratios, and how far
 apart each side's slowest and fastest process were. The earlier benchmark
 timed its blocks before the cell's end and cleared the lineage before each, and read
@@ -274,12 +275,14 @@ def main() -> int:
         inner = inside(kind, n, rounds)
         outer: dict[str, Any] | None = None
         if not args.no_outside:
-            repeat = 2 if n >= 10_000 else 8  # (100k: 2 cells of 7 s a side, one run)
+            repeat = 2 if n >= 10_000 else 8  # (100k: 2 cells of 25 s a process)
             if kind == "jit":  # 40 ms cells whose CPU (XLA's threads) swings: more of them
                 repeat = 10
-            # fresh processes differ (a 2-core machine read 0.22 and 0.30 s for one plain
-            # 1k cell): five per side where cells are short, three at 10k
-            runs = 1 if big or args.quick else 3 if n >= 10_000 and kind == "eager" else 5
+            # fresh processes differ, pinned too (a 2-core machine's slowest process of one
+            # side read 1.07-1.17x its fastest at 1k and 10k pairs, up to 1.6x on the
+            # jitted cell): five per side at 1k, three at 10k, two at 100k, eight jitted
+            runs = 1 if args.quick else 2 if big else 3 if n >= 10_000 else 5
+            runs = 8 if kind == "jit" and not args.quick else runs
             outer = outside(kind, n, runs, repeat)
         load_after = load()
         label = f"eager {n:,} pairs" if kind == "eager" else f"jit MC x{JIT_CALLS} calls"
