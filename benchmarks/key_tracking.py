@@ -13,11 +13,10 @@ loaded, one side after ``%keys on`` (its post-cell hook included), the other pla
 process runs warm-up cells (enough for the lineage to reach its cap, as inside), then the
 cell ``--repeat`` times; a side's figure is the median of its cells' process CPU times;
 the two sides alternate, each run five times (three at 10k pairs, twice at 100k, eight
-times for the jitted cell). Each
-figure comes with its spread: the middle half of the inside rounds' ratios, and how far
-apart each side's slowest and fastest process were. The earlier benchmark
-timed its blocks before the cell's end and cleared the lineage before each, and read
-1.22-1.28 where the same cell from outside read 1.62-1.81.
+times for the jitted cell). Each figure comes with its spread: the middle half of the
+inside rounds' ratios, and how far apart each side's slowest and fastest process were.
+The earlier benchmark timed its blocks before the cell's end and cleared the lineage
+before each, and read 1.22-1.28 where the same cell from outside read 1.62-1.81.
 
 Cells: eager ``key, sub = split(key); normal(sub, (8,))`` blocked on, 1k/10k/100k pairs
 (target: CPU ratio at most 1.3); a jitted Monte-Carlo estimate (10^6 samples in a scan
