@@ -234,8 +234,8 @@ def outside(kind: str, n: int, runs: int, repeat: int) -> dict[str, Any]:
             found[side] += times
             each[side].append(statistics.median(times))
     plain, tracked = statistics.median(found["plain"]), statistics.median(found["tracked"])
-    # how far apart fresh processes of one side are (a process keeps its speed: on a
-    # 2-core machine two plain sides in one process read 0.88-1.10 of each other)
+    # how far apart fresh processes of one side are: a process keeps its own speed, so
+    # more cells in one process do not make up for few processes
     apart = {side: round(max(t) / min(t), 3) for side, t in each.items()}
     return {"ratio": tracked / plain, "plain_s": plain, "tracked_s": tracked, "apart": apart}
 
@@ -278,7 +278,7 @@ def main() -> int:
             if kind == "jit":  # 40 ms cells whose CPU (XLA's threads) swings: more of them
                 repeat = 10
             # fresh processes differ, pinned too (a 2-core machine's slowest process of one
-            # side read 1.07-1.17x its fastest at 1k and 10k pairs, up to 1.6x on the
+            # side read 1.07-1.37x its fastest at 1k and 10k pairs, up to 1.75x on the
             # jitted cell): five per side at 1k, three at 10k, two at 100k, eight jitted
             runs = 1 if args.quick else 2 if big else 3 if n >= 10_000 else 5
             runs = 8 if kind == "jit" and not args.quick else runs
