@@ -44,7 +44,7 @@ from .store import (
 from .store import _Pending as _Pending
 
 MAX_CALLS = 10_000  # calls of compiled functions waiting to be replayed
-UNREAD_SPLITS = 16  # a noted split's keys not read when unpacked: read this many splits on
+UNREAD_SPLITS = 16  # a noted split's keys are read this many splits on, half at a time
 _RECORDED = "<recorded split>"  # a split recorded when called, in _noted for its keys' tokens
 MAX_KIDS = 4096  # keys known by their split's index (beyond, the dead are dropped)
 
@@ -252,8 +252,7 @@ class KeyRecorder(KeyStore):
         """The older half of the unread splits' keys read, at once (fewer calls): the
         lineage holds a split's array until then, never longer."""
         noted, outs, unread = self._noted, self._outs, self._unread
-        old = [unread.popleft() for _ in range(UNREAD_SPLITS // 2)]
-        old = [where for where in old if type(noted[where]) is not bytes]
+        old = [unread.popleft() for _ in range(UNREAD_SPLITS // 2)]  # (none read yet)
         arrays = [noted[i] for i in old]
         for where, blob in zip(old, data_bytes(arrays), strict=True):
             noted[where] = blob  # holds nothing of the key array

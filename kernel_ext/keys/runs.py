@@ -139,7 +139,7 @@ def _made(
     data, impl, op, parent, index, event, site, traced."""
     outs = [noted[at + k * _NOTE + 7] for k in splits]
     unread = [i for i, out in enumerate(outs) if type(out) is not bytes]
-    if unread:  # (not unpacked, or no host buffer: read now, together)
+    if unread:  # (the last few splits, not read in a batch yet: read now, together)
         for i, blob in zip(unread, data_bytes([outs[i] for i in unread]), strict=True):
             outs[i] = blob
     node_rows = recorder._nodes.flat
