@@ -9,12 +9,16 @@ it grows as in a session (to its caps). The independent reference is plain JAX i
 process (tracking off). The ratio is the median of the rounds' tracked/plain ratios.
 
 Outside: the same cell run in fresh processes, each a real IPython shell with jaxlab
-loaded, one side after ``%keys on`` (its post-cell hook included), the other plain; each
-process runs warm-up cells (enough for the lineage to reach its cap, as inside), then the
-cell ``--repeat`` times; a side's figure is the median of its cells' process CPU times;
-the two sides alternate, each run five times (three at 10k pairs, twice at 100k, eight
-times for the jitted cell). Each figure comes with its spread: the middle half of the
-inside rounds' ratios, and how far apart each side's slowest and fastest process were.
+loaded, one side after ``%keys on`` (its post-cell hook included), the other plain. The
+shells come in pairs, one of each side, sharing a hash seed; each runs warm-up cells
+(enough for the lineage to reach its cap, as inside), then the two are driven in turn, one
+cell at a time, in the same interleaved order as inside, each waiting while the other runs
+(so a slow minute of the machine falls on both sides, which fresh processes run one after
+another did not share: their sides' figures read up to 1.37x apart, and the two
+measurements disagreed by 0.11-0.17 on a cell or two of each full run). The ratio is the
+median of the rounds' ratios of every pair: five pairs of eight rounds at 1k pairs, three
+of three at 10k, two of two at 100k, eight of ten for the jitted cell. Each figure comes
+with its spread: the middle half of the rounds' ratios, and each pair's median ratio.
 The earlier benchmark timed its blocks before the cell's end and cleared the lineage
 before each, and read 1.22-1.28 where the same cell from outside read 1.62-1.81.
 
@@ -28,15 +32,17 @@ notes reach their limit within the cell and are recorded in the loop, so its end
 
     .venv/bin/python benchmarks/key_tracking.py [--sizes 1000,10000,100000] [--quick]
 
-It runs pinned to one CPU, the shells it starts too (``--no-pin``: not), so that no cell is
-moved between CPUs midway.
+It runs pinned to one CPU, the shells it starts too (``--no-pin``: not; ``--cpu N``: that
+one), so that no cell is moved between CPUs midway.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
+import linecache
 import math
 import os
 import statistics
@@ -44,7 +50,9 @@ import subprocess
 import sys
 import time
 import warnings
+import zlib
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -87,15 +95,15 @@ def jit_cell(start: int) -> str:
     )
 
 
-def pin_to_one_cpu() -> int | None:
-    """This process and the shells it starts kept on one CPU (the last it may use), so
-    that neither side is moved between CPUs mid-cell: on a 2-core machine, a plain 1k
-    cell read 0.20-0.25 s pinned and 0.23-0.30 s not. The CPU, or None where the
+def pin_to_one_cpu(cpu: int | None = None) -> int | None:
+    """This process and the shells it starts kept on one CPU (``cpu``, else the last it
+    may use), so that neither side is moved between CPUs mid-cell: on a 2-core machine, a
+    plain 1k cell read 0.20-0.25 s pinned and 0.23-0.30 s not. The CPU, or None where the
     platform cannot pin or only one CPU is there."""
-    allowed = getattr(os, "sched_getaffinity", lambda _: set())(0)
+    allowed: set[int] = getattr(os, "sched_getaffinity", lambda _: set())(0)
     if len(allowed) < 2:
         return None
-    cpu = max(allowed)
+    cpu = max(allowed) if cpu is None else cpu
     os.sched_setaffinity(0, {cpu})
     return cpu
 
@@ -105,6 +113,20 @@ def load() -> float:
 
 
 # ------------------------------------------------------------------ inside: one process
+def as_cell(text: str) -> CodeType:
+    """``text`` compiled as IPython compiles a cell (``<ipython-input-N-...>``, its lines in
+    ``linecache``), so that the tracker takes it for the user's code, as in a shell. (Under
+    a name such as ``<eager>`` it took the code for a library's and searched the whole
+    stack for the user's line on every call: 12-15 µs a pair that no cell pays, the inside
+    reading 0.04-0.11 above the outside on a quiet 13-core host.)"""
+    name = f"<ipython-input-{next(_CELLS)}-{zlib.crc32(text.encode()):08x}>"
+    linecache.cache[name] = (len(text), None, text.splitlines(keepends=True), name)
+    return compile(text, name, "exec")
+
+
+_CELLS = itertools.count(1)
+
+
 def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
     """Interleaved plain/tracked blocks in this process: each block's process CPU s."""
     import jax
@@ -114,14 +136,11 @@ def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
 
     space: dict[str, Any] = {"jax": jax}
     with track_keys():  # the tracked side's function: jitted and traced with tracking on
-        exec(SETUP, space)
+        exec(as_cell(SETUP), space)
     tracked_mc = space["mc"]
     plain: dict[str, Any] = {"jax": jax}
-    exec(SETUP, plain)
-    code = {
-        s: compile(eager_cell(n) if kind == "eager" else "", f"<{kind}>", "exec")
-        for s in ("plain", "tracked")
-    }
+    exec(as_cell(SETUP), plain)
+    code = {s: as_cell(eager_cell(n) if kind == "eager" else "") for s in ("plain", "tracked")}
 
     ends: list[float] = []  # the tracked blocks' ends (warn_pending), process CPU s
 
@@ -129,7 +148,7 @@ def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
         space_ = {**(plain if side == "plain" else space)}
         if kind == "jit":
             space_["mc"] = plain["mc"] if side == "plain" else tracked_mc
-            run = compile(jit_cell(1000 + r * JIT_CALLS), "<jit>", "exec")
+            run = as_cell(jit_cell(1000 + r * JIT_CALLS))
         else:
             run = code[side]
         gc.collect()
@@ -168,9 +187,10 @@ def inside(kind: str, n: int, rounds: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ outside: fresh shells
-def child(kind: str, n: int, tracked: bool, repeat: int) -> list[float]:
-    """In a fresh process: a real IPython shell, jaxlab loaded, ``%keys on`` if tracked;
-    the process CPU s of each of ``repeat`` runs of the cell (after a warm-up run)."""
+def serve(kind: str, n: int, tracked: bool) -> None:
+    """In a fresh process: a real IPython shell, jaxlab loaded, ``%keys on`` if tracked,
+    the warm-up cells run; then, for each round number read from stdin, the cell run once
+    and its process CPU s answered on stdout (the cell's own output goes nowhere)."""
     import contextlib
 
     from IPython.core.interactiveshell import InteractiveShell
@@ -179,24 +199,28 @@ def child(kind: str, n: int, tracked: bool, repeat: int) -> list[float]:
     config = Config()
     config.HistoryManager.enabled = False
     ip = InteractiveShell.instance(config=config)
-    times = []
+    answer = sys.stdout
+
+    def run(r: int) -> float:
+        cell = eager_cell(n) if kind == "eager" else jit_cell(1000 + r * JIT_CALLS)
+        gc.collect()
+        cpu = time.process_time()
+        result = ip.run_cell(cell)
+        spent = time.process_time() - cpu
+        if not result.success:
+            raise RuntimeError(f"cell failed: {result.error_in_exec!r}")
+        return spent
+
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         ip.run_line_magic("load_ext", "jaxlab")
         if tracked:
             ip.run_line_magic("keys", "on")
         assert ip.run_cell(SETUP).success
-        warm = warm_up_cells(kind, n)
-        for r in range(repeat + warm):
-            cell = eager_cell(n) if kind == "eager" else jit_cell(1000 + r * JIT_CALLS)
-            gc.collect()
-            cpu = time.process_time()
-            result = ip.run_cell(cell)
-            spent = time.process_time() - cpu
-            if not result.success:
-                raise RuntimeError(f"cell failed: {result.error_in_exec!r}")
-            if r >= warm:
-                times.append(spent)
-    return times
+        for r in range(warm_up_cells(kind, n)):
+            run(-1 - r)
+        print("ready", file=answer, flush=True)
+        for line in sys.stdin:
+            print(json.dumps(run(int(line))), file=answer, flush=True)
 
 
 def warm_up_cells(kind: str, n: int) -> int:
@@ -220,24 +244,61 @@ def quartiles(values: list[float]) -> list[float]:
     return [round(q[0], 3), round(q[2], 3)]
 
 
-def outside(kind: str, n: int, runs: int, repeat: int) -> dict[str, Any]:
+def outside(kind: str, n: int, pairs: int, rounds: int) -> dict[str, Any]:
+    """Pairs of fresh shells, one plain and one tracked, started together and then driven
+    in turn, cell by cell (plain, tracked, tracked, plain, ...), each waiting on its stdin
+    while the other runs: the rounds' ratios are those of cells run one after the other,
+    as inside, so the machine's slow minutes fall on both sides alike. The two of a pair
+    share a hash seed (``PYTHONHASHSEED``, one per pair). The ratio is the median of every
+    pair's rounds' ratios."""
     found: dict[str, list[float]] = {"plain": [], "tracked": []}
-    each: dict[str, list[float]] = {"plain": [], "tracked": []}  # each process's median
-    for r in range(runs):
-        order = ("plain", "tracked") if r % 2 == 0 else ("tracked", "plain")
-        for side in order:
-            args = ["--child", kind, str(n), side, str(repeat)]
-            done = subprocess.run(
-                [sys.executable, __file__, *args], capture_output=True, text=True, check=True
+    ratios: list[float] = []
+    each: list[float] = []  # each pair's median ratio: how far apart pairs of processes are
+    for p in range(pairs):
+        env = {**os.environ, "PYTHONHASHSEED": str(p + 1)}
+        command = [sys.executable, __file__, "--serve", kind, str(n)]
+        shells = {
+            side: subprocess.Popen(
+                [*command, side], env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
             )
-            times = json.loads(done.stdout.strip().splitlines()[-1])
-            found[side] += times
-            each[side].append(statistics.median(times))
-    plain, tracked = statistics.median(found["plain"]), statistics.median(found["tracked"])
-    # how far apart fresh processes of one side are: a process keeps its own speed, so
-    # more cells in one process do not make up for few processes
-    apart = {side: round(max(t) / min(t), 3) for side, t in each.items()}
-    return {"ratio": tracked / plain, "plain_s": plain, "tracked_s": tracked, "apart": apart}
+            for side in ("plain", "tracked")
+        }
+        try:
+            for side, shell in shells.items():
+                _answer(shell, side, "ready")
+            mine: list[float] = []
+            for r in range(rounds):
+                order = ("plain", "tracked") if (p + r) % 2 == 0 else ("tracked", "plain")
+                spent: dict[str, float] = {}
+                for side in order:
+                    ask = shells[side].stdin
+                    assert ask is not None
+                    ask.write(f"{r}\n")
+                    ask.flush()
+                    spent[side] = float(_answer(shells[side], side))
+                    found[side].append(spent[side])
+                mine.append(spent["tracked"] / spent["plain"])
+        finally:
+            for shell in shells.values():
+                shell.communicate(timeout=60)  # (its stdin closed: it ends)
+        ratios += mine
+        each.append(round(statistics.median(mine), 3))
+    return {
+        "ratio": statistics.median(ratios),
+        "spread": quartiles(ratios),
+        "pairs": each,
+        "plain_s": statistics.median(found["plain"]),
+        "tracked_s": statistics.median(found["tracked"]),
+    }
+
+
+def _answer(shell: subprocess.Popen[str], side: str, expect: str | None = None) -> str:
+    """The shell's next line of answer; a shell that ended instead is an error."""
+    assert shell.stdout is not None
+    line = shell.stdout.readline().strip()
+    if not line or (expect is not None and line != expect):
+        raise RuntimeError(f"the {side} shell answered {line!r} (exit {shell.poll()})")
+    return line
 
 
 def main() -> int:
@@ -247,14 +308,19 @@ def main() -> int:
     parser.add_argument("--no-jit", action="store_true", help="eager cells only")
     parser.add_argument("--no-outside", action="store_true", help="inside measurement only")
     parser.add_argument("--no-pin", action="store_true", help="let the OS move it between CPUs")
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--cpu", type=int, help="the CPU to pin to (default: the last)")
+    parser.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        kind, n, side, repeat = args.child
-        print(json.dumps(child(kind, int(n), side == "tracked", int(repeat))))
+    if args.serve:
+        kind, n, side = args.serve
+        serve(kind, int(n), side == "tracked")
         return 0
-    warnings.simplefilter("error")  # a reuse warning would mean the benchmark is wrong
-    cpu = None if args.no_pin else pin_to_one_cpu()  # (before JAX starts: both sides alike)
+    from jaxlab._warning import JaxlabWarning
+
+    # a reuse warning would mean the benchmark is wrong (jaxlab's own only: JAX's import
+    # warns about the machine on a TPU host)
+    warnings.simplefilter("error", JaxlabWarning)
+    cpu = None if args.no_pin else pin_to_one_cpu(args.cpu)  # (before JAX starts: both sides alike)
     print(f"pinned to CPU {cpu}" if cpu is not None else "not pinned to a CPU")
     targets = Targets()
     cases: list[tuple[str, int, float]] = [
@@ -274,15 +340,15 @@ def main() -> int:
         inner = inside(kind, n, rounds)
         outer: dict[str, Any] | None = None
         if not args.no_outside:
-            repeat = 2 if n >= 10_000 else 8  # (100k: 2 cells of 25 s a process)
+            # pairs of fresh shells, and rounds in each: a fresh process keeps its own
+            # speed (on a 2-core machine one side's processes read 1.07-1.37x apart at
+            # 1k and 10k pairs, 1.75x on the jitted cell), so more pairs where cells are
+            # short (100k: a cell is 25 s)
+            pairs, each = (2, 2) if big else (3, 3) if n >= 10_000 else (5, 8)
             if kind == "jit":  # 40 ms cells whose CPU (XLA's threads) swings: more of them
-                repeat = 10
-            # fresh processes differ, pinned too (a 2-core machine's slowest process of one
-            # side read 1.07-1.37x its fastest at 1k and 10k pairs, up to 1.75x on the
-            # jitted cell): five per side at 1k, three at 10k, two at 100k, eight jitted
-            runs = 1 if args.quick else 2 if big else 3 if n >= 10_000 else 5
-            runs = 8 if kind == "jit" and not args.quick else runs
-            outer = outside(kind, n, runs, repeat)
+                pairs, each = 8, 10
+            pairs = 1 if args.quick else pairs
+            outer = outside(kind, n, pairs, each)
         load_after = load()
         label = f"eager {n:,} pairs" if kind == "eager" else f"jit MC x{JIT_CALLS} calls"
         agree = outer is None or abs(inner["ratio"] - outer["ratio"]) <= AGREE
@@ -293,7 +359,7 @@ def main() -> int:
             f"{inner['tracked_s']:.3f}"
             + (f", outside {outer['plain_s']:.3f}/{outer['tracked_s']:.3f}" if outer else "")
             + f"; inside rounds' middle half {inner['spread']}"
-            + (f", outside slowest/fastest process {outer['apart']}" if outer else "")
+            + (f", outside {outer['spread']}, pairs' {outer['pairs']}" if outer else "")
             + f"; added per {'pair' if kind == 'eager' else 'call'}: loop "
             f"{inner['loop_us']:.1f} µs, cell's end {inner['end_us']:.1f} µs",
             flush=True,
