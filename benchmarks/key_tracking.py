@@ -42,7 +42,6 @@ import argparse
 import gc
 import itertools
 import json
-import linecache
 import math
 import os
 import statistics
@@ -50,7 +49,6 @@ import subprocess
 import sys
 import time
 import warnings
-import zlib
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -59,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from _targets import Targets
+from IPython.core.compilerop import CachingCompiler
 
 JIT_CALLS = 30  # a cell of 10 calls (0.1 s) read 0.98 inside and 1.08 outside: too short
 STEPS, PER_STEP = 1_000, 1_000
@@ -114,16 +113,15 @@ def load() -> float:
 
 # ------------------------------------------------------------------ inside: one process
 def as_cell(text: str) -> CodeType:
-    """``text`` compiled as IPython compiles a cell (``<ipython-input-N-...>``, its lines in
-    ``linecache``), so that the tracker takes it for the user's code, as in a shell. (Under
-    a name such as ``<eager>`` it did not, and searched the whole stack for the user's line
-    on every call: 12-15 µs a pair that no cell pays, the inside reading 0.04-0.11 above
-    the outside on a quiet 13-core host.)"""
-    name = f"<ipython-input-{next(_CELLS)}-{zlib.crc32(text.encode()):08x}>"
-    linecache.cache[name] = (len(text), None, text.splitlines(keepends=True), name)
-    return compile(text, name, "exec")
+    """``text`` compiled by IPython's own cell compiler (named ``<ipython-input-N-...>``,
+    its lines in ``linecache``), so that the tracker takes it for the user's code, as in a
+    shell. (Under a name such as ``<eager>`` it did not, and searched the whole stack for
+    the user's line on every call: 12-15 µs a pair that no cell pays, the inside reading
+    0.04-0.11 above the outside on a quiet 13-core host.)"""
+    return _COMPILER(text, _COMPILER.cache(text, next(_CELLS)), "exec")
 
 
+_COMPILER = CachingCompiler()
 _CELLS = itertools.count(1)
 
 
