@@ -263,7 +263,10 @@ def test_profile_graph_magic_finds_a_jitted_lambda(ip, capsys):
     assert result.module_of("<lambda>") == "jit__lambda"
     a = result.attribution("<lambda>", namespace=ip.user_ns, cell="g(q)")
     assert a.module == "jit__lambda" and a.share >= 0.9
-    assert a.ranked(1)[0].code == "q @ q"
+    # Joined to the lambda's own lines (which of the two leads is the machine's business:
+    # a 64x64 matmul and a tanh fusion are a few microseconds apart, and under load either
+    # can be preempted; the ranking is tested on recorded op times and the planted 15x).
+    assert {e.code for e in a.ranked(5)} >= {"q @ q", "jnp.tanh(q @ q)"}
     assert "lambda" in capsys.readouterr().out  # the graph was drawn
 
 
@@ -281,7 +284,8 @@ def test_profile_graph_magic_finds_a_function_jaxlab_compiled_first(ip, capsys):
     assert result.costliest_function() == "step"
     assert "step" in capsys.readouterr().out
     a = result.attribution("step", namespace=ip.user_ns, cell="y = f(x)")
-    assert a.module == "jit_step" and a.ranked(1)[0].code == "x @ x"
+    assert a.module == "jit_step" and a.share >= 0.9
+    assert {e.code for e in a.ranked(5)} >= {"x @ x", "jnp.sin(x @ x)"}  # (see above)
 
 
 def test_the_profiled_call_is_read_back_from_plain_expressions_only():
