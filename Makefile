@@ -87,50 +87,34 @@ py311-env:
 	@if [ -n "$(SECOND_RUN)" ]; then $(MAKE) --no-print-directory $(VENV311)/.stamp; fi
 
 # Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
-# Four lanes run at once, so that they end together on two cores (a single pytest used
-# about 0.7 of a core: it mostly waits on kernels, Chromium, pip; with the notebooks after
-# the units in one lane, that lane ran some 300 s after the others had ended):
-#   - the 3.12 units and magics (not browser, not notebooks, not Binder's environment), in
-#     the foreground;
-#   - the notebooks and Binder's environment (they share its build), then the docs, which
-#     read the executed notebooks;
-#   - the browser tests (one JupyterLab, one Chromium), whose last test opens the executed
-#     notebooks as the notebook lane writes them;
-#   - lint, then the 3.11 environment and its run.
-# The background lanes write to test-output/{notebooks,browser,py311}.log, shown when they
-# end; a lane's failure fails the target. System packages are installed first, in the
-# foreground (two apt-gets would fight over dpkg's lock).
-LANE_UNITS     := not browser and not notebooks and not binder
-LANE_NOTEBOOKS := notebooks or binder
+# Three lanes run at once (a single pytest used about 0.7 of a core: it mostly waits on
+# kernels, Chromium, pip): the browser tests (one JupyterLab, one Chromium), the rest of
+# the 3.12 suite (notebooks, Binder, units; then the docs, which read the executed
+# notebooks), and the 3.11 environment and its run. The browser and 3.11 lanes write to
+# test-output/{browser,py311}.log, shown when they end; a lane's failure fails the target.
+# System packages are installed first, in the foreground (two apt-gets would fight over
+# dpkg's lock). (Four lanes, the notebooks apart from the units, took longer from a fresh
+# clone, 1,683 s against 1,534: the two cores are busy throughout either way.)
 # Python keeps the bytecode it compiles (an empty PYTHONDONTWRITEBYTECODE is unset): with it
-# set, as some images do, each of the lanes' pytests compiled and rewrote the 231 test
-# modules again (collection 25 s, against 18 s), and each kernel jaxlab's modules.
+# set, as some images do, each lane's pytest compiled and rewrote the 231 test modules
+# again (collection 25 s, against 18 s), and each kernel jaxlab's modules.
 test: export JAXLAB_EXECUTED_NOTEBOOKS := test-output/notebooks
 test: export PYTHONDONTWRITEBYTECODE :=
-test: setup
+test: lint
 	@if [ -n "$(SECOND_RUN)" ]; then tools/ensure_system.sh venv $(PY311); fi
 	@tools/ensure_system.sh chromium
-	@rm -rf $(JAXLAB_EXECUTED_NOTEBOOKS) test-output/*.rc; mkdir -p test-output; \
-	( $(VENV)/bin/python -m pytest -m "$(LANE_NOTEBOOKS)" -p no:cacheprovider --durations=10; \
-	  echo $$? > test-output/notebooks.rc; $(MAKE) --no-print-directory docs; \
-	  echo $$? > test-output/docs.rc ) > test-output/notebooks.log 2>&1 & notebooks=$$!; \
+	@rm -rf $(JAXLAB_EXECUTED_NOTEBOOKS); mkdir -p test-output; \
+	$(MAKE) --no-print-directory py311 > test-output/py311.log 2>&1 & py311=$$!; \
 	$(VENV)/bin/python -m pytest -m browser -p no:cacheprovider --durations=10 \
 	  > test-output/browser.log 2>&1 & browser=$$!; \
-	( $(MAKE) --no-print-directory lint; echo $$? > test-output/lint.rc; \
-	  $(MAKE) --no-print-directory py311 ) > test-output/py311.log 2>&1 & py311=$$!; \
-	$(VENV)/bin/python -m pytest -m "$(LANE_UNITS)" --durations=25; unit=$$?; \
-	show() { echo "== $$1 (test-output/$$2.log)"; \
-	  if [ $$3 -eq 0 ]; then tail -n 15 test-output/$$2.log; else cat test-output/$$2.log; fi; }; \
-	wait $$notebooks; nb=$$(cat test-output/notebooks.rc 2>/dev/null || echo 1); \
-	docs=$$(cat test-output/docs.rc 2>/dev/null || echo 1); \
-	show "notebooks, Binder, docs" notebooks $$(( nb || docs )); \
-	wait $$browser; browser=$$?; show "browser tests" browser $$browser; \
-	wait $$py311; py311=$$?; lint=$$(cat test-output/lint.rc 2>/dev/null || echo 1); \
-	show "lint, Python 3.11" py311 $$(( py311 || lint )); \
-	echo "jaxlab: exit status of lint $$lint, the 3.12 units $$unit, notebooks $$nb, docs $$docs," \
-	  "browser $$browser, 3.11 $$py311"; \
-	test $$lint -eq 0 -a $$unit -eq 0 -a $$nb -eq 0 -a $$docs -eq 0 -a $$browser -eq 0 \
-	  -a $$py311 -eq 0
+	$(VENV)/bin/python -m pytest -m "not browser" --durations=25; unit=$$?; \
+	$(MAKE) --no-print-directory docs; docs=$$?; \
+	wait $$browser; browser=$$?; echo "== browser tests (test-output/browser.log)"; \
+	if [ $$browser -eq 0 ]; then tail -n 15 test-output/browser.log; else cat test-output/browser.log; fi; \
+	wait $$py311; py311=$$?; echo "== Python 3.11 (test-output/py311.log)"; \
+	if [ $$py311 -eq 0 ]; then tail -n 15 test-output/py311.log; else cat test-output/py311.log; fi; \
+	echo "jaxlab: exit status of the 3.12 suite $$unit, docs $$docs, browser $$browser, 3.11 $$py311"; \
+	test $$unit -eq 0 -a $$docs -eq 0 -a $$browser -eq 0 -a $$py311 -eq 0
 
 # Every benchmark (or those BENCHES names) runs to its end, each saving its output under
 # test-output/bench/; then one table of every target (figure, independent reference,

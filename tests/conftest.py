@@ -116,16 +116,7 @@ def notebook_kernel(request, jupyter_path):
 # every other test keeps its place; the Binder environment stays this session's fixture.)
 
 
-# A test that needs Binder's environment is marked `binder`: `make test` runs those in the
-# notebook lane, which builds the environment once for them and the notebooks.
-_BINDER_FIXTURES = frozenset({"binder_env", "binder_kernel", "notebook_kernel"})
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if _BINDER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.binder)
-
     def rank(item: pytest.Item) -> int:
         if item.get_closest_marker("notebooks") is None:
             return 2

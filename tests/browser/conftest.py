@@ -349,6 +349,6 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 # Last in the session: test_tutorials_in_lab.py waits for the executed notebooks that the
-# notebook lane saves under `make test`; every other browser test runs meanwhile.
+# 3.12 lane saves under `make test`; every other browser test runs meanwhile.
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path.name == "test_tutorials_in_lab.py")

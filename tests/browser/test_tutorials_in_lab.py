@@ -10,7 +10,7 @@ measures the big programs (fit_measure.py):
   browser put away (the projected pane) and again with it open beside the notebook.
 
 The executed copies are the ones tests/test_notebooks.py saves (outputs and widget
-state): under ``make test`` (``$JAXLAB_EXECUTED_NOTEBOOKS`` set) the notebook lane runs the
+state): under ``make test`` (``$JAXLAB_EXECUTED_NOTEBOOKS`` set) the 3.12 lane runs the
 notebooks first and this test, last in the browser lane, waits for each copy, or for the
 ``<name>.failed`` marker a failed run leaves; run alone, it executes each tutorial itself
 in a kernel of this interpreter. Opened trusted (the server's trust endpoint), the saved
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-WAIT_S = 15 * 60  # for each copy, after the one before it came: the notebook lane runs them
+WAIT_S = 15 * 60  # for each copy, after the one before it came: the 3.12 lane runs them
 SMALLEST_PX = 12 - 0.05
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -67,7 +67,7 @@ UNDRAWN = f"""(name) => Array.from(document.querySelectorAll(
 
 
 def _wait_for_copy(folder: Path, path: Path) -> Path:
-    """The notebook lane's executed copy of ``path``, once it is written; a clear failure when
+    """The 3.12 lane's executed copy of ``path``, once it is written; a clear failure when
     its run failed (its ``.failed`` marker) or nothing came within WAIT_S."""
     copy, failed = folder / path.name, folder / f"{path.stem}.failed"
     deadline = time.monotonic() + WAIT_S
@@ -81,8 +81,8 @@ def _wait_for_copy(folder: Path, path: Path) -> Path:
             return copy
         time.sleep(2)
     pytest.fail(
-        f"no executed copy of {path.name} in {folder} after {WAIT_S // 60} min: the "
-        "notebook lane (tests/test_notebooks.py::test_notebook_runs) did not run it"
+        f"no executed copy of {path.name} in {folder} after {WAIT_S // 60} min: the 3.12 "
+        "lane (tests/test_notebooks.py::test_notebook_runs) did not run it"
     )
 
 
