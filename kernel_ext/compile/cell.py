@@ -137,9 +137,9 @@ class CellJit:
         cell = self.prepare(source, static)
         return self.call(cell, namespace, record=record)
 
-    # The hot path: keep it lean (benchmarks/jit_overhead.py measures it). A cell run again
-    # with arrays and plain static values takes one comprehension for its key and, when
-    # the signature ran before and no input is split, the compiled call inline.
+    # The hot path: keep it lean (benchmarks/jit_overhead.py measures it): the signature in
+    # one comprehension; a plain cell's call and write-back inline (that saved 3-4 µs of
+    # the 15 that a ~10 µs call paid; the comprehension alone, nothing measurable).
     def call(
         self, cell: _Cell, namespace: MutableMapping[str, Any], *, record: bool = False
     ) -> tuple[Any, CellRun | None]:
@@ -152,62 +152,34 @@ class CellJit:
                 f"the cell reads `{missing}`, which is not defined: define it in a cell "
                 "first (or assign it in this cell before reading it)"
             ) from None
-        fast = self._fast
-        if cell.forced_static:
-            signature_key = self._key(cell, values)
-        else:
-            signature_key = tuple(
-                [
-                    (v.shape, v.dtype, v.weak_type)
-                    if type(v) in fast
-                    else ("static", type(v), v)
-                    if type(v) in STATIC_FAST
-                    else input_key(
-                        n, v, forced=False, container_writes=cell.container_writes, fast=fast
-                    )
-                    for n, v in zip(inputs, values)  # noqa: B905 (one list: same length)
-                ]
-            )
+        fast, forced, writes = self._fast, cell.forced_static, cell.container_writes
+        signature_key = tuple(
+            [
+                (v.shape, v.dtype, v.weak_type)
+                if type(v) in fast and n not in forced
+                else ("static", type(v), v)
+                if type(v) in STATIC_FAST
+                else input_key(n, v, forced=n in forced, container_writes=writes, fast=fast)
+                for n, v in zip(inputs, values)  # noqa: B905 (values is read from inputs)
+            ]
+        )
         variant = cell.seen.get(signature_key)
         if variant is None or record:
             return self._call_slow(cell, values, signature_key, namespace)
-        log = self._log
-        count = log.count
+        count = self._log.count
         if variant.split:
             outs, value, states = self._invoke(variant, values, signature_key)
             _store(namespace, outs, variant, values, states)
-        else:
+        else:  # _invoke's and _store's plain case, inline: the calls cost as much as the key
             try:
                 outs, value = variant.jitted(*values)
             except Exception as e:
                 raise describe_failure(e) from e
             namespace.update(outs)
-        if log.count != count:  # JAX compiled although the signature ran before
+        if self._log.count != count:  # JAX compiled although the signature ran before
             why = self._logged_reason()
             return value, self._run_record(cell, variant, signature_key, value, 0.0, why, outs)
         return value, None
-
-    def _key(self, cell: _Cell, values: list[Any]) -> tuple[Any, ...]:
-        """The signature of a cell with names the user made static (``--static``)."""
-        fast, forced = self._fast, cell.forced_static
-        key: list[Any] = []
-        for name, value in zip(cell.program.inputs, values, strict=True):
-            kind = type(value)
-            if kind in fast and name not in forced:
-                key.append((value.shape, value.dtype, value.weak_type))
-            elif kind in STATIC_FAST:
-                key.append(("static", kind, value))
-            else:
-                key.append(
-                    input_key(
-                        name,
-                        value,
-                        forced=name in forced,
-                        container_writes=cell.container_writes,
-                        fast=fast,
-                    )
-                )
-        return tuple(key)
 
     # ------------------------------------------------------------------ slow paths
     def _compile(self, cell: _Cell, pattern: tuple[str, ...]) -> _Variant:
