@@ -87,11 +87,8 @@ py311-env:
 	@if [ -n "$(SECOND_RUN)" ]; then $(MAKE) --no-print-directory $(VENV311)/.stamp; fi
 
 # Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
-# Three lanes run at once (a single pytest used about 0.7 of a core: it mostly waits on
-# kernels, Chromium, pip): the browser tests (one JupyterLab, one Chromium), the rest of
-# the 3.12 suite (notebooks, Binder, units; then the docs, which read the executed
-# notebooks), and the 3.11 environment and its run. The browser and 3.11 lanes write to
-# test-output/{browser,py311}.log, shown when they end; a lane's failure fails the target.
+# tools/test_lanes.sh runs three lanes at once (the 3.12 suite; the browser tests, then the
+# docs and the lint; the 3.11 environment and its run) and fails when any of them failed.
 # System packages are installed first, in the foreground (two apt-gets would fight over
 # dpkg's lock). (Four lanes, the notebooks apart from the units, took longer from a fresh
 # clone, 1,683 s against 1,534: the two cores are busy throughout either way.)
@@ -100,21 +97,10 @@ py311-env:
 # again (collection 25 s, against 18 s), and each kernel jaxlab's modules.
 test: export JAXLAB_EXECUTED_NOTEBOOKS := test-output/notebooks
 test: export PYTHONDONTWRITEBYTECODE :=
-test: lint
+test: setup
 	@if [ -n "$(SECOND_RUN)" ]; then tools/ensure_system.sh venv $(PY311); fi
 	@tools/ensure_system.sh chromium
-	@rm -rf $(JAXLAB_EXECUTED_NOTEBOOKS); mkdir -p test-output; \
-	$(MAKE) --no-print-directory py311 > test-output/py311.log 2>&1 & py311=$$!; \
-	$(VENV)/bin/python -m pytest -m browser -p no:cacheprovider --durations=10 \
-	  > test-output/browser.log 2>&1 & browser=$$!; \
-	$(VENV)/bin/python -m pytest -m "not browser" --durations=25; unit=$$?; \
-	$(MAKE) --no-print-directory docs; docs=$$?; \
-	wait $$browser; browser=$$?; echo "== browser tests (test-output/browser.log)"; \
-	if [ $$browser -eq 0 ]; then tail -n 15 test-output/browser.log; else cat test-output/browser.log; fi; \
-	wait $$py311; py311=$$?; echo "== Python 3.11 (test-output/py311.log)"; \
-	if [ $$py311 -eq 0 ]; then tail -n 15 test-output/py311.log; else cat test-output/py311.log; fi; \
-	echo "jaxlab: exit status of the 3.12 suite $$unit, docs $$docs, browser $$browser, 3.11 $$py311"; \
-	test $$unit -eq 0 -a $$docs -eq 0 -a $$browser -eq 0 -a $$py311 -eq 0
+	@MAKE="$(MAKE)" tools/test_lanes.sh $(VENV)
 
 # Every benchmark (or those BENCHES names) runs to its end, each saving its output under
 # test-output/bench/; then one table of every target (figure, independent reference,

@@ -54,6 +54,7 @@ class Lab:
     token: str
     root: Path
     log: Path
+    workspaces: Path
 
     def notebook_url(self, name: str) -> str:
         return f"{self.url}/lab/tree/{name}?token={self.token}"
@@ -123,7 +124,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
     try:
         _wait_ready(url, token, proc, log)
-        yield Lab(url, token, root, log)
+        yield Lab(url, token, root, log, workspaces)
     finally:
         proc.terminate()  # the server shuts its kernels down on SIGTERM
         try:
@@ -131,6 +132,36 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _api(lab: Lab, method: str, path: str) -> Any:
+    """Call the server's REST API; the decoded JSON answer (None when empty)."""
+    request = urllib.request.Request(f"{lab.url}{path}?token={lab.token}", method=method)
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        body = answer.read()
+    return json.loads(body) if body else None
+
+
+def clean_lab(lab: Lab) -> None:
+    """Shut down every kernel of the lab and forget its workspace: the next test's page
+    opens only its own notebook. (Left alone, each test's kernel kept running and its tab
+    was restored into every later page: 60 kernels and their tabs by the session's end,
+    each page load reconnecting to all of them.)"""
+    for session in _api(lab, "GET", "/api/sessions"):
+        _api(lab, "DELETE", f"/api/sessions/{session['id']}")
+    for kernel in _api(lab, "GET", "/api/kernels"):
+        _api(lab, "DELETE", f"/api/kernels/{kernel['id']}")
+    for workspace in lab.workspaces.glob("*.jupyterlab-workspace"):
+        workspace.unlink()
+
+
+@pytest.fixture(autouse=True)
+def _clean_lab_after(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test that used the lab (its page closed first: this fixture is set up
+    before, so torn down after, the test's own), :func:`clean_lab`."""
+    yield
+    if "lab" in request.fixturenames:
+        clean_lab(request.getfixturevalue("lab"))
 
 
 def _chromium() -> str | None:
@@ -168,8 +199,9 @@ class Requests:
         ]
 
 
-# JupyterLab restores the tabs of earlier tests in the session, so the notebook is found
-# by its path and brought to the front, never assumed to be the current widget.
+# A page may hold other tabs (a test that opens two notebooks, or reloads the page and has
+# JupyterLab restore them), so the notebook is found by its path and brought to the front,
+# never assumed to be the current widget.
 FIND_PANEL = """(name) => {
   const app = window.jupyterapp;
   if (!app) return null;
@@ -283,8 +315,8 @@ class Notebook:
         raise AssertionError(f"{self.name}: its saved views were not restored in {tries} loads")
 
     def locator(self, css: str) -> Any:
-        """Elements matching ``css`` inside this notebook's panel only: JupyterLab restores
-        the tabs of earlier tests, whose outputs stay in the page."""
+        """Elements matching ``css`` inside this notebook's panel only: other notebooks'
+        tabs may be open in the page, their outputs with them."""
         panel = self.page.evaluate(PANEL_ID, self.name)
         assert panel, f"{self.name} is not open"
         return self.page.locator(f"#{panel} {css}")

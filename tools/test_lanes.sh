@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `make test`'s run, after set-up: three lanes at once on the machine's cores, each a
+# process that mostly waits (kernels, Chromium, pip) when alone (a single pytest used about
+# 0.7 of a core):
+#   3.12   the suite without the browser: the notebooks first (each runs once, in Binder's
+#          environment, and leaves its executed copy in $JAXLAB_EXECUTED_NOTEBOOKS), then
+#          the unit tests; on the console;
+#   browser  the browser tests (one JupyterLab, one Chromium; the tutorials' tests wait for
+#          the executed copies), then the docs site (it reads them) and the lint: the
+#          lane with the least to do gets the short jobs (test-output/{browser,docs,lint}.log);
+#   3.11   Python 3.11's environment and its run (test-output/py311.log).
+# A lane's log is shown when it ends (its tail where it passed); any failure fails the run.
+# Usage: tools/test_lanes.sh VENV   (MAKE and JAXLAB_EXECUTED_NOTEBOOKS from make's recipe)
+set -u
+venv=$1
+make=${MAKE:-make}
+out=test-output
+rm -rf "$JAXLAB_EXECUTED_NOTEBOOKS"
+mkdir -p "$out"
+rm -f "$out/browser-lane.status"
+
+"$make" --no-print-directory py311 > "$out/py311.log" 2>&1 &
+py311=$!
+
+(
+  "$venv/bin/python" -m pytest tests/browser -m browser -p no:cacheprovider --durations=10 \
+    > "$out/browser.log" 2>&1
+  browser=$?
+  "$make" --no-print-directory docs > "$out/docs.log" 2>&1
+  docs=$?
+  "$make" --no-print-directory lint > "$out/lint.log" 2>&1
+  lint=$?
+  echo "$browser $docs $lint" > "$out/browser-lane.status"
+) &
+lane=$!
+
+"$venv/bin/python" -m pytest -m "not browser" --durations=25
+unit=$?
+
+show() {  # show NAME LOG STATUS
+  echo "== $1 ($2)"
+  if [ "$3" -eq 0 ]; then tail -n 15 "$2"; else cat "$2"; fi
+}
+wait "$lane"
+read -r browser docs lint < "$out/browser-lane.status" || { browser=1; docs=1; lint=1; }
+show "browser tests" "$out/browser.log" "$browser"
+show "docs" "$out/docs.log" "$docs"
+show "lint" "$out/lint.log" "$lint"
+wait "$py311"
+py311=$?
+show "Python 3.11" "$out/py311.log" "$py311"
+echo "jaxlab: exit status of the 3.12 suite $unit, browser $browser, docs $docs, lint $lint, 3.11 $py311"
+[ "$unit" -eq 0 ] && [ "$browser" -eq 0 ] && [ "$docs" -eq 0 ] && [ "$lint" -eq 0 ] && [ "$py311" -eq 0 ]
