@@ -80,7 +80,7 @@ def test_the_written_config_loads_jaxlab_and_load_ext_says_nothing(tmp_path):
 def test_in_a_kernel_with_the_config_load_ext_prints_nothing(tmp_path, monkeypatch):
     """A real kernel, as the tutorials run: their first cell's output is empty."""
     import nbformat
-    from nbclient import NotebookClient
+    from kernel_polls import NotebookClient
 
     env = _profile(tmp_path / "ipython")
     spec = tmp_path / "jupyter" / "kernels" / "jaxlab-config"

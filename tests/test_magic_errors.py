@@ -226,7 +226,7 @@ def test_in_a_kernel_the_error_keeps_its_name_and_value(tmp_path, monkeypatch):
     import json
 
     import nbformat
-    from nbclient import NotebookClient
+    from kernel_polls import NotebookClient
 
     spec = tmp_path / "kernels" / "jaxlab-errors"
     spec.mkdir(parents=True)

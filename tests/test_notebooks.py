@@ -122,7 +122,7 @@ def execute(path: Path, kernel_name: str, measured: dict | None = None):
     import time
 
     import nbformat
-    from nbclient import NotebookClient
+    from kernel_polls import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
