@@ -20,6 +20,11 @@ help:
 	@echo "make bench  run every benchmark in benchmarks/ and print its figures"
 
 # One stamp per environment: rebuilt when its lock or pyproject.toml changes.
+# Where Python may write bytecode, pip compiles none (half the install's time): each module
+# is compiled when first imported, as Python does. Where it may not (PYTHONDONTWRITEBYTECODE
+# set, as some images do), pip's compilation is the only bytecode there will be: import jax
+# took 4.1 s instead of 1.0 without it.
+PIP_COMPILE := $(if $(PYTHONDONTWRITEBYTECODE),,--no-compile)
 # (jaxlab's own install compiles key tracking's optional C part, keys/_hot.c, when it can.)
 $(VENV)/.stamp: $(LOCK) pyproject.toml kernel_ext/keys/_hot.c
 	@test -n "$(PYTHON)" || { echo "jaxlab needs python3.12, or python3 >= 3.11" >&2; exit 1; }
@@ -28,8 +33,9 @@ $(VENV)/.stamp: $(LOCK) pyproject.toml kernel_ext/keys/_hot.c
 	@tools/ensure_system.sh compiler $(PYTHON) || true
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -r $(LOCK)
-	$(VENV)/bin/python -m pip install -q --no-deps -e .
+	$(VENV)/bin/python -m pip install -q $(PIP_COMPILE) -r $(LOCK)
+	@mkdir -p build
+	flock build/.editable.lock $(VENV)/bin/python -m pip install -q --no-deps -e .
 	@touch $@
 
 # Kernels load jaxlab, and the lab's server enables jaxlab_server (an untrusted notebook
@@ -45,8 +51,9 @@ $(VENV311)/.stamp: requirements/py3.11.txt pyproject.toml kernel_ext/keys/_hot.c
 	@tools/ensure_system.sh compiler $(PY311) || true
 	$(PY311) -m venv $(VENV311)
 	$(VENV311)/bin/python -m pip install -q --upgrade pip
-	$(VENV311)/bin/python -m pip install -q -r requirements/py3.11.txt
-	$(VENV311)/bin/python -m pip install -q --no-deps -e .
+	$(VENV311)/bin/python -m pip install -q $(PIP_COMPILE) -r requirements/py3.11.txt
+	@mkdir -p build
+	flock build/.editable.lock $(VENV311)/bin/python -m pip install -q --no-deps -e .
 	@touch $@
 
 setup: $(VENV)/.stamp $(VENV)/.kernel-config
@@ -87,18 +94,25 @@ py311-env:
 	@if [ -n "$(SECOND_RUN)" ]; then $(MAKE) --no-print-directory $(VENV311)/.stamp; fi
 
 # Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
-# tools/test_lanes.sh runs three lanes at once (the 3.12 suite; the browser tests, then the
-# docs and the lint; the 3.11 environment and its run) and fails when any of them failed.
-# System packages are installed first, in the foreground (two apt-gets would fight over
-# dpkg's lock). (Four lanes, the notebooks apart from the units, took longer from a fresh
-# clone, 1,683 s against 1,534: the two cores are busy throughout either way.)
+# tools/test_lanes.sh starts the 3.11 lane (its environment, then its run) while it builds
+# this environment, then runs two lanes beside it: the 3.12 suite; the browser tests, then
+# the docs and the lint. It fails when any of them failed. System packages are installed
+# first, in the foreground (two apt-gets would fight over dpkg's lock), and the two
+# environments' editable installs of jaxlab take turns (one build/ and egg-info).
+# (Four lanes, the notebooks apart from the units, took longer from a fresh clone, 1,683 s
+# against 1,534: the two cores are busy throughout either way.)
 # Python keeps the bytecode it compiles (an empty PYTHONDONTWRITEBYTECODE is unset): with it
 # set, as some images do, each lane's pytest compiled and rewrote the 231 test modules
 # again (collection 25 s, against 18 s), and each kernel jaxlab's modules.
 test: export JAXLAB_EXECUTED_NOTEBOOKS := test-output/notebooks
 test: export PYTHONDONTWRITEBYTECODE :=
-test: setup
-	@if [ -n "$(SECOND_RUN)" ]; then tools/ensure_system.sh venv $(PY311); fi
+test:
+	@test -n "$(PYTHON)" || { echo "jaxlab needs python3.12, or python3 >= 3.11" >&2; exit 1; }
+	@tools/ensure_system.sh venv $(PYTHON)
+	@tools/ensure_system.sh compiler $(PYTHON) || true
+	@if [ -n "$(SECOND_RUN)" ]; then tools/ensure_system.sh venv $(PY311); \
+	  tools/ensure_system.sh compiler $(PY311) || true; fi
+	@tools/ensure_system.sh dot
 	@tools/ensure_system.sh chromium
 	@MAKE="$(MAKE)" tools/test_lanes.sh $(VENV)
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# `make test`'s run, after set-up: three lanes at once on the machine's cores, each a
-# process that mostly waits (kernels, Chromium, pip) when alone (a single pytest used about
-# 0.7 of a core):
+# `make test`'s run, once the system packages are there: three lanes at once on the
+# machine's cores, each a process that mostly waits (kernels, Chromium, pip) when alone (a
+# single pytest used about 0.7 of a core). The 3.11 lane starts first, while this
+# environment is built (`make setup`); then:
 #   3.12   the suite without the browser: the notebooks first (each runs once, in Binder's
 #          environment, and leaves its executed copy in $JAXLAB_EXECUTED_NOTEBOOKS), then
 #          the unit tests; on the console;
 #   browser  the browser tests (one JupyterLab, one Chromium; the tutorials' tests wait for
-#          the executed copies), then the docs site (it reads them) and the lint: the
-#          lane with the least to do gets the short jobs (test-output/{browser,docs,lint}.log);
-#   3.11   Python 3.11's environment and its run (test-output/py311.log).
+#          the executed copies), then the docs site (it reads them), the lint and key
+#          tracking's unit tests: the lane with the least to do gets the short jobs
+#          (test-output/{browser,docs,lint,keys}.log);
+#   3.11   Python 3.11's environment and its run (test-output/py311.log), from the start.
 # A lane's log is shown when it ends (its tail where it passed); any failure fails the run.
 # Usage: tools/test_lanes.sh VENV   (MAKE and JAXLAB_EXECUTED_NOTEBOOKS from make's recipe)
 set -u
@@ -18,9 +20,18 @@ out=test-output
 rm -rf "$JAXLAB_EXECUTED_NOTEBOOKS"
 mkdir -p "$out"
 rm -f "$out/browser-lane.status"
+# Key tracking's unit tests run in the browser lane, after its own work: it ended 5 minutes
+# before the 3.12 suite, which is the longest.
+moved="tests/test_key*.py"
 
 "$make" --no-print-directory py311 > "$out/py311.log" 2>&1 &
 py311=$!
+# This environment meanwhile (pip installs on one core: the two builds overlap).
+if ! "$make" --no-print-directory setup; then
+  wait "$py311"
+  echo "jaxlab: the environment $venv was not built" >&2
+  exit 1
+fi
 
 (
   "$venv/bin/python" -m pytest tests/browser -m browser -p no:cacheprovider --durations=10 \
@@ -30,11 +41,13 @@ py311=$!
   docs=$?
   "$make" --no-print-directory lint > "$out/lint.log" 2>&1
   lint=$?
-  echo "$browser $docs $lint" > "$out/browser-lane.status"
+  "$venv/bin/python" -m pytest $moved -p no:cacheprovider --durations=10 > "$out/keys.log" 2>&1
+  keys=$?
+  echo "$browser $docs $lint $keys" > "$out/browser-lane.status"
 ) &
 lane=$!
 
-"$venv/bin/python" -m pytest -m "not browser" --durations=25
+"$venv/bin/python" -m pytest -m "not browser" --ignore-glob="$moved" --durations=25
 unit=$?
 
 show() {  # show NAME LOG STATUS
@@ -42,12 +55,18 @@ show() {  # show NAME LOG STATUS
   if [ "$3" -eq 0 ]; then tail -n 15 "$2"; else cat "$2"; fi
 }
 wait "$lane"
-read -r browser docs lint < "$out/browser-lane.status" || { browser=1; docs=1; lint=1; }
+read -r browser docs lint keys < "$out/browser-lane.status" || {
+  browser=1 docs=1 lint=1 keys=1
+}
 show "browser tests" "$out/browser.log" "$browser"
 show "docs" "$out/docs.log" "$docs"
 show "lint" "$out/lint.log" "$lint"
+show "key tracking's tests" "$out/keys.log" "$keys"
 wait "$py311"
 py311=$?
 show "Python 3.11" "$out/py311.log" "$py311"
-echo "jaxlab: exit status of the 3.12 suite $unit, browser $browser, docs $docs, lint $lint, 3.11 $py311"
-[ "$unit" -eq 0 ] && [ "$browser" -eq 0 ] && [ "$docs" -eq 0 ] && [ "$lint" -eq 0 ] && [ "$py311" -eq 0 ]
+echo "jaxlab: exit status of the 3.12 suite $unit, browser $browser, docs $docs, lint $lint," \
+  "key tracking $keys, 3.11 $py311"
+for status in "$unit" "$browser" "$docs" "$lint" "$keys" "$py311"; do
+  [ "$status" -eq 0 ] || exit 1
+done
