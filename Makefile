@@ -96,9 +96,10 @@ py311-env:
 # Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
 # tools/test_lanes.sh starts the 3.11 lane (its environment, then its run) while it builds
 # this environment, then runs two lanes beside it: the 3.12 suite; the browser tests, then
-# the docs and the lint. It fails when any of them failed. System packages are installed
-# first, in the foreground (two apt-gets would fight over dpkg's lock), and the two
-# environments' editable installs of jaxlab take turns (one build/ and egg-info).
+# the docs, the lint and key tracking's unit tests. It fails when any of them failed.
+# System packages are installed first, in the foreground (two apt-gets would fight over
+# dpkg's lock), and the two environments' editable installs of jaxlab take turns (one
+# build/ and egg-info).
 # (Four lanes, the notebooks apart from the units, took longer from a fresh clone, 1,683 s
 # against 1,534: the two cores are busy throughout either way.)
 # Python keeps the bytecode it compiles (an empty PYTHONDONTWRITEBYTECODE is unset): with it

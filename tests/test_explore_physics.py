@@ -43,6 +43,7 @@ def decay_at_one(rate=0.7, y0=2.0):
     return solution.ys[0]
 
 
+@pytest.mark.slow  # a diffrax solve: 17-30 s under load; once per `make test` (Python 3.12)
 def test_diffrax_solve_sensitivity_is_the_analytic_one():
     view = explore(decay_at_one, rate=(0.1, 3.0), y0=2.0)
     view.set(rate=1.3)

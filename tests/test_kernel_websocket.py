@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from jupyter_server.gateway.connections import GatewayWebSocketConnection
 from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
 from kernel_channels import connect, execute, round_trip, server, start_kernel
@@ -49,6 +50,7 @@ def _session(extension: bool) -> tuple[list[dict], list[dict], str]:
         return info, run, Path(log).read_text()
 
 
+@pytest.mark.slow  # a Jupyter server and a kernel: 14-16 s under load; once per `make test`
 def test_a_real_servers_kernel_channels_work_through_it():
     info, run, log = _session(extension=True)
     assert "kernel websockets send at once (TCP_NODELAY)" in log

@@ -176,6 +176,7 @@ def test_equinox_mlp_loss():
     assert any(b["name"].startswith("scope eqx.nn.MLP") for b in frame["boxes"])
 
 
+@pytest.mark.slow  # a diffrax solve: 10-14 s under load; once per `make test` (Python 3.12)
 def test_diffrax_solve_first_steps():
     diffrax = pytest.importorskip("diffrax")
 
