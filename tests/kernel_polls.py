@@ -1,12 +1,11 @@
 """nbclient's ``NotebookClient`` with its kernel's messages read in short polls.
 
 nbclient waits for a cell's reply in one poll of the shell socket as long as the cell's
-timeout (300 s here). A reply can arrive without waking that poll (pyzmq's asyncio poll
-misses the socket's edge-triggered event; nbclient issue #312, with widgets in the cell):
-the poll then returns only at its timeout, finds the reply, and the notebook goes on.
-`make test` once spent 299 s so between a tutorial's ``interact`` cell and the next. A new
-poll looks at the socket first, so polls of half a second each find a stranded reply within
-half a second; the cell's own timeout is kept.
+timeout (300 s here). A reply can arrive without waking that poll (nbclient issue #312,
+with widgets in the cell): the poll then returns only at its timeout, finds the reply, and
+the notebook goes on. In one `make test` the tutorial 04's ``interact`` cell was followed by
+299 s of this wait. A new poll looks at the socket first, so polls of half a second each
+find such a reply within half a second; the cell's own timeout is kept.
 """
 
 from __future__ import annotations
