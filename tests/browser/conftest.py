@@ -152,7 +152,7 @@ def _api(lab: Lab, method: str, path: str, tries: int = 60) -> Any:
             if error.code != 500 or attempt == tries - 1:
                 raise
             time.sleep(0.5)
-    return None
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def clean_lab(lab: Lab) -> None:
