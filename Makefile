@@ -96,7 +96,8 @@ py311-env:
 # Each notebook runs once: tests/test_notebooks.py saves the executed copies here for docs.
 # tools/test_lanes.sh starts the 3.11 lane (its environment, then its run) while it builds
 # this environment, then runs two lanes beside it: the 3.12 suite; the browser tests, then
-# the docs, the lint and key tracking's unit tests. It fails when any of them failed.
+# the docs, the lint and the 3.12 suite's files from its end (the two runs share the files
+# as they go: tests/claims.py). It fails when any of them failed.
 # System packages are installed first, in the foreground (two apt-gets would fight over
 # dpkg's lock), and the two environments' editable installs of jaxlab take turns (one
 # build/ and egg-info).

@@ -14,6 +14,14 @@ import pytest
 # environment variable alone can come too late; the backend is not started yet here.
 jax.config.update("jax_num_cpu_devices", 2)
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    # `make test`'s two 3.12 runs share the test files as they go (tests/claims.py).
+    from claims import register
+
+    register(config)
+
+
 # Extension state leaks between tests if a test forgets to unload; the fixture unloads.
 
 
