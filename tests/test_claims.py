@@ -61,9 +61,16 @@ def _suite(root: Path, actions: dict[str, str] | None = None) -> None:
     )
 
 
+def _environ() -> dict[str, str]:
+    """This process's environment without what would change the inner runs: the claims of
+    an outer run (`make test`'s own) and options given to every pytest."""
+    drop = ("JAXLAB_TEST_CLAIMS", "JAXLAB_TEST_CLAIMS_SIDE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
 def _pytest(root: Path, side: str, log: Path) -> subprocess.Popen[str]:
     env = {
-        **os.environ,
+        **_environ(),
         "PYTHONPATH": os.pathsep.join([str(TESTS), str(root)]),
         "JAXLAB_TEST_CLAIMS": str(root / "claims"),
         "JAXLAB_TEST_CLAIMS_SIDE": side,
@@ -184,7 +191,7 @@ def test_a_side_other_than_front_or_back_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("side", ["front", "back"])
 def test_without_the_folder_every_test_runs_as_usual(tmp_path: Path, side: str) -> None:
     _suite(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXLAB_TEST_CLAIMS")}
+    env = _environ()
     env.update(PYTHONPATH=os.pathsep.join([str(TESTS), str(tmp_path)]))
     env.update(CLAIMS_LOG=str(tmp_path / "plain.log"), JAXLAB_TEST_CLAIMS_SIDE=side)
     args = ["-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path), "-c", os.devnull]
