@@ -585,3 +585,24 @@ def test_rounds_at_two_levels_are_called_unsteady_and_steady_ones_are_not(monkey
     steady = jaxlab.bench(lambda: clock.spend(0.002), runs=20, repeats=6)
     assert steady.spread < 1.01
     assert not steady.unsteady and "unsteady" not in str(steady)
+
+
+def test_a_rate_is_said_per_awaited_call_and_queued_where_queued_calls_run_much_quicker():
+    # The figures of a 2048x2048 float32 matmul on a TPU v5e (benchmarks/device_check.py):
+    # each awaited call 597 us, 4 queued at once 186 us each; the peak 171 TFLOP/s, 370 GB/s.
+    tpu = _result(
+        platform="tpu", ready_s=597e-6, ready_min_s=596e-6, ready_max_s=604e-6,
+        pipeline_s=186e-6, pipeline_calls=4, flops=2 * 2048**3, bytes_accessed=117.6e6,
+        peak_flops_s=171e12, peak_bytes_s=370e9,
+    )  # fmt: skip
+    rows = {line.split()[0]: line for line in str(tpu).splitlines() if line.strip()}
+    compute, memory = rows["compute"], rows["memory"]
+    assert "28.8 TFLOP/s" in compute and "17% of this machine's 171 TFLOP/s" in compute
+    assert compute.endswith("per awaited call; 4 queued at once reach 92.4 TFLOP/s, 54%")
+    # Queued, its traffic is above memory's peak: no share of it is claimed.
+    assert "197 GB/s" in memory and "53% of this machine's 370 GB/s" in memory
+    assert memory.endswith("per awaited call; 4 queued at once reach 632 GB/s")
+    # Queued calls about as quick as awaited ones (a CPU): the note is the share alone.
+    cpu = _result(pipeline_s=4.5e-3, pipeline_calls=4, flops=5e6, peak_flops_s=1e10)
+    compute = next(line for line in str(cpu).splitlines() if "compute" in line)
+    assert compute.endswith("10% of this machine's 10 GFLOP/s") and "queued" not in compute
