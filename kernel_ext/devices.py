@@ -137,6 +137,12 @@ def _memory_stats(device: Any) -> dict[str, int] | None:
     return {str(k): int(v) for k, v in stats.items() if isinstance(v, int | float)}
 
 
+def one_line(text: str) -> str:
+    """A backend's version as one line: a TPU's spans three ("PJRT C API", "TFRT TPU v5
+    lite", "Built on ..."), which are joined with "; "."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def devices() -> DeviceReport:
     """The default backend's platform and devices, with memory and live arrays.
 
@@ -161,7 +167,7 @@ def devices() -> DeviceReport:
     arrays = jax.live_arrays()
     return DeviceReport(
         platform=str(backend.platform),
-        platform_version=str(backend.platform_version),
+        platform_version=one_line(str(backend.platform_version)),
         jax_version=jax.__version__,
         jaxlib_version=str(jaxlib.__version__),
         process_index=int(jax.process_index()),

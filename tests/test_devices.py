@@ -1,5 +1,6 @@
 """jaxlab.devices() and %jax_devices: the backend and devices JAX reports, live arrays."""
 
+import dataclasses
 import json
 import re
 
@@ -10,7 +11,7 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import jaxlab
-from jaxlab.devices import DeviceInfo, DeviceReport, format_bytes
+from jaxlab.devices import DeviceInfo, DeviceReport, format_bytes, one_line
 
 
 def test_report_matches_jax():
@@ -24,6 +25,19 @@ def test_report_matches_jax():
     assert [d.kind for d in r.devices] == [d.device_kind for d in jax.devices()]
     assert all(d.memory is None for d in r.devices)  # CPU keeps no memory statistics
     assert r.platform_version  # "cpu" on CPU, "cuda 12080"-like on GPU
+    assert "\n" not in r.platform_version
+
+
+def test_a_backend_version_over_several_lines_is_one_line_in_the_report():
+    # A TPU v5e's platform_version, as JAX 0.10.2 gave it (benchmarks/device_check.py).
+    tpu = "PJRT C API\nTFRT TPU v5 lite\nBuilt on Jun 17 2026 11:08:48 (1781719728) cl/933746096"
+    assert one_line(tpu) == (
+        "PJRT C API; TFRT TPU v5 lite; Built on Jun 17 2026 11:08:48 (1781719728) cl/933746096"
+    )
+    report = dataclasses.replace(jaxlab.devices(), platform_version=one_line(tpu))
+    header = str(report).splitlines()[0]
+    assert header.startswith("backend cpu (PJRT C API; TFRT TPU v5 lite; Built on Jun 17")
+    assert one_line("cuda 12080") == "cuda 12080"
 
 
 def test_live_arrays_grow_by_exactly_what_we_create():
