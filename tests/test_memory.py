@@ -11,7 +11,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import jaxlab
-from jaxlab.arrays.memory import MemoryReport, pool_words, user_frame
+from jaxlab.arrays.memory import MemoryReport, pool_words, settings_note, user_frame
 from jaxlab.arrays.pprof import Frame, ProfileError, read_profile
 
 
@@ -117,6 +117,16 @@ def test_the_figures_words_follow_the_gpu_pool_settings():
     assert "pool of .5" in words and settings == (("XLA_PYTHON_CLIENT_MEM_FRACTION", ".5"),)
     assert "grows on demand" in pool_words("gpu", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"})[0]
     assert "no pool" in pool_words("gpu", {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"})[0]
+
+
+def test_pool_settings_are_said_to_change_nothing_off_a_gpu():
+    settings = (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"),)
+    assert settings_note("gpu", settings) == "set: XLA_PYTHON_CLIENT_PREALLOCATE=false"
+    assert settings_note("tpu", settings) == (
+        "set: XLA_PYTHON_CLIENT_PREALLOCATE=false "
+        "(a GPU's pool settings: no effect on the tpu backend)"
+    )
+    assert pool_words("tpu", dict(settings))[1] == settings
 
 
 # A pprof Profile written by hand (the wire format, field numbers of profile.proto), so
