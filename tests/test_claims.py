@@ -95,18 +95,18 @@ def _run(root: Path, side: str) -> tuple[list[str], str]:
     return log.read_text().splitlines(), out
 
 
+def _ran(*files: str) -> list[str]:
+    """The log lines of these files' two tests each, in this order."""
+    return [f"{f}::{t}" for f in files for t in ("one", "two")]
+
+
 def test_the_front_run_takes_the_files_in_order_and_leaves_a_claimed_one(tmp_path: Path) -> None:
     _suite(tmp_path)
     (tmp_path / "claims" / "test_c.py").mkdir(parents=True)
     lines, out = _run(tmp_path, "front")
     assert lines == [
         "setup shared",
-        "test_a::one",
-        "test_a::two",
-        "test_b::one",
-        "test_b::two",
-        "test_d::one",
-        "test_d::two",
+        *_ran("test_a", "test_b", "test_d"),
         "setup binder_env",
         "test_e_pinned::one",
         "teardown shared",
@@ -128,14 +128,7 @@ def test_the_back_run_takes_them_from_the_end_and_never_a_pinned_one(tmp_path: P
     # once and torn down once across the files.
     assert lines == [
         "setup shared",
-        "test_d::one",
-        "test_d::two",
-        "test_c::one",
-        "test_c::two",
-        "test_b::one",
-        "test_b::two",
-        "test_a::one",
-        "test_a::two",
+        *_ran("test_d", "test_c", "test_b", "test_a"),
         "teardown shared",
     ]
     assert not (tmp_path / "claims" / "test_e_pinned.py").exists()
@@ -148,12 +141,7 @@ def test_a_file_claimed_while_the_run_goes_on_is_left_to_the_other(tmp_path: Pat
     _suite(tmp_path, {"test_a": claim})
     lines, _ = _run(tmp_path, "front")
     assert [line for line in lines if line.startswith("test_")] == [
-        "test_a::one",
-        "test_a::two",
-        "test_b::one",
-        "test_b::two",
-        "test_d::one",
-        "test_d::two",
+        *_ran("test_a", "test_b", "test_d"),
         "test_e_pinned::one",
     ]
 
@@ -172,9 +160,8 @@ def test_two_runs_at_once_run_every_test_exactly_once(tmp_path: Path) -> None:
         for line in log.read_text().splitlines()
         if line.startswith("test_")
     ]
-    files = ("test_a", "test_b", "test_c", "test_d")
-    expected = [f"{f}::{t}" for f in files for t in ("one", "two")]
-    assert sorted(ran) == sorted([*expected, "test_e_pinned::one"])
+    expected = [*_ran("test_a", "test_b", "test_c", "test_d"), "test_e_pinned::one"]
+    assert sorted(ran) == sorted(expected)
     front = logs["front"].read_text().splitlines()
     assert "test_e_pinned::one" in front  # the pinned file is the front run's
 
