@@ -74,6 +74,39 @@ def test_every_throttle_is_served_by_one_thread():
             t.cancel()
 
 
+def test_a_view_collected_while_a_throttle_registers_does_not_hang(monkeypatch):
+    """Making the ticker's thread allocates, so a collection can run inside add() and close
+    a view nothing holds (ipywidgets' Widget.__del__): its throttle leaves the ticker on
+    the same thread, under the lock add() holds. A plain lock hung the kernel there (a
+    CompileMonitor collected while another was made, in `make test`)."""
+    from types import SimpleNamespace
+
+    from jaxlab.widgets import _throttle
+
+    ticker = _throttle._Ticker()
+    collected: list[Throttle] = []  # the throttle of the view "collected" next
+
+    class Thread:  # threading.Thread for the ticker: its making runs the "collection"
+        def __init__(self, **_: Any) -> None:
+            while collected:
+                collected.pop().cancel()  # what Widget.__del__ -> close() -> detach() does
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(_throttle, "threading", SimpleNamespace(Thread=Thread, Lock=threading.Lock))
+    old = Throttle(lambda: None, ticker=ticker)
+    ticker._thread = None  # the ticker had stopped: the next add() makes its thread again
+    collected.append(old)
+    made: list[Throttle] = []
+    adding = threading.Thread(target=lambda: made.append(Throttle(lambda: None, ticker=ticker)))
+    adding.daemon = True  # with a plain lock it never ends
+    adding.start()
+    adding.join(30)
+    assert not adding.is_alive(), "add() deadlocked on a throttle leaving from a collection"
+    assert list(ticker._throttles) == [id(made[0])]
+
+
 # ------------------------------------------------------------------------ patches
 def _apply(state: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """What the page does with a patch (widgets/static/key_lineage.js, applyPatch)."""

@@ -112,7 +112,11 @@ class _Ticker:
     """The one thread that pushes every throttle's pending change."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: a collection can run inside add() (making the thread allocates) and
+        # close a view that nothing holds any more (ipywidgets' Widget.__del__), whose
+        # throttle then leaves here on the same thread. With a plain lock the kernel hung
+        # for good (seen: a CompileMonitor collected while another one was made).
+        self._lock = threading.RLock()
         self._throttles: dict[int, weakref.ref[Throttle]] = {}
         self._thread: threading.Thread | None = None
 
@@ -140,8 +144,10 @@ class _Ticker:
         while True:
             time.sleep(TICK)
             with self._lock:
-                for key in [k for k, ref in self._throttles.items() if ref() is None]:
-                    del self._throttles[key]
+                # (a copy: a collection in this loop may discard a throttle from the dict)
+                for key, ref in self._throttles.copy().items():
+                    if ref() is None:
+                        self._throttles.pop(key, None)
                 if not self._throttles:
                     self._thread = None  # the next add starts another
                     return
