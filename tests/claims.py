@@ -5,7 +5,8 @@ creating a folder named after it in a shared folder (``os.mkdir``: of two runs a
 once, exactly one succeeds); a file the other run has claimed is left to it. The ``front``
 run takes the files in the suite's order, the ``back`` run from the end, so the two meet
 wherever the work ends up dividing, and neither waits with nothing to do while the other
-still has files it has not started. A file whose tests need a ``pinned`` fixture (Binder's
+still has files it has not started. A file already claimed when a run collects is not
+collected. A file whose tests need a ``pinned`` fixture (Binder's
 environment: built once, by the front run) is the front run's alone.
 
 Turned on by ``JAXLAB_TEST_CLAIMS=FOLDER`` and ``JAXLAB_TEST_CLAIMS_SIDE=front|back``
@@ -25,11 +26,7 @@ SIDES = ("front", "back")
 
 def claim_name(path: Path, root: Path) -> str:
     """The folder name that stands for a test file: its path under ``root``, '/' as '__'."""
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        rel = Path(*path.parts[1:])
-    return "__".join(rel.parts)
+    return "__".join(path.relative_to(root).parts)
 
 
 def by_file(items: list[pytest.Item]) -> list[list[pytest.Item]]:
@@ -53,6 +50,17 @@ class Claims:
         self.ran: list[str] = []
         self.left: list[str] = []
         self.n_pinned = 0
+
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """A test file the other run has claimed already is not even collected (collecting
+        the whole suite again took the browser lane's run 45 s under load)."""
+        if collection_path.suffix != ".py" or not collection_path.is_relative_to(config.rootpath):
+            return None
+        name = claim_name(collection_path, config.rootpath)
+        if (self.folder / name).is_dir():
+            self.left.append(name)
+            return True
+        return None
 
     def _order(self, session: pytest.Session) -> list[list[pytest.Item]]:
         groups = by_file(session.items)

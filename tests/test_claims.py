@@ -146,6 +146,15 @@ def test_a_file_claimed_while_the_run_goes_on_is_left_to_the_other(tmp_path: Pat
     ]
 
 
+def test_a_file_claimed_before_the_run_collects_is_not_collected(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    (tmp_path / "test_b.py").write_text("raise RuntimeError('test_b.py was collected')\n")
+    (tmp_path / "claims" / "test_b.py").mkdir(parents=True)
+    lines, out = _run(tmp_path, "back")  # an import of test_b.py would fail the run
+    assert lines == ["setup shared", *_ran("test_d", "test_c", "test_a"), "teardown shared"]
+    assert "ran 3 test files; 1 were the other run's: test_b.py" in out
+
+
 def test_two_runs_at_once_run_every_test_exactly_once(tmp_path: Path) -> None:
     _suite(tmp_path)
     logs = {side: tmp_path / f"{side}.log" for side in ("front", "back")}
