@@ -114,12 +114,13 @@ def test_handle_update_redraws_in_place():
 
 
 def test_updates_in_a_fast_loop_are_throttled_and_end_on_the_latest():
-    view = jaxlab.show(jnp.zeros(3), name="s", rate=2.0)
+    # the next redraw 20 s away: however slow the machine, the loop ends well before it
+    view = jaxlab.show(jnp.zeros(3), name="s", rate=0.05)
     try:
         start = view.widget.updates
         for k in range(50):
             view.update(jnp.full(3, float(k)))
-        assert view.widget.updates - start <= 2  # not one redraw per call
+        assert view.widget.updates == start  # not one redraw per call: one armed for later
         view.flush()
         assert view.record.root.array.stats.max == 49.0
     finally:
@@ -147,8 +148,9 @@ def test_a_burst_of_updates_without_flush_ends_on_the_last_state():
             if k % 50 == 0:
                 time.sleep(0.03)  # let timer redraws run beside the burst
         assert _settled(view, 299.0)
-        assert view.widget.drawing["sample"]["values"] == [[299.0] * 3] * 3
-        drawn = view.widget.updates
+        with view.widget._redraws.drawing:  # the redraw that set the record has ended
+            assert view.widget.drawing["sample"]["values"] == [[299.0] * 3] * 3
+            drawn = view.widget.updates
         time.sleep(0.1)  # nothing armed any more: no further redraw
         assert view.widget.updates == drawn
     finally:
@@ -188,15 +190,21 @@ def test_a_change_made_while_a_redraw_runs_arms_the_next():
 
 
 def test_update_between_redraws_leaves_the_redraw_to_the_timer():
-    view = jaxlab.show(jnp.zeros(2), name="s", rate=2.0)  # the next redraw 0.5 s away
+    """Not a race with the machine's speed: the armed redraw is 20 s away, and the test
+    reads its timer: after flush() the timer's thread ends at once, having drawn nothing
+    (a timer left armed would still be waiting after the 5 s join)."""
+    view = jaxlab.show(jnp.zeros(2), name="s", rate=0.05)  # the next redraw 20 s away
     try:
         start = view.widget.updates
         for k in range(100):
             view.update(jnp.full(2, float(k)))
         assert view.widget.updates == start  # no redraw on the caller's thread
+        armed = view.widget._redraws._timer
+        assert armed is not None and armed.is_alive()  # one redraw armed, for later
         view.flush()  # drops the armed redraw and draws the latest now
         assert view.widget.updates == start + 1 and view.record.root.array.stats.max == 99.0
-        time.sleep(0.7)  # past the dropped timer's time: it draws nothing older
+        armed.join(5)
+        assert not armed.is_alive()  # cancelled: its thread ended without waiting 20 s
         assert view.widget.updates == start + 1 and view.record.root.array.stats.max == 99.0
     finally:
         view.widget.close()
