@@ -223,7 +223,7 @@ class Kernel:
             try:
                 with open(f"/proc/{self.pid}/task/{task}/stat") as f:
                     name, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
-            except FileNotFoundError:  # a thread that ended meanwhile
+            except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
                 continue
             if name.startswith("tf_"):
                 fields = rest.split()
