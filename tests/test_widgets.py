@@ -111,17 +111,6 @@ def test_updates_follow_the_log_throttled(log):
         assert not throttle.tick() and "h" not in {r["name"] for r in monitor.functions}
         clock[0] += 0.2
         assert throttle.tick() and "h" in {r["name"] for r in monitor.functions}
-        # A cell that compiled, just after a push: it waits for the ticker too ...
-        log.record("k", compile_s=0.5)
-        log.add_cell_time(1.0, 0.0)
-        assert "k" not in {r["name"] for r in monitor.functions} and throttle.pending
-        clock[0] += 0.3
-        assert throttle.tick() and "k" in {r["name"] for r in monitor.functions}
-        # ... and after a quiet spell it is sent at once again.
-        clock[0] += 5.0
-        log.record("m", compile_s=0.5)
-        log.add_cell_time(1.0, 0.0)
-        assert "m" in {r["name"] for r in monitor.functions} and not throttle.pending
     finally:
         monitor.close()
     log.record("after_close", compile_s=0.1)

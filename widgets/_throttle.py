@@ -64,11 +64,9 @@ class Throttle:
         """Whether a change waits for its push."""
         return self._pending
 
-    def changed(self, now: bool = False, leading: bool = False) -> None:
-        """A change: pushed by the ticker once the interval has passed, or here: ``now``
-        always; ``leading`` when the interval has passed already (a change after a quiet
-        spell shows at once, and one in a burst waits for the ticker like any other)."""
-        if now or (leading and self._clock() - self._last >= self._interval):
+    def changed(self, now: bool = False) -> None:
+        """A change: pushed by the ticker once the interval has passed, or here (``now``)."""
+        if now:
             self.flush()
             return
         self._pending = True

@@ -199,13 +199,11 @@ class CompileMonitor(JaxlabWidget, static="compile_monitor"):
 
     def _changed(self, kind: str) -> None:
         # Called by the log after each compilation (during a cell) and after each cell. The
-        # end of a cell that compiled is shown at once unless the view was pushed within
-        # the interval; one that only added its time goes through the throttle (within
-        # 0.25 s). A burst of quick cells, compiling or not, is then not a redraw and a
-        # twin each (a session of quick cells, one in five compiling, pushed 18 times a
-        # second).
+        # end of a cell that compiled is shown at once; one that only added its time goes
+        # through the throttle (within 0.25 s), so a burst of quick cells is not a redraw
+        # and a twin each.
         compiled = self._made is None or self._made[0][0] != self._log.version
-        self._throttle.changed(now=kind == "clear", leading=kind == "cell" and compiled)
+        self._throttle.changed(now=kind == "clear" or (kind == "cell" and compiled))
 
     def detach(self) -> None:
         """Stop following the log; the view keeps the state it shows (``%unload_ext``)."""
