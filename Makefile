@@ -82,12 +82,13 @@ docs: setup
 	@tools/ensure_system.sh chromium
 	$(VENV)/bin/python docs/check_site.py $(DOCS_HTML)
 
-# The quicker second run: unit and magic tests on Python 3.11 with its own lock.
+# The quicker second run: unit and magic tests on Python 3.11 with its own lock, each
+# parametrized test's first case (tests/one_case.py: the same code paths on JAX 0.10).
 SECOND_RUN := $(if $(PY311),$(if $(filter 3.11,$(MINOR)),,yes),)
 py311: py311-env
 	@if [ -n "$(SECOND_RUN)" ]; then \
-	  $(VENV311)/bin/python -m pytest -m "not browser and not notebooks and not slow" -q \
-	    -p no:cacheprovider; \
+	  JAXLAB_TEST_ONE_CASE=1 $(VENV311)/bin/python -m pytest \
+	    -m "not browser and not notebooks and not slow" -q -p no:cacheprovider; \
 	else echo "jaxlab: no separate Python 3.11 run (python3.11 absent, or it is the main one)"; fi
 
 py311-env:

@@ -122,6 +122,7 @@ def notebook_kernel(request, jupyter_path):
 # The tutorials run first in the session: under `make test` the browser lane's
 # test_tutorials_in_lab.py waits for the executed copies test_notebook_runs saves. (Stable:
 # every other test keeps its place; the Binder environment stays this session's fixture.)
+# The 3.11 run takes one case of each parametrized test (tests/one_case.py).
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -131,3 +132,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 0 if getattr(item, "originalname", "") == "test_notebook_runs" else 1
 
     items.sort(key=rank)
+    from one_case import deselect_other_cases
+
+    deselect_other_cases(config, items)
