@@ -79,8 +79,10 @@ def _run(tmp_path: Path, one_case: str | None) -> tuple[list[str], str]:
     (tmp_path / "test_zother.py").write_text(OTHER)
     log = tmp_path / "log.txt"
     log.unlink(missing_ok=True)
-    env = {**os.environ, "CASES_LOG": str(log), "PYTHONPATH": str(TESTS)}
-    env.pop("JAXLAB_TEST_ONE_CASE", None)
+    # (this process's own one-case, claims and added pytest options would change the run)
+    drop = ("JAXLAB_TEST_ONE_CASE", "JAXLAB_TEST_CLAIMS", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(CASES_LOG=str(log), PYTHONPATH=str(TESTS))
     if one_case is not None:
         env["JAXLAB_TEST_ONE_CASE"] = one_case
     done = subprocess.run(
