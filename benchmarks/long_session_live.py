@@ -35,7 +35,12 @@ process CPU 9.18 ms plain, 9.92 tracked, 10.49 with the KeyLineage live (1.06x),
 with every widget live (1.12x; 1.38x before a redraw rebuilt its twin once and the
 CompileMonitor stopped redrawing its table after cells that compiled nothing); RSS growth
 +8.0 MB plain, +26.7 MB live (+18.8), no ``gc.collect``; 3.6 KB a cell sent for the
-KeyLineage, 12.2 KB with every widget.
+KeyLineage, 12.2 KB with every widget. Since each ``jax.jit(lambda ...)`` is a function of
+its own (04d77a7) the CompileMonitor's table holds about 120 rows here, and its push after
+every cell that compiled (one in five) reads 1.29-1.41x with every widget live and 19.4 KB a
+cell (2,000 cells, idle): over the target. Pushed from the throttle's thread within a
+burst it read 1.16x, but nbclient drops a push that arrives after its cell went idle, and
+executed notebooks saved a stale view (reverted, 4caf035): what is left is a cheaper push.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def _run(tmp_path: Path, one_case: str | None) -> tuple[list[str], str]:
     if one_case is not None:
         env["JAXLAB_TEST_ONE_CASE"] = one_case
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
